@@ -1,0 +1,468 @@
+#include "engine/array.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "engine/checksum.h"
+#include "engine/file_io.h"
+#include "engine/fragment_writer.h"
+#include "engine/read_planner.h"
+#include "engine/strided_copy.h"
+
+namespace tessera {
+
+namespace {
+
+const char kSchemaFile[] = "schema";
+const char kFragDir[] = "frag";
+
+void write_schema(const std::string& dir, const Schema& s) {
+  std::vector<uint8_t> b = s.serialize();
+  uint64_t ck = checksum64(b.data(), b.size());
+  b.insert(b.end(), reinterpret_cast<uint8_t*>(&ck), reinterpret_cast<uint8_t*>(&ck) + 8);
+  write_file_atomic(join_path(dir, kSchemaFile), b.data(), b.size());
+}
+
+Schema read_schema(const std::string& dir) {
+  std::string path = join_path(dir, kSchemaFile);
+  std::vector<uint8_t> b = read_file(path);
+  if (b.size() < 8) throw_error(Errc::kCorrupt, "array schema '" + path + "': file truncated");
+  uint64_t ck;
+  std::memcpy(&ck, b.data() + b.size() - 8, 8);
+  if (checksum64(b.data(), b.size() - 8) != ck)
+    throw_error(Errc::kCorrupt, "array schema '" + path + "': checksum mismatch");
+  return Schema::deserialize(b.data(), b.size() - 8, "array schema '" + path + "'");
+}
+
+// Many fragments mean many open files: lift the soft limit to the hard one once.
+void raise_fd_limit() {
+  static bool done = [] {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return true;
+  }();
+  (void)done;
+}
+
+uint64_t env_u64(const char* name, uint64_t dflt) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::strtoull(e, nullptr, 10) : dflt;
+}
+
+// Iterates the tiles overlapping `b` in the layout's tile order.
+template <class F>
+void for_each_tile(const Layout& layout, const Schema& s, const Box& b, F f) {
+  const int r = s.rank();
+  Coords t0(r), t1(r), t(r);
+  for (int d = 0; d < r; ++d) {
+    t0[d] = b.lo[d] / s.tile_extent[d];
+    t1[d] = b.hi[d] / s.tile_extent[d];
+  }
+  t = t0;
+  const bool row = s.tile_order == Order::kRowMajor;
+  for (;;) {
+    f(t);
+    int i = 0;
+    for (; i < r; ++i) {
+      int d = row ? r - 1 - i : i;
+      if (t[d]++ < t1[d]) break;
+      t[d] = t0[d];
+    }
+    if (i == r) return;
+  }
+  (void)layout;
+}
+
+}  // namespace
+
+ArrayOptions ArrayOptions::from_env() {
+  ArrayOptions o;
+  o.buffer_budget = env_u64("TESSERA_WRITE_BUFFER_MB", 64) << 20;
+  o.direct_cells = env_u64("TESSERA_DIRECT_WRITE_CELLS", 16384);
+  return o;
+}
+
+Status Array::create(const std::string& dir, const Schema& schema) {
+  return guard([&] {
+    schema.validate();
+    if (path_exists(dir)) throw_errno("create array", dir, EEXIST);
+    make_dirs(dir);
+    make_dir(join_path(dir, kFragDir));
+    write_schema(dir, schema);
+    sync_dir(dir);
+    sync_dir(parent_dir(dir));
+  });
+}
+
+Status Array::open(const std::string& dir, bool writable, const ArrayOptions& opts,
+                   std::unique_ptr<Array>* out) {
+  std::unique_ptr<Array> a(new Array());
+  a->dir_ = dir;
+  a->frag_dir_ = join_path(dir, kFragDir);
+  a->opts_ = opts;
+  Status st = guard([&] { a->open_impl(writable); });
+  if (st.ok()) *out = std::move(a);
+  return st;
+}
+
+void Array::open_impl(bool writable) {
+  raise_fd_limit();
+  writable_ = writable;
+  if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
+  schema_ = read_schema(dir_);
+  buffer_ = std::make_unique<WriteBuffer>(schema_);
+  load_fragments();
+}
+
+Array::~Array() {
+  if (writable_) (void)flush();
+}
+
+void Array::load_fragments() {
+  std::vector<std::shared_ptr<Fragment>> all;
+  std::set<std::string> known;
+  for (auto& f : frags_) known.insert(f->path());
+  for (const std::string& name : list_dir(frag_dir_)) {
+    if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
+    FragmentId id;
+    if (!FragmentId::parse(name.substr(0, 43), &id)) continue;
+    std::string path = join_path(frag_dir_, name);
+    auto it = std::find_if(frags_.begin(), frags_.end(), [&](auto& f) { return f->path() == path; });
+    if (it != frags_.end()) {
+      all.push_back(*it);
+      continue;
+    }
+    std::shared_ptr<Fragment> f;
+    try {
+      f = Fragment::open(path);
+    } catch (const Error& e) {
+      // Consolidation may have removed it between listing and opening.
+      if (e.code() == Errc::kNotFound) continue;
+      throw;
+    }
+    if (f->meta().id != id)
+      throw_error(Errc::kCorrupt, "fragment '" + path + "': id in footer differs from file name");
+    if (f->meta().rank != static_cast<uint32_t>(schema_.rank()) || f->meta().elem_size != schema_.elem_size)
+      throw_error(Errc::kCorrupt, "fragment '" + path + "': shape does not match the array schema");
+    all.push_back(f);
+  }
+  // A fragment whose consolidated replacement was published is redundant (a crash can
+  // leave it behind): ignore it, and remove it if we may write.
+  std::set<FragmentId> replaced;
+  for (auto& f : all)
+    for (auto& r : f->meta().replaces) replaced.insert(r);
+  std::vector<std::shared_ptr<Fragment>> live;
+  for (auto& f : all) {
+    if (replaced.count(f->meta().id)) {
+      if (writable_) remove_file(f->path());
+      continue;
+    }
+    live.push_back(f);
+  }
+  std::sort(live.begin(), live.end(), [](auto& a, auto& b) { return a->meta().id < b->meta().id; });
+  for (auto& f : live) last_ts_ = std::max(last_ts_, f->meta().id.ts);
+  frags_ = std::move(live);
+}
+
+FragmentId Array::next_id() {
+  uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count());
+  last_ts_ = std::max(now, last_ts_ + 1);
+  return FragmentId{last_ts_, opts_.writer_rank, seq_++, 0};
+}
+
+void Array::check_selection(const Selection& sel) const {
+  if (sel.rank() != schema_.rank())
+    throw_error(Errc::kInvalidArgument, "selection has rank " + std::to_string(sel.rank()) +
+                                            ", the array has rank " + std::to_string(schema_.rank()));
+  if (sel.empty()) return;
+  for (int d = 0; d < schema_.rank(); ++d)
+    if (sel.bbox().hi[d] >= schema_.extent[d])
+      throw_error(Errc::kInvalidArgument, "selection " + sel.bbox().to_string() +
+                                              " extends beyond the array extent in dimension " +
+                                              std::to_string(d));
+}
+
+Status Array::write(const Selection& sel, const void* src, const uint64_t* src_strides) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    check_selection(sel);
+    if (sel.empty()) return;
+    const int r = schema_.rank();
+    uint64_t sstride[kMaxRank];
+    if (src_strides) {
+      std::copy(src_strides, src_strides + r, sstride);
+    } else {
+      uint64_t s = 1;
+      for (int d = r - 1; d >= 0; --d) {
+        sstride[d] = s;
+        s *= sel.dim(d).count;
+      }
+    }
+    const auto* p = static_cast<const uint8_t*>(src);
+    if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
+      write_dense(sel, p, sstride);
+    } else {
+      buffer_cells(sel, p, sstride);
+    }
+  });
+}
+
+void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
+  const Box& box = sel.bbox();
+  // Buffered cells inside the box are older than this write and now overwritten.
+  buffer_->erase_inside(box);
+  Layout layout(schema_);
+  const int r = schema_.rank();
+  const size_t es = schema_.elem_size;
+  FragmentWriter w(frag_dir_, next_id(), schema_);
+  for_each_tile(layout, schema_, box, [&](const Coords& t) {
+    Box piece;
+    intersect(layout.tile_box(t.data()), box, &piece);
+    uint64_t shape[kMaxRank], dstride[kMaxRank];
+    uint64_t soff = 0;
+    for (int d = 0; d < r; ++d) {
+      shape[d] = piece.hi[d] - piece.lo[d] + 1;
+      soff += (piece.lo[d] - box.lo[d]) * sstride[d];
+    }
+    layout.cell_strides(piece, dstride);
+    std::vector<uint8_t> data(piece.cells() * es);
+    strided_copy(r, shape, src + soff * es, sstride, data.data(), dstride, es);
+    w.add_dense_tile(t.data(), piece, std::move(data));
+  });
+  publish(w.commit(), {});
+}
+
+void Array::buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
+  const int r = schema_.rank();
+  const size_t es = schema_.elem_size;
+  constexpr size_t kChunk = 65536;
+  std::vector<uint64_t> coords;
+  std::vector<uint8_t> values;
+  coords.reserve(std::min<uint64_t>(sel.cells(), kChunk) * r);
+  values.reserve(std::min<uint64_t>(sel.cells(), kChunk) * es);
+  // Odometer over (interval index, offset) per dimension, in row-major selection order.
+  std::vector<size_t> iv(r, 0);
+  std::vector<uint64_t> off(r, 0);
+  for (;;) {
+    uint64_t so = 0;
+    for (int d = 0; d < r; ++d) {
+      const DimSelection& ds = sel.dim(d);
+      coords.push_back(ds.ivs[iv[d]].lo + off[d]);
+      so += (ds.rank0[iv[d]] + off[d]) * sstride[d];
+    }
+    values.insert(values.end(), src + so * es, src + (so + 1) * es);
+    if (values.size() >= kChunk * es) {
+      buffer_->add(coords.data(), values.data(), values.size() / es);
+      coords.clear();
+      values.clear();
+      maybe_spill();
+    }
+    int d = r - 1;
+    for (; d >= 0; --d) {
+      if (++off[d] < sel.dim(d).ivs[iv[d]].len()) break;
+      off[d] = 0;
+      if (++iv[d] < sel.dim(d).ivs.size()) break;
+      iv[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  buffer_->add(coords.data(), values.data(), values.size() / es);
+  maybe_spill();
+}
+
+Status Array::write_points(const uint64_t* coords, size_t n, const void* values) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    const int r = schema_.rank();
+    for (size_t i = 0; i < n; ++i)
+      for (int d = 0; d < r; ++d)
+        if (coords[i * r + d] >= schema_.extent[d])
+          throw_error(Errc::kInvalidArgument, "point " + std::to_string(i) +
+                                                  " lies beyond the array extent in dimension " +
+                                                  std::to_string(d));
+    buffer_->add(coords, static_cast<const uint8_t*>(values), n);
+    maybe_spill();
+  });
+}
+
+void Array::maybe_spill() {
+  if (buffer_->bytes() >= opts_.buffer_budget) spill();
+}
+
+void Array::spill() {
+  if (buffer_->empty()) return;
+  buffer_->normalize();
+  Layout layout(schema_);
+  const int r = schema_.rank();
+  const size_t es = schema_.elem_size;
+  const auto& cs = buffer_->coords();
+  const auto& vs = buffer_->values();
+  const size_t n = buffer_->cells();
+  FragmentWriter w(frag_dir_, next_id(), schema_);
+  // Cells are in global order, so each tile's cells are contiguous.  A tile's group that
+  // fills its bounding box exactly is stored as a dense piece; the rest stays sparse.
+  size_t i = 0;
+  uint64_t ti[kMaxRank], tj[kMaxRank];
+  while (i < n) {
+    layout.tile_of(&cs[i * r], ti);
+    size_t j = i + 1;
+    Box bb(Coords(&cs[i * r], &cs[i * r] + r), Coords(&cs[i * r], &cs[i * r] + r));
+    for (; j < n; ++j) {
+      layout.tile_of(&cs[j * r], tj);
+      if (std::memcmp(ti, tj, r * 8) != 0) break;
+      for (int d = 0; d < r; ++d) {
+        bb.lo[d] = std::min(bb.lo[d], cs[j * r + d]);
+        bb.hi[d] = std::max(bb.hi[d], cs[j * r + d]);
+      }
+    }
+    if (j - i > 1 && bb.cells() == j - i) {
+      w.add_dense_tile(ti, bb, std::vector<uint8_t>(vs.begin() + i * es, vs.begin() + j * es));
+    } else {
+      w.add_sparse_cells(&cs[i * r], &vs[i * es], j - i);
+    }
+    i = j;
+  }
+  publish(w.commit(), {});
+  buffer_->clear();
+}
+
+void Array::publish(const std::string& path, const std::vector<FragmentId>& replaced) {
+  auto f = Fragment::open(path);
+  std::vector<std::shared_ptr<Fragment>> next;
+  for (auto& old : frags_)
+    if (std::find(replaced.begin(), replaced.end(), old->meta().id) == replaced.end()) next.push_back(old);
+  next.push_back(f);
+  std::sort(next.begin(), next.end(), [](auto& a, auto& b) { return a->meta().id < b->meta().id; });
+  frags_ = std::move(next);
+}
+
+Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    check_selection(sel);
+    buffer_->normalize();
+    ReadView view{frags_, buffer_.get()};
+    ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
+  });
+}
+
+Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    const int r = schema_.rank();
+    for (size_t i = 0; i < n; ++i)
+      for (int d = 0; d < r; ++d)
+        if (coords[i * r + d] >= schema_.extent[d])
+          throw_error(Errc::kInvalidArgument, "point " + std::to_string(i) +
+                                                  " lies beyond the array extent in dimension " +
+                                                  std::to_string(d));
+    buffer_->normalize();
+    ReadView view{frags_, buffer_.get()};
+    ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
+  });
+}
+
+Status Array::flush() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (writable_) spill();
+  });
+}
+
+Status Array::set_extent(const Coords& extent) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    Schema next = schema_;
+    if (extent.size() != next.extent.size()) throw_error(Errc::kInvalidArgument, "set_extent: rank differs");
+    next.extent = extent;
+    next.validate();
+    const Box old_dom = schema_.domain(), new_dom = next.domain();
+    bool shrink = false;
+    for (int d = 0; d < next.rank(); ++d) shrink |= extent[d] < schema_.extent[d];
+    if (shrink && old_dom.cells() > 0) {
+      // Cells beyond the new extent must read as fill if the extent grows back: erase
+      // them with a fill fragment (only where some fragment holds data).
+      if (new_dom.cells() > 0) buffer_->erase_outside(new_dom);
+      else buffer_->clear();
+      std::vector<Box> cut;
+      if (new_dom.cells() > 0) subtract(old_dom, new_dom, &cut);
+      else cut.push_back(old_dom);
+      // One fill fragment per cut box (the cut boxes are disjoint, so each tile gets at
+      // most one piece per fragment), restricted to where fragments hold data.
+      Box data_bb;
+      bool any = false;
+      for (auto& f : frags_) {
+        if (!f->meta().has_domain) continue;
+        if (!any) {
+          data_bb = f->meta().domain;
+          any = true;
+        }
+        for (int d = 0; d < next.rank(); ++d) {
+          data_bb.lo[d] = std::min(data_bb.lo[d], f->meta().domain.lo[d]);
+          data_bb.hi[d] = std::max(data_bb.hi[d], f->meta().domain.hi[d]);
+        }
+      }
+      Layout layout(schema_);
+      for (const Box& c : cut) {
+        Box part;
+        if (!any || !intersect(c, data_bb, &part)) continue;
+        FragmentWriter w(frag_dir_, next_id(), schema_);
+        for_each_tile(layout, schema_, part, [&](const Coords& t) {
+          Box p;
+          intersect(layout.tile_box(t.data()), part, &p);
+          w.add_fill_tile(t.data(), p);
+        });
+        publish(w.commit(), {});
+      }
+    }
+    write_schema(dir_, next);
+    schema_ = next;
+    buffer_->reset_layout(schema_);
+  });
+}
+
+Status Array::refresh() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    schema_ = read_schema(dir_);
+    buffer_->reset_layout(schema_);
+    load_fragments();
+  });
+}
+
+std::vector<FragmentInfo> Array::fragments() const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<FragmentInfo> out;
+  for (auto& f : frags_) {
+    const FragmentMeta& m = f->meta();
+    out.push_back({m.id, f->path(), f->file_size(), m.cells, m.dense.size(), m.sparse.size(), m.has_domain,
+                   m.domain});
+  }
+  return out;
+}
+
+uint64_t Array::storage_bytes() const {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t n = 0;
+  for (auto& f : frags_) n += f->file_size();
+  return n;
+}
+
+size_t Array::buffered_cells() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return buffer_->cells();
+}
+
+}  // namespace tessera

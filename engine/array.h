@@ -1,0 +1,96 @@
+// One array: a schema plus a directory of immutable fragments and an in-memory write
+// buffer.  This is the engine's public face for data (the connector maps one HDF5 dataset
+// onto one Array).  Every method is thread-safe and returns a Status; nothing throws.
+//
+// Directory layout (docs/format.md): <dir>/schema, <dir>/frag/<fragment id>.tfr.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/fragment.h"
+#include "engine/schema.h"
+#include "engine/write_buffer.h"
+
+namespace tessera {
+
+struct ArrayOptions {
+  uint32_t writer_rank = 0;          // goes into fragment ids (MPI rank)
+  uint64_t buffer_budget = 64 << 20; // spill the write buffer past this many bytes
+  uint64_t direct_cells = 16384;     // box writes of at least min(this, tile cells) bypass the buffer
+  static ArrayOptions from_env();    // TESSERA_WRITE_BUFFER_MB, TESSERA_DIRECT_WRITE_CELLS
+};
+
+struct FragmentInfo {
+  FragmentId id;
+  std::string path;
+  uint64_t file_size = 0, cells = 0, dense_tiles = 0, sparse_tiles = 0;
+  bool has_domain = false;
+  Box domain;
+};
+
+class Array {
+ public:
+  static Status create(const std::string& dir, const Schema& schema);
+  static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
+                     std::unique_ptr<Array>* out);
+  ~Array();  // flushes the write buffer (errors are lost: call flush() first to see them)
+
+  const Schema& schema() const { return schema_; }
+  const std::string& dir() const { return dir_; }
+
+  // Writes the selected cells from src (selection row-major order; src_strides in elements
+  // per dimension over the selection's ranks, or null for dense).
+  Status write(const Selection& sel, const void* src, const uint64_t* src_strides = nullptr);
+  Status write_points(const uint64_t* coords, size_t n, const void* values);
+  Status read(const Selection& sel, void* dst, const uint64_t* dst_strides = nullptr);
+  Status read_points(const uint64_t* coords, size_t n, void* dst);
+
+  // Makes everything written so far durable (spills the write buffer into a fragment).
+  Status flush();
+  // Grows or shrinks the current extent.  Cells cut off by a shrink read as the fill value
+  // if the extent grows back (as in HDF5).
+  Status set_extent(const Coords& extent);
+  // Picks up fragments published by other processes.
+  Status refresh();
+
+  // Consolidation (TileDB §4.3): merges fragments [first, last] (indexes into fragments(),
+  // oldest first) into one, publishes it atomically, then removes the merged files.
+  Status consolidate(size_t first, size_t last);
+  Status consolidate_all();
+  // Size-tiered: merges runs of >= `min_run` adjacent fragments whose sizes are within a
+  // factor `ratio` of each other (LSM style); repeats until nothing qualifies.
+  Status consolidate_auto(size_t min_run = 4, double ratio = 4.0);
+
+  std::vector<FragmentInfo> fragments() const;
+  uint64_t storage_bytes() const;  // bytes of all fragment files
+  size_t buffered_cells() const;
+
+ private:
+  Array() = default;
+  void open_impl(bool writable);
+  void load_fragments();
+  FragmentId next_id();
+  void check_selection(const Selection& sel) const;
+  void write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
+  void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
+  void maybe_spill();
+  void spill();
+  void consolidate_range(size_t first, size_t last);
+  void publish(const std::string& path, const std::vector<FragmentId>& replaced);
+
+  mutable std::mutex mu_;
+  std::string dir_, frag_dir_;
+  bool writable_ = false;
+  ArrayOptions opts_;
+  Schema schema_;
+  std::unique_ptr<WriteBuffer> buffer_;
+  std::vector<std::shared_ptr<Fragment>> frags_;  // oldest first
+  uint64_t last_ts_ = 0;
+  uint32_t seq_ = 0;
+};
+
+}  // namespace tessera

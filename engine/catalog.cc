@@ -1,0 +1,332 @@
+#include "engine/catalog.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "engine/bytes.h"
+#include "engine/checksum.h"
+#include "engine/error.h"
+
+namespace tessera {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'S', 'R', 'A', 'C', 'A', 'T', 'L'};
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kFileHeaderSize = 16;  // magic + u32 version + u32 reserved
+constexpr uint64_t kRecordHeaderSize = 16;  // u32 len + u64 payload xxh3 + u32 header check
+constexpr uint64_t kCompactSlack = 64 * 1024;
+
+std::vector<uint8_t> file_header() {
+  ByteWriter w;
+  w.bytes(kMagic, sizeof kMagic);
+  w.u32(kVersion);
+  w.u32(0);
+  return std::move(w.buf());
+}
+
+uint32_t header_check(const uint8_t* first12) {
+  return static_cast<uint32_t>(checksum64(first12, 12));
+}
+
+// Frames a payload: [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))].
+std::vector<uint8_t> frame_record(const std::vector<uint8_t>& payload) {
+  if (payload.size() > UINT32_MAX)
+    throw_error(Errc::kInvalidArgument,
+                "catalog batch too large (" + std::to_string(payload.size()) + " bytes)");
+  ByteWriter w;
+  w.u32(static_cast<uint32_t>(payload.size()));
+  w.u64(checksum64(payload.data(), payload.size()));
+  w.u32(header_check(w.buf().data()));
+  w.bytes(payload.data(), payload.size());
+  return std::move(w.buf());
+}
+
+// Bytes one live pair costs in a compacted log (op byte + two length-prefixed strings).
+uint64_t entry_bytes(const std::string& k, const std::string& v) {
+  return 1 + 4 + k.size() + 4 + v.size();
+}
+
+bool all_zero(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i]) return false;
+  return true;
+}
+
+struct RecordView {
+  enum Kind { kGood, kTruncated, kBadHeader, kBadPayload } kind;
+  uint64_t end = 0;  // offset after the record (valid for kGood / kBadPayload)
+};
+
+// Classifies the record starting at `off` within buf[0, n).
+RecordView inspect(const uint8_t* buf, uint64_t n, uint64_t off) {
+  if (n - off < kRecordHeaderSize) return {RecordView::kTruncated};
+  const uint8_t* h = buf + off;
+  uint32_t len, check;
+  uint64_t sum;
+  std::memcpy(&len, h, 4);
+  std::memcpy(&sum, h + 4, 8);
+  std::memcpy(&check, h + 12, 4);
+  if (check != header_check(h)) return {RecordView::kBadHeader};
+  if (len > n - off - kRecordHeaderSize) return {RecordView::kTruncated};
+  uint64_t end = off + kRecordHeaderSize + len;
+  if (checksum64(h + kRecordHeaderSize, len) != sum) return {RecordView::kBadPayload, end};
+  return {RecordView::kGood, end};
+}
+
+}  // namespace
+
+std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool create) {
+  std::unique_ptr<Catalog> c(new Catalog());
+  c->mode_ = mode;
+  c->dir_ = dir;
+  c->log_path_ = join_path(dir, "catalog.log");
+  bool rw = mode == Mode::kReadWrite;
+  // A read-only catalog never creates anything, whatever `create` says.
+  if (!(rw && create) && !path_exists(c->log_path_))
+    throw_errno("cannot open catalog", c->log_path_, ENOENT);
+  if (rw) {
+    if (create && !is_directory(dir)) {
+      make_dirs(dir);
+      sync_dir(parent_dir(dir));  // the container directory itself must survive a crash
+    }
+    c->lock_ = FileLock::try_lock(join_path(dir, "catalog.lock"), /*exclusive=*/true);
+    if (!c->lock_.locked())
+      throw_error(Errc::kBusy, "container '" + dir + "' is open for writing by another process");
+    bool existed = path_exists(c->log_path_);
+    c->log_ = File::open_rw(c->log_path_, create);
+    // Make the new name durable; a crash before replay() writes the header leaves an
+    // empty file, which reads as an empty catalog.
+    if (!existed) sync_dir(dir);
+  } else {
+    c->log_ = File::open_read(c->log_path_);
+  }
+  c->replay();
+  return c;
+}
+
+Catalog::~Catalog() = default;
+
+std::optional<std::string> Catalog::get(std::string_view key) const {
+  auto it = kv_.find(key);
+  if (it == kv_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view prefix) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    out.emplace_back(it->first, it->second);
+  }
+  return out;
+}
+
+// Reads records from log_end_ to EOF and applies them.  The writer cuts off a torn tail; a
+// reader just stops before it (it may be a record the writer is appending right now).
+void Catalog::replay() {
+  uint64_t size = log_.size();
+  auto corrupt = [&](uint64_t off, const std::string& why) {
+    throw_error(Errc::kCorrupt, "catalog '" + log_path_ + "': corrupt record at offset " +
+                                    std::to_string(off) + " (" + why + ")");
+  };
+
+  if (log_end_ == 0) {  // file header
+    std::vector<uint8_t> want = file_header();
+    uint8_t got[kFileHeaderSize] = {};
+    uint64_t have = std::min<uint64_t>(size, kFileHeaderSize);
+    log_.pread_exact(got, have, 0);
+    if (have < kFileHeaderSize) {
+      // A crash while creating the file (or a writer creating it right now): nothing was
+      // ever committed.  Anything else this short is not a catalog.
+      if (std::memcmp(got, want.data(), have) != 0 && !all_zero(got, have))
+        throw_error(Errc::kCorrupt, "catalog '" + log_path_ + "': bad file header");
+      if (mode_ != Mode::kReadWrite) return;
+      log_.truncate(0);
+      log_.pwrite_all(want.data(), want.size(), 0);
+      log_.sync();
+      log_end_ = kFileHeaderSize;
+      return;
+    }
+    if (std::memcmp(got, kMagic, sizeof kMagic) != 0)
+      throw_error(Errc::kCorrupt, "catalog '" + log_path_ + "': bad magic (not a tessera catalog)");
+    uint32_t version;
+    std::memcpy(&version, got + 8, 4);
+    if (version == 0) throw_error(Errc::kCorrupt, "catalog '" + log_path_ + "': bad format version 0");
+    if (version > kVersion)
+      throw_error(Errc::kUnsupported, "catalog '" + log_path_ + "': format version " +
+                                          std::to_string(version) + " is newer than supported (" +
+                                          std::to_string(kVersion) + ")");
+    log_end_ = kFileHeaderSize;
+  }
+  if (size <= log_end_) return;
+
+  // The catalog is small (compaction bounds it), so read the new part in one go.
+  const uint64_t base = log_end_;
+  std::vector<uint8_t> buf(size - base);
+  log_.pread_exact(buf.data(), buf.size(), base);
+  const uint64_t n = buf.size();
+  uint64_t off = 0;
+  while (off < n) {
+    RecordView rv = inspect(buf.data(), n, off);
+    if (rv.kind != RecordView::kGood) {
+      // Torn tail (a crash mid-append, possibly leaving zero-filled blocks) versus damage
+      // in the middle of the log: only the former may be dropped silently.
+      bool torn = false;
+      if (rv.kind == RecordView::kTruncated) {
+        torn = true;
+      } else if (rv.kind == RecordView::kBadPayload) {
+        torn = all_zero(buf.data() + rv.end, n - rv.end);
+      } else {
+        // The length cannot be trusted, so look for any intact record further on.
+        torn = true;
+        for (uint64_t p = off + 1; p + kRecordHeaderSize <= n && torn; ++p)
+          torn = inspect(buf.data(), n, p).kind != RecordView::kGood;
+      }
+      if (!torn) corrupt(base + off, rv.kind == RecordView::kBadHeader ? "header checksum mismatch"
+                                                                       : "payload checksum mismatch");
+      break;
+    }
+    // Decode the whole batch before applying any of it.
+    CatalogBatch batch;
+    try {
+      ByteReader r(buf.data() + off + kRecordHeaderSize, rv.end - off - kRecordHeaderSize, "payload");
+      uint32_t ops = r.u32();
+      if (ops > r.remaining() / 5) r.fail("implausible op count");  // a del is 5 bytes
+      for (uint32_t i = 0; i < ops; ++i) {
+        uint8_t kind = r.u8();
+        if (kind > 1) r.fail("unknown op " + std::to_string(kind));
+        std::string key = r.str();
+        if (kind == 1) batch.put(std::move(key), r.str());
+        else batch.del(std::move(key));
+      }
+      if (!r.done()) r.fail("trailing bytes");
+    } catch (const Error& e) {
+      corrupt(base + off, e.what());
+    }
+    apply(batch);
+    off = rv.end;
+    log_end_ = base + off;
+  }
+  if (log_end_ < size && mode_ == Mode::kReadWrite) {
+    log_.truncate(log_end_);  // drop the torn tail so new records follow the last good one
+    log_.sync();
+  }
+}
+
+void Catalog::commit(const CatalogBatch& batch) {
+  if (mode_ != Mode::kReadWrite)
+    throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
+  if (batch.empty()) return;
+  if (!log_.is_open())
+    throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
+  ByteWriter p;
+  p.u32(static_cast<uint32_t>(batch.ops().size()));
+  for (const auto& op : batch.ops()) {
+    p.u8(op.put ? 1 : 0);
+    p.str(op.key);
+    if (op.put) p.str(op.value);
+  }
+  std::vector<uint8_t> rec = frame_record(p.buf());
+  try {
+    log_.pwrite_all(rec.data(), rec.size(), log_end_);
+    log_.sync();
+  } catch (...) {
+    // Leave no partial record behind (best effort; replay would treat it as torn anyway).
+    try { log_.truncate(log_end_); } catch (...) {}
+    throw;
+  }
+  log_end_ += rec.size();
+  apply(batch);
+  maybe_compact();
+}
+
+void Catalog::apply(const CatalogBatch& batch) {
+  for (const auto& op : batch.ops()) {
+    auto it = kv_.find(op.key);
+    if (it != kv_.end()) {
+      live_bytes_ -= entry_bytes(it->first, it->second);
+      if (!op.put) kv_.erase(it);
+    }
+    if (op.put) {
+      kv_[op.key] = op.value;
+      live_bytes_ += entry_bytes(op.key, op.value);
+    }
+  }
+}
+
+void Catalog::reload() {
+  if (mode_ == Mode::kReadWrite) return;  // the only writer is always up to date
+  // Compaction publishes a new file by rename: follow the name if it moved to a new inode.
+  struct stat path_st, fd_st;
+  if (::stat(log_path_.c_str(), &path_st) != 0) throw_errno("cannot stat", log_path_, errno);
+  if (::fstat(log_.fd(), &fd_st) != 0) throw_errno("cannot stat", log_path_, errno);
+  if (path_st.st_ino != fd_st.st_ino || path_st.st_dev != fd_st.st_dev) {
+    File f = File::open_read(log_path_);
+    std::map<std::string, std::string, std::less<>> old_kv;
+    old_kv.swap(kv_);
+    uint64_t old_end = log_end_, old_live = live_bytes_;
+    File old_log = std::move(log_);
+    log_ = std::move(f);
+    log_end_ = 0;
+    live_bytes_ = 0;
+    try {
+      replay();
+    } catch (...) {  // keep the last good view rather than a half-loaded one
+      kv_.swap(old_kv);
+      log_ = std::move(old_log);
+      log_end_ = old_end;
+      live_bytes_ = old_live;
+      throw;
+    }
+    return;
+  }
+  replay();
+}
+
+// Rewrites the log as one record of the live pairs when garbage dominates.  The commit that
+// triggered it is already durable, and old and new logs hold the same map, so a failure
+// here loses nothing: it is swallowed and retried after a later commit.
+void Catalog::maybe_compact() {
+  if (log_end_ <= 2 * live_bytes_ + kCompactSlack) return;
+  std::string tmp = log_path_ + ".tmp";
+  ByteWriter p;
+  p.u32(static_cast<uint32_t>(kv_.size()));
+  for (const auto& [k, v] : kv_) {
+    p.u8(1);
+    p.str(k);
+    p.str(v);
+  }
+  if (p.size() > UINT32_MAX) return;  // cannot be framed as one record; keep appending
+  try {
+    std::vector<uint8_t> data = file_header();
+    std::vector<uint8_t> rec = frame_record(p.buf());
+    data.insert(data.end(), rec.begin(), rec.end());
+    remove_file(tmp);  // a leftover from a crash
+    File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
+    f.pwrite_all(data.data(), data.size(), 0);
+    f.sync();
+    f.close();
+  } catch (const Error&) {
+    try { remove_file(tmp); } catch (...) {}
+    return;
+  }
+  try {
+    rename_durable(tmp, log_path_);
+  } catch (const Error&) {
+    if (path_exists(tmp)) {  // the rename itself failed: the old log is still in place
+      try { remove_file(tmp); } catch (...) {}
+      return;
+    }
+    // Renamed but the directory sync failed: harmless, both logs hold the same map.
+  }
+  // From here the old descriptor points at an unlinked file; appending to it would lose
+  // commits, so close it first and let commit() refuse if the reopen fails.
+  log_ = File();
+  log_ = File::open_rw(log_path_, /*create=*/false);
+  log_end_ = log_.size();
+}
+
+}  // namespace tessera

@@ -1,0 +1,74 @@
+// A small crash-safe key/value catalog for the connector's HDF5 objects (groups, links,
+// attributes, dataset schemas, committed types).
+//
+// Storage: one append-only log file `catalog.log` in the given directory.  Each commit
+// appends one framed record holding a whole batch of puts and deletes, then fdatasyncs:
+// a batch is visible entirely or not at all.  On open the log is replayed; a torn record
+// at the tail (a crash mid-append) is ignored and cut off by the next writer; a bad record
+// followed by more data is corruption and fails the open with a message naming the file.
+// When the log grows past twice the live data, the writer rewrites it (temp + rename).
+// One writer at a time per directory (flock on `catalog.lock`); readers need no lock and
+// call reload() to see newer commits.  Byte layout: docs/format.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/file_io.h"
+
+namespace tessera {
+
+class CatalogBatch {
+ public:
+  void put(std::string key, std::string value) { ops_.push_back({true, std::move(key), std::move(value)}); }
+  void del(std::string key) { ops_.push_back({false, std::move(key), {}}); }
+  bool empty() const { return ops_.empty(); }
+  struct Op {
+    bool put;
+    std::string key, value;
+  };
+  const std::vector<Op>& ops() const { return ops_; }
+
+ private:
+  std::vector<Op> ops_;
+};
+
+class Catalog {
+ public:
+  enum class Mode { kReadOnly, kReadWrite };
+  // Throws: kNotFound if missing and !create, kBusy if another writer holds the lock,
+  // kCorrupt for a damaged log.
+  static std::unique_ptr<Catalog> open(const std::string& dir, Mode mode, bool create);
+  ~Catalog();
+
+  std::optional<std::string> get(std::string_view key) const;
+  // All pairs whose key starts with prefix, sorted by key.
+  std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) const;
+  // Atomic and durable; throws kInvalidArgument on a read-only catalog.
+  void commit(const CatalogBatch& batch);
+  // Re-reads the log to pick up commits made by another process.
+  void reload();
+  bool writable() const { return mode_ == Mode::kReadWrite; }
+  const std::string& log_path() const { return log_path_; }
+
+ private:
+  Catalog() = default;
+  void replay();
+  void apply(const CatalogBatch& batch);  // updates kv_ and live_bytes_
+  void maybe_compact();
+
+  Mode mode_ = Mode::kReadOnly;
+  std::string dir_, log_path_;
+  FileLock lock_;
+  File log_;
+  uint64_t log_end_ = 0;     // offset after the last good record
+  uint64_t live_bytes_ = 0;  // approximate size of the live key/values
+  std::map<std::string, std::string, std::less<>> kv_;
+};
+
+}  // namespace tessera

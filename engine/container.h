@@ -1,0 +1,42 @@
+// A container: the directory an application names in H5Fcreate.  It holds a small header
+// file (`tessera.container`), the catalog of HDF5 objects (catalog.h), and one directory
+// per array under `arrays/`, named by a numeric id — never by a user string, so no object
+// name can escape the container.  Byte layout: docs/format.md.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/array.h"
+#include "engine/catalog.h"
+#include "engine/error.h"
+
+namespace tessera {
+
+class Container {
+ public:
+  enum class CreateMode { kTruncate, kExclusive };
+  static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out);
+  static Status open(const std::string& path, bool writable, std::unique_ptr<Container>* out);
+  // True for a directory holding a valid container header; never throws.
+  static bool is_container(const std::string& path);
+  static Status remove(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  bool writable() const { return writable_; }
+  Catalog& catalog() { return *catalog_; }
+
+  // Array ids are allocated from a counter kept in the catalog.
+  Status create_array(const Schema& schema, uint64_t* id);
+  Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
+  Status remove_array(uint64_t id);
+  std::string array_dir(uint64_t id) const;
+
+ private:
+  Container() = default;
+  std::string path_;
+  bool writable_ = false;
+  std::unique_ptr<Catalog> catalog_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,288 @@
+#include "engine/file_io.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+
+#include "engine/error.h"
+
+namespace tessera {
+
+// ---- File -------------------------------------------------------------------------------
+
+File::~File() {
+  if (fd_ >= 0) ::close(fd_);  // destructor: errors are unreportable; close() reports them
+}
+
+File::File(File&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
+
+File& File::operator=(File&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    path_ = std::move(o.path_);
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+static int open_fd(const std::string& path, int flags, mode_t mode = 0) {
+  for (;;) {
+    int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    if (fd >= 0) return fd;
+    if (errno != EINTR) throw_errno("cannot open", path, errno);
+  }
+}
+
+File File::open_read(const std::string& path) {
+  File f;
+  f.fd_ = open_fd(path, O_RDONLY);
+  f.path_ = path;
+  return f;
+}
+
+File File::open_rw(const std::string& path, bool create, bool exclusive) {
+  int flags = O_RDWR;
+  if (create) flags |= O_CREAT;
+  if (create && exclusive) flags |= O_EXCL;
+  File f;
+  f.fd_ = open_fd(path, flags, 0644);
+  f.path_ = path;
+  return f;
+}
+
+uint64_t File::size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_, errno);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+size_t File::pread_some(void* buf, size_t n, uint64_t off) const {
+  auto* p = static_cast<uint8_t*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd_, p + done, n - done, static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot read", path_, errno);
+    }
+    if (r == 0) break;  // EOF
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+void File::pread_exact(void* buf, size_t n, uint64_t off) const {
+  if (pread_some(buf, n, off) == n) return;
+  throw_error(Errc::kCorrupt, "'" + path_ + "': truncated: wanted " + std::to_string(n) +
+                                  " bytes at offset " + std::to_string(off) + " (file size " +
+                                  std::to_string(size()) + ")");
+}
+
+void File::pwrite_all(const void* buf, size_t n, uint64_t off) {
+  const auto* p = static_cast<const uint8_t*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", path_, errno);
+    }
+    if (r == 0) throw_errno("cannot write", path_, EIO);  // no progress: never spin
+    // A short write usually precedes ENOSPC; the retry surfaces the real errno.
+    done += static_cast<size_t>(r);
+  }
+}
+
+void File::sync() {
+  while (::fdatasync(fd_) != 0) {
+    if (errno != EINTR) throw_errno("cannot sync", path_, errno);
+  }
+}
+
+void File::truncate(uint64_t size) {
+  while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+    if (errno != EINTR) throw_errno("cannot truncate", path_, errno);
+  }
+}
+
+void File::close() {
+  if (fd_ < 0) return;
+  int fd = fd_;
+  fd_ = -1;
+  // Never retry close(): on Linux the descriptor is gone even when it reports EINTR.
+  if (::close(fd) != 0 && errno != EINTR) throw_errno("cannot close", path_, errno);
+}
+
+// ---- paths and directories ----------------------------------------------------------------
+
+static bool stat_path(const std::string& path, struct stat* st, bool follow) {
+  int rc = follow ? ::stat(path.c_str(), st) : ::lstat(path.c_str(), st);
+  if (rc == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  throw_errno("cannot stat", path, errno);
+}
+
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return stat_path(path, &st, true);
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return stat_path(path, &st, true) && S_ISDIR(st.st_mode);
+}
+
+void make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) == 0) return;
+  int err = errno;
+  if (err == EEXIST && is_directory(path)) return;
+  throw_errno("cannot create directory", path, err);
+}
+
+void make_dirs(const std::string& path) {
+  if (path.empty()) return;
+  // Create each prefix ending before a '/', then the full path.
+  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+    if (path[pos - 1] != '/') make_dir(path.substr(0, pos));
+  }
+  make_dir(path);
+}
+
+void remove_file(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove", path, errno);
+}
+
+void remove_tree(const std::string& path) {
+  struct stat st;
+  if (!stat_path(path, &st, false)) return;
+  if (!S_ISDIR(st.st_mode)) {  // files and symlinks (never followed)
+    remove_file(path);
+    return;
+  }
+  for (const auto& name : list_dir(path)) remove_tree(join_path(path, name));
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
+    throw_errno("cannot remove directory", path, errno);
+}
+
+void sync_dir(const std::string& dir) {
+  int fd = open_fd(dir, O_RDONLY | O_DIRECTORY);
+  while (::fsync(fd) != 0) {
+    if (errno == EINTR) continue;
+    int err = errno;
+    ::close(fd);
+    throw_errno("cannot sync directory", dir, err);
+  }
+  ::close(fd);
+}
+
+void rename_durable(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw_errno("cannot rename '" + from + "' to", to, errno);
+  std::string to_dir = parent_dir(to), from_dir = parent_dir(from);
+  sync_dir(to_dir);
+  // A cross-directory move also changed the source directory.
+  if (from_dir != to_dir) sync_dir(from_dir);
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw_errno("cannot list directory", dir, errno);
+  std::vector<std::string> names;
+  for (;;) {
+    errno = 0;
+    struct dirent* e = ::readdir(d);
+    if (!e) break;
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  int err = errno;
+  ::closedir(d);
+  if (err != 0) throw_errno("cannot list directory", dir, err);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string parent_dir(const std::string& path) {
+  size_t end = path.size();
+  while (end > 1 && path[end - 1] == '/') --end;  // ignore trailing slashes
+  size_t slash = path.rfind('/', end - 1);
+  if (end == 0 || slash == std::string::npos) return ".";
+  while (slash > 0 && path[slash - 1] == '/') --slash;  // collapse "a//b"
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string join_path(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (a.back() == '/') return a + b;
+  return a + "/" + b;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  File f = File::open_read(path);
+  std::vector<uint8_t> data(f.size());
+  f.pread_exact(data.data(), data.size(), 0);
+  return data;
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t n) {
+  // pid + counter keeps concurrent writers (threads or processes) off each other's temp file.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter.fetch_add(1));
+  try {
+    File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
+    f.pwrite_all(data, n, 0);
+    f.sync();
+    f.close();
+    rename_durable(tmp, path);
+  } catch (...) {
+    ::unlink(tmp.c_str());  // best effort; the original error is what matters
+    throw;
+  }
+}
+
+// ---- FileLock -----------------------------------------------------------------------------
+
+FileLock::~FileLock() { unlock(); }
+
+FileLock::FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+
+FileLock& FileLock::operator=(FileLock&& o) noexcept {
+  if (this != &o) {
+    unlock();
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+FileLock FileLock::try_lock(const std::string& path, bool exclusive) {
+  // flock locks belong to the open file description, so a second try_lock in the same
+  // process (a fresh open()) conflicts just like another process would.
+  int fd = open_fd(path, O_RDWR | O_CREAT, 0644);
+  int op = (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
+  while (::flock(fd, op) != 0) {
+    int err = errno;
+    if (err == EINTR) continue;
+    ::close(fd);
+    if (err == EWOULDBLOCK) return FileLock();
+    throw_errno("cannot lock", path, err);
+  }
+  FileLock l;
+  l.fd_ = fd;
+  return l;
+}
+
+void FileLock::unlock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+  fd_ = -1;
+}
+
+}  // namespace tessera

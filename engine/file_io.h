@@ -1,0 +1,88 @@
+// POSIX file helpers with the durability rules the format relies on:
+//   * new files are written under a temporary name, fdatasync'ed, renamed into place,
+//     and the parent directory is fsync'ed (publish = rename);
+//   * every failure throws tessera::Error naming the path and errno.
+// Short reads throw kCorrupt ("'<path>': truncated: wanted N bytes at offset O").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+class File {
+ public:
+  File() = default;
+  ~File();
+  File(File&& o) noexcept;
+  File& operator=(File&& o) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  static File open_read(const std::string& path);
+  // O_RDWR; creates the file when `create` (mode 0644); O_EXCL when `exclusive`.
+  static File open_rw(const std::string& path, bool create, bool exclusive = false);
+
+  bool is_open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  uint64_t size() const;                                        // fstat
+  void pread_exact(void* buf, size_t n, uint64_t off) const;   // throws kCorrupt on EOF
+  size_t pread_some(void* buf, size_t n, uint64_t off) const;  // returns bytes read (0 at EOF)
+  void pwrite_all(const void* buf, size_t n, uint64_t off);    // retries short writes/EINTR
+  void sync();                                                  // fdatasync
+  void truncate(uint64_t size);
+  void close();                                                 // throws on close error
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// Appends sequentially to a file, tracking the offset (used by fragment writers).
+class AppendFile {
+ public:
+  explicit AppendFile(File f, uint64_t start = 0) : f_(std::move(f)), off_(start) {}
+  uint64_t offset() const { return off_; }
+  void append(const void* p, size_t n) { f_.pwrite_all(p, n, off_); off_ += n; }
+  File& file() { return f_; }
+
+ private:
+  File f_;
+  uint64_t off_;
+};
+
+bool path_exists(const std::string& path);
+bool is_directory(const std::string& path);
+void make_dir(const std::string& path);           // ok if it already exists as a directory
+void make_dirs(const std::string& path);          // mkdir -p
+void remove_file(const std::string& path);        // ok if missing
+void remove_tree(const std::string& path);        // rm -rf; ok if missing
+void sync_dir(const std::string& dir);
+// rename(from, to) then fsync the parent directory of `to`.
+void rename_durable(const std::string& from, const std::string& to);
+// Entry names (not "." or "..") in a directory, sorted.
+std::vector<std::string> list_dir(const std::string& dir);
+std::string parent_dir(const std::string& path);
+std::string join_path(const std::string& a, const std::string& b);
+std::vector<uint8_t> read_file(const std::string& path);
+// tmp file in the same directory + fdatasync + rename_durable.
+void write_file_atomic(const std::string& path, const void* data, size_t n);
+
+// An advisory lock (flock) held for the object's lifetime.
+class FileLock {
+ public:
+  FileLock() = default;
+  ~FileLock();
+  FileLock(FileLock&& o) noexcept;
+  FileLock& operator=(FileLock&& o) noexcept;
+  // Returns an unlocked FileLock (locked() == false) if another holder has it.
+  static FileLock try_lock(const std::string& path, bool exclusive);
+  bool locked() const { return fd_ >= 0; }
+  void unlock();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace tessera

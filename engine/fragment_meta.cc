@@ -1,0 +1,173 @@
+#include "engine/fragment_meta.h"
+
+#include <algorithm>
+
+#include "engine/bytes.h"
+
+namespace tessera {
+
+namespace {
+
+void put_coords(ByteWriter& w, const Coords& c) {
+  for (uint64_t v : c) w.u64(v);
+}
+Coords get_coords(ByteReader& r, uint32_t rank) {
+  Coords c(rank);
+  for (auto& v : c) v = r.u64();
+  return c;
+}
+void put_blob(ByteWriter& w, const BlobRef& b) {
+  w.u64(b.offset);
+  w.u64(b.stored_size);
+  w.u64(b.raw_size);
+  w.u64(b.checksum);
+}
+BlobRef get_blob(ByteReader& r) {
+  BlobRef b;
+  b.offset = r.u64();
+  b.stored_size = r.u64();
+  b.raw_size = r.u64();
+  b.checksum = r.u64();
+  return b;
+}
+void check_box(ByteReader& r, const Box& b) {
+  for (int d = 0; d < b.rank(); ++d)
+    if (b.lo[d] > b.hi[d]) r.fail("empty box");
+}
+
+}  // namespace
+
+void FragmentMeta::extend_domain(const Box& b) {
+  if (!has_domain) {
+    domain = b;
+    has_domain = true;
+    return;
+  }
+  for (int d = 0; d < b.rank(); ++d) {
+    domain.lo[d] = std::min(domain.lo[d], b.lo[d]);
+    domain.hi[d] = std::max(domain.hi[d], b.hi[d]);
+  }
+}
+
+std::vector<uint8_t> FragmentMeta::serialize() const {
+  ByteWriter w;
+  w.u64(id.ts);
+  w.u32(id.rank);
+  w.u32(id.seq);
+  w.u32(id.gen);
+  w.u32(rank);
+  w.u32(elem_size);
+  values_filters.serialize(w);
+  coords_filters.serialize(w);
+  w.u8(has_domain ? 1 : 0);
+  if (has_domain) {
+    put_coords(w, domain.lo);
+    put_coords(w, domain.hi);
+  }
+  w.u64(cells);
+  w.u64(dense.size());
+  for (const auto& e : dense) {
+    w.u8(e.kind);
+    put_coords(w, e.tile);
+    put_coords(w, e.box.lo);
+    put_coords(w, e.box.hi);
+    put_blob(w, e.blob);
+    e.stats.serialize(w);
+  }
+  w.u64(sparse.size());
+  for (const auto& e : sparse) {
+    w.u64(e.cells);
+    put_coords(w, e.mbr.lo);
+    put_coords(w, e.mbr.hi);
+    put_coords(w, e.first);
+    put_coords(w, e.last);
+    put_blob(w, e.coords);
+    put_blob(w, e.values);
+    e.stats.serialize(w);
+  }
+  w.u64(replaces.size());
+  for (const auto& f : replaces) {
+    w.u64(f.ts);
+    w.u32(f.rank);
+    w.u32(f.seq);
+    w.u32(f.gen);
+  }
+  return std::move(w.buf());
+}
+
+FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::string& what) {
+  ByteReader r(p, n, what);
+  FragmentMeta m;
+  m.id.ts = r.u64();
+  m.id.rank = r.u32();
+  m.id.seq = r.u32();
+  m.id.gen = r.u32();
+  m.rank = r.u32();
+  if (m.rank < 1 || m.rank > static_cast<uint32_t>(kMaxRank)) r.fail("bad rank");
+  m.elem_size = r.u32();
+  if (m.elem_size == 0) r.fail("zero element size");
+  m.values_filters = FilterPipeline::deserialize(r);
+  m.coords_filters = FilterPipeline::deserialize(r);
+  m.has_domain = r.u8() != 0;
+  if (m.has_domain) {
+    m.domain.lo = get_coords(r, m.rank);
+    m.domain.hi = get_coords(r, m.rank);
+    check_box(r, m.domain);
+  }
+  m.cells = r.u64();
+  const size_t coord_bytes = 8 * m.rank;
+  uint64_t nd = r.count(1 + 3 * coord_bytes + 32 + 25);
+  m.dense.resize(nd);
+  for (auto& e : m.dense) {
+    e.kind = r.u8();
+    if (e.kind > DenseEntry::kFill) r.fail("bad dense entry kind");
+    e.tile = get_coords(r, m.rank);
+    e.box.lo = get_coords(r, m.rank);
+    e.box.hi = get_coords(r, m.rank);
+    check_box(r, e.box);
+    e.blob = get_blob(r);
+    e.stats = TileStats::deserialize(r);
+    if (e.kind == DenseEntry::kData && e.blob.raw_size != e.box.cells() * m.elem_size)
+      r.fail("dense tile size does not match its box");
+  }
+  uint64_t ns = r.count(8 + 4 * coord_bytes + 64 + 25);
+  m.sparse.resize(ns);
+  for (auto& e : m.sparse) {
+    e.cells = r.u64();
+    e.mbr.lo = get_coords(r, m.rank);
+    e.mbr.hi = get_coords(r, m.rank);
+    check_box(r, e.mbr);
+    e.first = get_coords(r, m.rank);
+    e.last = get_coords(r, m.rank);
+    e.coords = get_blob(r);
+    e.values = get_blob(r);
+    e.stats = TileStats::deserialize(r);
+    if (e.cells == 0 || e.coords.raw_size != e.cells * coord_bytes ||
+        e.values.raw_size != e.cells * m.elem_size)
+      r.fail("sparse tile sizes do not match its cell count");
+  }
+  uint64_t nr = r.count(20);
+  m.replaces.resize(nr);
+  for (auto& f : m.replaces) {
+    f.ts = r.u64();
+    f.rank = r.u32();
+    f.seq = r.u32();
+    f.gen = r.u32();
+  }
+  if (!r.done()) r.fail("trailing bytes in footer");
+  return m;
+}
+
+long FragmentMeta::find_dense(const Layout& layout, const uint64_t* tile) const {
+  size_t lo = 0, hi = dense.size();
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int c = layout.compare_tiles(dense[mid].tile.data(), tile);
+    if (c == 0) return static_cast<long>(mid);
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+}  // namespace tessera

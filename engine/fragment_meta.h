@@ -1,0 +1,63 @@
+// A fragment's footer: what the fragment holds and where each tile is in its file.
+//
+// A fragment holds dense tile pieces and/or sparse data tiles:
+//  * a DenseEntry is one box inside one space tile, its cells stored in cell order (or a
+//    "fill" entry with no bytes: the box reads as the fill value — extent shrinks use it);
+//  * a SparseEntry is a data tile of up to `capacity` cells in global order, with explicit
+//    coordinates, an MBR and its first/last coordinates (TileDB §3).
+// Within one fragment the dense boxes and the sparse cells never overlap.
+// Byte layout: docs/format.md, "Fragment files".
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/box.h"
+#include "engine/filter.h"
+#include "engine/fragment_id.h"
+#include "engine/layout.h"
+#include "engine/tile_stats.h"
+
+namespace tessera {
+
+struct BlobRef {
+  uint64_t offset = 0, stored_size = 0, raw_size = 0, checksum = 0;
+};
+
+struct DenseEntry {
+  enum : uint8_t { kData = 0, kFill = 1 };
+  uint8_t kind = kData;
+  Coords tile;
+  Box box;
+  BlobRef blob;  // unused for kFill
+  TileStats stats;
+};
+
+struct SparseEntry {
+  uint64_t cells = 0;
+  Box mbr;
+  Coords first, last;
+  BlobRef coords, values;
+  TileStats stats;
+};
+
+struct FragmentMeta {
+  FragmentId id;
+  uint32_t rank = 0;
+  uint32_t elem_size = 0;
+  FilterPipeline values_filters, coords_filters;
+  bool has_domain = false;
+  Box domain;  // bounding box of every cell the fragment holds
+  std::vector<DenseEntry> dense;    // ascending tile order
+  std::vector<SparseEntry> sparse;  // global order
+  std::vector<FragmentId> replaces; // fragments this one consolidated
+  uint64_t cells = 0;               // cells held (dense + sparse)
+
+  std::vector<uint8_t> serialize() const;
+  static FragmentMeta deserialize(const uint8_t* p, size_t n, const std::string& what);
+  // Index of the dense entry for `tile`, or -1.
+  long find_dense(const Layout& layout, const uint64_t* tile) const;
+  void extend_domain(const Box& b);
+};
+
+}  // namespace tessera

@@ -1,0 +1,188 @@
+#include "engine/fragment_writer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "engine/checksum.h"
+#include "engine/error.h"
+#include "engine/fragment_format.h"
+
+namespace tessera {
+
+namespace {
+// Coordinates compress well once shuffled (high bytes are mostly zero); lz4 keeps the
+// cost of a spill near memcpy speed.
+FilterPipeline coords_pipeline() { return FilterPipeline({{FilterType::kShuffle, 0}, {FilterType::kLz4, 0}}, 8); }
+std::atomic<uint64_t> g_tmp_counter{0};
+}  // namespace
+
+FragmentWriter::FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema)
+    : dir_(dir), schema_(schema), layout_(schema), pool_(ThreadPool::shared()),
+      out_(File(), 0) {
+  final_path_ = join_path(dir, file_name(id));
+  tmp_path_ = join_path(dir, "." + id.name() + "." + std::to_string(::getpid()) + "." +
+                                 std::to_string(g_tmp_counter++) + ".tmp");
+  out_ = AppendFile(File::open_rw(tmp_path_, true, true), 0);
+  uint8_t header[kFragHeaderSize] = {};
+  std::memcpy(header, kFragMagic, 8);
+  std::memcpy(header + 8, &kFragVersion, 4);
+  out_.append(header, sizeof header);
+  meta_.id = id;
+  meta_.rank = static_cast<uint32_t>(schema.rank());
+  meta_.elem_size = schema.elem_size;
+  meta_.values_filters = schema.filters;
+  meta_.coords_filters = coords_pipeline();
+}
+
+FragmentWriter::~FragmentWriter() {
+  if (!committed_) abort();
+}
+
+void FragmentWriter::abort() {
+  for (auto& p : pending_) {
+    if (p.encoded.valid()) p.encoded.wait();
+  }
+  pending_.clear();
+  if (out_.file().is_open()) {
+    try {
+      out_.file().close();
+    } catch (...) {
+    }
+  }
+  try {
+    remove_file(tmp_path_);
+  } catch (...) {
+  }
+  committed_ = true;  // nothing left to clean up
+}
+
+void FragmentWriter::submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref) {
+  ref->raw_size = raw.size();
+  if (pipeline->empty() && raw.size() < (1u << 16)) {
+    // Small unfiltered blobs: no point paying a thread hop.
+    std::promise<Encoded> p;
+    uint64_t c = checksum64(raw.data(), raw.size());
+    p.set_value(Encoded{std::move(raw), c});
+    pending_.push_back({p.get_future(), ref});
+  } else {
+    auto fut = pool_.submit([raw = std::move(raw), pipeline]() {
+      Encoded e;
+      if (pipeline->empty()) e.bytes = std::move(raw);
+      else pipeline->encode(raw.data(), raw.size(), e.bytes);
+      e.checksum = checksum64(e.bytes.data(), e.bytes.size());
+      return e;
+    });
+    pending_.push_back({std::move(fut), ref});
+  }
+  drain(2 * pool_.size() + 2);
+}
+
+void FragmentWriter::drain(size_t keep) {
+  while (pending_.size() > keep) {
+    Pending p = std::move(pending_.front());
+    pending_.pop_front();
+    Encoded e = p.encoded.get();  // rethrows filter errors
+    p.ref->offset = out_.offset();
+    p.ref->stored_size = e.bytes.size();
+    p.ref->checksum = e.checksum;
+    out_.append(e.bytes.data(), e.bytes.size());
+  }
+}
+
+void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::vector<uint8_t> data) {
+  if (data.size() != box.cells() * schema_.elem_size)
+    throw_error(Errc::kInternal, "dense tile data size does not match its box");
+  if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) >= 0)
+    throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
+  DenseEntry e;
+  e.kind = DenseEntry::kData;
+  e.tile.assign(tile, tile + schema_.rank());
+  e.box = box;
+  e.stats = compute_stats(schema_, data.data(), box.cells());
+  meta_.extend_domain(box);
+  meta_.cells += box.cells();
+  dense_.push_back(std::move(e));
+  submit(std::move(data), &meta_.values_filters, &dense_.back().blob);
+}
+
+void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {
+  if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) >= 0)
+    throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
+  DenseEntry e;
+  e.kind = DenseEntry::kFill;
+  e.tile.assign(tile, tile + schema_.rank());
+  e.box = box;
+  e.stats.count = box.cells();
+  meta_.extend_domain(box);
+  meta_.cells += box.cells();
+  dense_.push_back(std::move(e));
+}
+
+void FragmentWriter::add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n) {
+  const size_t r = static_cast<size_t>(schema_.rank()), es = schema_.elem_size;
+  size_t i = 0;
+  while (i < n) {
+    size_t room = schema_.sparse_capacity - pending_sparse_;
+    size_t take = std::min(room, n - i);
+    sp_coords_.insert(sp_coords_.end(), coords + i * r, coords + (i + take) * r);
+    sp_values_.insert(sp_values_.end(), values + i * es, values + (i + take) * es);
+    pending_sparse_ += take;
+    i += take;
+    if (pending_sparse_ == schema_.sparse_capacity) flush_sparse_tile();
+  }
+}
+
+void FragmentWriter::flush_sparse_tile() {
+  if (pending_sparse_ == 0) return;
+  const size_t r = static_cast<size_t>(schema_.rank());
+  SparseEntry e;
+  e.cells = pending_sparse_;
+  e.first.assign(sp_coords_.begin(), sp_coords_.begin() + r);
+  e.last.assign(sp_coords_.end() - r, sp_coords_.end());
+  e.mbr = Box(e.first, e.first);
+  for (size_t c = 0; c < pending_sparse_; ++c) {
+    for (size_t d = 0; d < r; ++d) {
+      uint64_t v = sp_coords_[c * r + d];
+      if (v < e.mbr.lo[d]) e.mbr.lo[d] = v;
+      if (v > e.mbr.hi[d]) e.mbr.hi[d] = v;
+    }
+  }
+  e.stats = compute_stats(schema_, sp_values_.data(), pending_sparse_);
+  meta_.extend_domain(e.mbr);
+  meta_.cells += pending_sparse_;
+  sparse_.push_back(std::move(e));
+  std::vector<uint8_t> raw_coords(sp_coords_.size() * 8);
+  std::memcpy(raw_coords.data(), sp_coords_.data(), raw_coords.size());
+  submit(std::move(raw_coords), &meta_.coords_filters, &sparse_.back().coords);
+  submit(std::move(sp_values_), &meta_.values_filters, &sparse_.back().values);
+  sp_coords_.clear();
+  sp_values_ = {};
+  pending_sparse_ = 0;
+}
+
+std::string FragmentWriter::commit() {
+  flush_sparse_tile();
+  drain(0);
+  meta_.dense.assign(dense_.begin(), dense_.end());
+  meta_.sparse.assign(sparse_.begin(), sparse_.end());
+  std::vector<uint8_t> footer = meta_.serialize();
+  uint64_t footer_off = out_.offset();
+  out_.append(footer.data(), footer.size());
+  uint8_t trailer[kFragTrailerSize] = {};
+  uint64_t fsz = footer.size(), fck = checksum64(footer.data(), footer.size());
+  std::memcpy(trailer, &footer_off, 8);
+  std::memcpy(trailer + 8, &fsz, 8);
+  std::memcpy(trailer + 16, &fck, 8);
+  std::memcpy(trailer + 24, &kFragVersion, 4);
+  std::memcpy(trailer + 32, kFragEndMagic, 8);
+  out_.append(trailer, sizeof trailer);
+  out_.file().sync();
+  out_.file().close();
+  rename_durable(tmp_path_, final_path_);
+  committed_ = true;
+  return final_path_;
+}
+
+}  // namespace tessera

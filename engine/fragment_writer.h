@@ -1,0 +1,67 @@
+// Writes one fragment file: tiles stream out as they are added (filters run on the thread
+// pool, at most a few tiles in flight, so memory stays bounded), then commit() appends
+// the footer and trailer, syncs, and renames the file into place — the atomic publish.
+// Until commit() the fragment lives under a hidden temporary name no reader looks at.
+#pragma once
+#include <deque>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "engine/file_io.h"
+#include "engine/fragment_meta.h"
+#include "engine/schema.h"
+#include "engine/thread_pool.h"
+
+namespace tessera {
+
+class FragmentWriter {
+ public:
+  FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema);
+  ~FragmentWriter();  // removes the temporary file unless committed
+
+  // Cells of `box` (inside the tile's box) in cell order; tiles in ascending tile order.
+  void add_dense_tile(const uint64_t* tile, const Box& box, std::vector<uint8_t> data);
+  // A box that reads as the fill value (used for extent shrinks).
+  void add_fill_tile(const uint64_t* tile, const Box& box);
+  // Cells strictly ascending in global order, across calls.  Cut into data tiles of the
+  // schema's sparse capacity.
+  void add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n);
+  void set_replaces(std::vector<FragmentId> ids) { meta_.replaces = std::move(ids); }
+  bool empty() const { return meta_.dense.empty() && meta_.sparse.empty() && pending_sparse_ == 0; }
+  // Publishes the fragment; returns its final path.
+  std::string commit();
+  void abort();
+
+  static std::string file_name(const FragmentId& id) { return id.name() + ".tfr"; }
+
+ private:
+  struct Encoded {
+    std::vector<uint8_t> bytes;
+    uint64_t checksum;
+  };
+  struct Pending {
+    std::future<Encoded> encoded;
+    BlobRef* ref;  // points into meta_ entries (stable: entries are deques below)
+  };
+  void flush_sparse_tile();
+  void submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref);
+  void drain(size_t keep);
+
+  std::string dir_, tmp_path_, final_path_;
+  const Schema schema_;
+  Layout layout_;
+  ThreadPool& pool_;
+  AppendFile out_;
+  FragmentMeta meta_;
+  std::deque<DenseEntry> dense_;
+  std::deque<SparseEntry> sparse_;
+  std::deque<Pending> pending_;
+  // Sparse cells of the data tile being filled.
+  std::vector<uint64_t> sp_coords_;
+  std::vector<uint8_t> sp_values_;
+  size_t pending_sparse_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace tessera

@@ -1,0 +1,116 @@
+#include "engine/layout.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "engine/error.h"
+
+namespace tessera {
+
+Layout::Layout(const Schema& s)
+    : rank_(s.rank()), tile_extent_(s.tile_extent), max_extent_(s.max_extent),
+      cell_order_(s.cell_order), tile_order_(s.tile_order) {}
+
+Box Layout::tile_box(const uint64_t* tile) const {
+  Box b;
+  b.lo.resize(rank_);
+  b.hi.resize(rank_);
+  for (int d = 0; d < rank_; ++d) {
+    b.lo[d] = tile[d] * tile_extent_[d];
+    b.hi[d] = b.lo[d] + tile_extent_[d] - 1;
+    if (max_extent_[d] != kUnlimited && max_extent_[d] > 0) b.hi[d] = std::min(b.hi[d], max_extent_[d] - 1);
+  }
+  return b;
+}
+
+int Layout::compare_tiles(const uint64_t* a, const uint64_t* b) const {
+  if (tile_order_ == Order::kRowMajor) {
+    for (int d = 0; d < rank_; ++d)
+      if (a[d] != b[d]) return a[d] < b[d] ? -1 : 1;
+  } else {
+    for (int d = rank_ - 1; d >= 0; --d)
+      if (a[d] != b[d]) return a[d] < b[d] ? -1 : 1;
+  }
+  return 0;
+}
+
+void Layout::key_words(const uint64_t* c, uint64_t* out) const {
+  // Words 0..rank-1: tile coordinates in tile order; rank..2rank-1: in-tile offsets in
+  // cell order.  Lexicographic order of the words is the global order.
+  for (int i = 0; i < rank_; ++i) {
+    int d = tile_order_ == Order::kRowMajor ? i : rank_ - 1 - i;
+    out[i] = c[d] / tile_extent_[d];
+    int e = cell_order_ == Order::kRowMajor ? i : rank_ - 1 - i;
+    out[rank_ + i] = c[e] % tile_extent_[e];
+  }
+}
+
+int Layout::compare_cells(const uint64_t* a, const uint64_t* b) const {
+  uint64_t ka[2 * kMaxRank], kb[2 * kMaxRank];
+  key_words(a, ka);
+  key_words(b, kb);
+  for (int i = 0; i < 2 * rank_; ++i)
+    if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
+  return 0;
+}
+
+void Layout::cell_strides(const Box& b, uint64_t* strides) const {
+  uint64_t s = 1;
+  if (cell_order_ == Order::kRowMajor) {
+    for (int d = rank_ - 1; d >= 0; --d) {
+      strides[d] = s;
+      s *= b.hi[d] - b.lo[d] + 1;
+    }
+  } else {
+    for (int d = 0; d < rank_; ++d) {
+      strides[d] = s;
+      s *= b.hi[d] - b.lo[d] + 1;
+    }
+  }
+}
+
+std::vector<uint32_t> Layout::sort_global(const uint64_t* coords, size_t n) const {
+  if (n > UINT32_MAX) throw_error(Errc::kInvalidArgument, "too many cells to sort at once");
+  const int w = 2 * rank_;
+  std::vector<uint64_t> words(n * w);
+  std::vector<uint64_t> maxw(w, 0);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t* k = &words[i * w];
+    key_words(coords + i * rank_, k);
+    for (int j = 0; j < w; ++j) maxw[j] = std::max(maxw[j], k[j]);
+  }
+  std::vector<int> bits(w);
+  int total = 0;
+  for (int j = 0; j < w; ++j) {
+    bits[j] = maxw[j] ? 64 - __builtin_clzll(maxw[j]) : 0;
+    total += bits[j];
+  }
+  std::vector<uint32_t> perm(n);
+  if (total <= 64) {
+    // Common case: the whole key packs into one word; sort (key, index) pairs.
+    std::vector<std::pair<uint64_t, uint32_t>> kv(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t key = 0;
+      const uint64_t* k = &words[i * w];
+      for (int j = 0; j < w; ++j) {
+        if (bits[j] >= 64) key = k[j];  // the only non-zero word
+        else if (bits[j]) key = (key << bits[j]) | k[j];
+      }
+      kv[i] = {key, static_cast<uint32_t>(i)};
+    }
+    std::sort(kv.begin(), kv.end());
+    for (size_t i = 0; i < n; ++i) perm[i] = kv[i].second;
+    return perm;
+  }
+  for (size_t i = 0; i < n; ++i) perm[i] = static_cast<uint32_t>(i);
+  std::stable_sort(perm.begin(), perm.end(), [&](uint32_t a, uint32_t b) {
+    const uint64_t* ka = &words[size_t(a) * w];
+    const uint64_t* kb = &words[size_t(b) * w];
+    for (int j = 0; j < w; ++j)
+      if (ka[j] != kb[j]) return ka[j] < kb[j];
+    return false;
+  });
+  return perm;
+}
+
+}  // namespace tessera

@@ -1,0 +1,40 @@
+// The global cell order of an array (TileDB §2): tiles in tile order, cells within a tile
+// in cell order.  Everything that sorts or linearizes cells goes through this class, so a
+// new order (Z-order, Hilbert, MultiMap) is added here and nowhere else.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/box.h"
+#include "engine/schema.h"
+
+namespace tessera {
+
+class Layout {
+ public:
+  explicit Layout(const Schema& s);
+  int rank() const { return rank_; }
+  const Coords& tile_extent() const { return tile_extent_; }
+
+  void tile_of(const uint64_t* cell, uint64_t* tile) const {
+    for (int d = 0; d < rank_; ++d) tile[d] = cell[d] / tile_extent_[d];
+  }
+  // The tile's box, clipped to the maximum extent where that is bounded.
+  Box tile_box(const uint64_t* tile) const;
+  // Orders tile coordinates by the tile order: <0, 0, >0.
+  int compare_tiles(const uint64_t* a, const uint64_t* b) const;
+  // Orders cells by the global order.
+  int compare_cells(const uint64_t* a, const uint64_t* b) const;
+  // Element strides of the cells of box `b` when stored in cell order.
+  void cell_strides(const Box& b, uint64_t* strides) const;
+  // Stable sort of n cells (coords[n*rank]) into global order: returns the permutation.
+  std::vector<uint32_t> sort_global(const uint64_t* coords, size_t n) const;
+
+ private:
+  void key_words(const uint64_t* cell, uint64_t* out) const;
+  int rank_;
+  Coords tile_extent_, max_extent_;
+  Order cell_order_, tile_order_;
+};
+
+}  // namespace tessera

@@ -1,0 +1,253 @@
+#include "engine/read_planner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/error.h"
+
+namespace tessera {
+
+ReadPlanner::ReadPlanner(const Schema& s, const ReadView& view)
+    : schema_(s), layout_(s), view_(view), es_(s.elem_size), rank_(s.rank()) {
+  for (size_t i = 0; i < view_.fragments.size(); ++i)
+    if (!view_.fragments[i]->meta().dense.empty()) dense_frags_.push_back(i);
+}
+
+void ReadPlanner::read(const Selection& sel, uint8_t* dst, const uint64_t* dst_strides) {
+  if (sel.rank() != rank_) throw_error(Errc::kInvalidArgument, "selection rank differs from the array's");
+  if (sel.empty()) return;
+  uint64_t ostride[kMaxRank];
+  if (dst_strides) {
+    std::copy(dst_strides, dst_strides + rank_, ostride);
+  } else {
+    uint64_t s = 1;
+    for (int d = rank_ - 1; d >= 0; --d) {
+      ostride[d] = s;
+      s *= sel.dim(d).count;
+    }
+  }
+  dense_pass(sel, dst, ostride);
+  sparse_pass(sel, dst, ostride);
+}
+
+// Copies the cells of `sel` inside `piece` from `src` (cells of src_box in cell order; null
+// means the fill value) to their places in dst.
+void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t* src,
+                           const Box& src_box, uint8_t* dst, const uint64_t* ostride) {
+  std::vector<std::vector<Run>> runs(rank_);
+  for (int d = 0; d < rank_; ++d) {
+    const DimSelection& ds = sel.dim(d);
+    for (size_t i = ds.lower(piece.lo[d]); i < ds.ivs.size() && ds.ivs[i].lo <= piece.hi[d]; ++i) {
+      uint64_t lo = std::max(ds.ivs[i].lo, piece.lo[d]);
+      uint64_t hi = std::min(ds.ivs[i].hi, piece.hi[d]);
+      runs[d].push_back({lo, hi - lo + 1, ds.rank0[i] + (lo - ds.ivs[i].lo)});
+    }
+    if (runs[d].empty()) return;
+  }
+  uint64_t sstride[kMaxRank];
+  layout_.cell_strides(src_box, sstride);
+  const uint8_t* fill = schema_.fill_value();
+  const int last = rank_ - 1;
+  const bool contiguous = src && sstride[last] == 1 && ostride[last] == 1;
+  // Walk all dimensions but the last with an odometer over their runs and indices.
+  std::vector<size_t> run_i(rank_, 0);
+  std::vector<uint64_t> off(rank_, 0);  // offset within the current run
+  for (;;) {
+    uint64_t soff = 0, doff = 0;
+    for (int d = 0; d < last; ++d) {
+      const Run& r = runs[d][run_i[d]];
+      soff += (r.lo + off[d] - src_box.lo[d]) * sstride[d];
+      doff += (r.rank + off[d]) * ostride[d];
+    }
+    for (const Run& r : runs[last]) {
+      uint64_t s0 = soff + (r.lo - src_box.lo[last]) * sstride[last];
+      uint64_t d0 = doff + r.rank * ostride[last];
+      if (contiguous) {
+        std::memcpy(dst + d0 * es_, src + s0 * es_, r.len * es_);
+      } else if (src) {
+        for (uint64_t k = 0; k < r.len; ++k)
+          std::memcpy(dst + (d0 + k * ostride[last]) * es_, src + (s0 + k * sstride[last]) * es_, es_);
+      } else {
+        for (uint64_t k = 0; k < r.len; ++k) std::memcpy(dst + (d0 + k * ostride[last]) * es_, fill, es_);
+      }
+    }
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      if (++off[d] < runs[d][run_i[d]].len) break;
+      off[d] = 0;
+      if (++run_i[d] < runs[d].size()) break;
+      run_i[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride) {
+  // Tiles touched, per dimension.
+  std::vector<std::vector<uint64_t>> tiles(rank_);
+  const Coords& te = layout_.tile_extent();
+  for (int d = 0; d < rank_; ++d) {
+    for (const Interval& iv : sel.dim(d).ivs) {
+      uint64_t t0 = iv.lo / te[d], t1 = iv.hi / te[d];
+      if (!tiles[d].empty() && tiles[d].back() >= t0) t0 = tiles[d].back() + 1;
+      for (uint64_t t = t0; t <= t1; ++t) tiles[d].push_back(t);
+    }
+  }
+  std::vector<size_t> ti(rank_, 0);
+  Coords tile(rank_);
+  std::vector<Box> remaining, next;
+  for (;;) {
+    for (int d = 0; d < rank_; ++d) tile[d] = tiles[d][ti[d]];
+    Box region;
+    intersect(layout_.tile_box(tile.data()), sel.bbox(), &region);
+    remaining.assign(1, region);
+    for (auto it = dense_frags_.rbegin(); it != dense_frags_.rend() && !remaining.empty(); ++it) {
+      const Fragment& f = *view_.fragments[*it];
+      const FragmentMeta& m = f.meta();
+      if (!m.domain.intersects(region)) continue;
+      long idx = m.find_dense(layout_, tile.data());
+      if (idx < 0) continue;
+      const DenseEntry& e = m.dense[idx];
+      std::shared_ptr<const std::vector<uint8_t>> data;
+      next.clear();
+      for (const Box& b : remaining) {
+        Box piece;
+        if (!intersect(b, e.box, &piece)) {
+          next.push_back(b);
+          continue;
+        }
+        if (e.kind == DenseEntry::kData && !data) data = f.dense_tile(idx);
+        copy_box(sel, piece, data ? data->data() : nullptr, e.box, dst, ostride);
+        subtract(b, e.box, &next);
+      }
+      remaining.swap(next);
+    }
+    for (const Box& b : remaining) copy_box(sel, b, nullptr, b, dst, ostride);
+    int d = rank_ - 1;
+    for (; d >= 0; --d) {
+      if (++ti[d] < tiles[d].size()) break;
+      ti[d] = 0;
+    }
+    if (d < 0) break;
+  }
+}
+
+bool ReadPlanner::newer_dense_covers(size_t frag_index, const uint64_t* c) const {
+  uint64_t tile[kMaxRank];
+  bool have_tile = false;
+  for (auto it = dense_frags_.rbegin(); it != dense_frags_.rend() && *it > frag_index; ++it) {
+    const FragmentMeta& m = view_.fragments[*it]->meta();
+    if (!m.domain.contains(c)) continue;
+    if (!have_tile) {
+      layout_.tile_of(c, tile);
+      have_tile = true;
+    }
+    long idx = m.find_dense(layout_, tile);
+    if (idx >= 0 && m.dense[idx].box.contains(c)) return true;
+  }
+  return false;
+}
+
+void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride) {
+  const Box& bb = sel.bbox();
+  auto place = [&](const uint64_t* c, const uint8_t* v) {
+    uint64_t off = 0;
+    for (int d = 0; d < rank_; ++d) {
+      uint64_t r;
+      if (!sel.dim(d).rank_of(c[d], &r)) return;
+      off += r * ostride[d];
+    }
+    std::memcpy(dst + off * es_, v, es_);
+  };
+  for (size_t fi = 0; fi < view_.fragments.size(); ++fi) {
+    const Fragment& f = *view_.fragments[fi];
+    const FragmentMeta& m = f.meta();
+    if (m.sparse.empty() || !m.domain.intersects(bb)) continue;
+    for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
+      if (!m.sparse[ti].mbr.intersects(bb)) continue;
+      auto t = f.sparse_tile(ti);
+      for (uint64_t k = 0; k < m.sparse[ti].cells; ++k) {
+        const uint64_t* c = &t->coords[k * rank_];
+        if (!bb.contains(c)) continue;
+        if (newer_dense_covers(fi, c)) continue;
+        place(c, &t->values[k * es_]);
+      }
+    }
+  }
+  if (view_.buffer && !view_.buffer->empty()) {
+    const auto& cs = view_.buffer->coords();
+    const auto& vs = view_.buffer->values();
+    for (size_t k = 0; k < view_.buffer->cells(); ++k) {
+      const uint64_t* c = &cs[k * rank_];
+      if (bb.contains(c)) place(c, &vs[k * es_]);
+    }
+  }
+}
+
+bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
+                              std::vector<std::shared_ptr<const void>>* keep) {
+  if (view_.buffer && !view_.buffer->empty()) {
+    const auto& cs = view_.buffer->coords();
+    size_t lo = 0, hi = view_.buffer->cells();
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      int cmp = layout_.compare_cells(&cs[mid * rank_], c);
+      if (cmp == 0) {
+        *value = &view_.buffer->values()[mid * es_];
+        return true;
+      }
+      if (cmp < 0) lo = mid + 1;
+      else hi = mid;
+    }
+  }
+  uint64_t tile[kMaxRank];
+  layout_.tile_of(c, tile);
+  for (size_t fi = view_.fragments.size(); fi-- > 0;) {
+    const Fragment& f = *view_.fragments[fi];
+    const FragmentMeta& m = f.meta();
+    if (!m.domain.contains(c)) continue;
+    long idx = m.find_dense(layout_, tile);
+    if (idx >= 0 && m.dense[idx].box.contains(c)) {
+      const DenseEntry& e = m.dense[idx];
+      if (e.kind == DenseEntry::kFill) return false;
+      auto data = f.dense_tile(idx);
+      uint64_t st[kMaxRank], off = 0;
+      layout_.cell_strides(e.box, st);
+      for (int d = 0; d < rank_; ++d) off += (c[d] - e.box.lo[d]) * st[d];
+      *value = data->data() + off * es_;
+      keep->push_back(data);
+      return true;
+    }
+    for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
+      const SparseEntry& e = m.sparse[ti];
+      if (!e.mbr.contains(c)) continue;
+      if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
+      auto t = f.sparse_tile(ti);
+      size_t lo = 0, hi = e.cells;
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int cmp = layout_.compare_cells(&t->coords[mid * rank_], c);
+        if (cmp == 0) {
+          *value = &t->values[mid * es_];
+          keep->push_back(t);
+          return true;
+        }
+        if (cmp < 0) lo = mid + 1;
+        else hi = mid;
+      }
+    }
+  }
+  return false;
+}
+
+void ReadPlanner::read_points(const uint64_t* coords, size_t n, uint8_t* dst) {
+  std::vector<std::shared_ptr<const void>> keep;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* v = nullptr;
+    if (!point_value(coords + i * rank_, &v, &keep)) v = schema_.fill_value();
+    std::memcpy(dst + i * es_, v, es_);
+    if (keep.size() > 64) keep.clear();
+  }
+}
+
+}  // namespace tessera

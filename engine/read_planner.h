@@ -1,0 +1,57 @@
+// The read algorithm (TileDB §4.1, in box form): for every space tile the selection
+// touches, the dense pieces of fragments are visited newest first; each claims the part of
+// the still-unowned region it covers, so the ranges copied are disjoint and each is owned
+// by the newest dense fragment covering it, and a tile wholly covered by a newer fragment
+// never even reads the older ones.  Unowned cells get the fill value.  Sparse cells
+// (sparse fragments, then the write buffer) are then applied oldest to newest, each only
+// where no newer dense piece owns the cell.  Only touched tiles are read and decoded
+// (through the tile cache); each is one contiguous read.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "engine/box.h"
+#include "engine/fragment.h"
+#include "engine/layout.h"
+#include "engine/schema.h"
+#include "engine/write_buffer.h"
+
+namespace tessera {
+
+struct ReadView {
+  std::vector<std::shared_ptr<Fragment>> fragments;  // oldest first
+  const WriteBuffer* buffer = nullptr;               // normalized; newest of all
+};
+
+class ReadPlanner {
+ public:
+  ReadPlanner(const Schema& s, const ReadView& view);
+
+  // Writes the selected cells, in the selection's row-major order, to dst.  dst_strides
+  // (in elements, one per dimension, over the selection's per-dimension ranks) may be
+  // null for a dense row-major buffer of the selection's shape.
+  void read(const Selection& sel, uint8_t* dst, const uint64_t* dst_strides = nullptr);
+  // Reads n cells given by coordinates, in the given order.
+  void read_points(const uint64_t* coords, size_t n, uint8_t* dst);
+
+ private:
+  struct Run {
+    uint64_t lo, len, rank;
+  };
+  void dense_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
+  void sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
+  void copy_box(const Selection& sel, const Box& piece, const uint8_t* src, const Box& src_box,
+                uint8_t* dst, const uint64_t* ostride);
+  bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
+  bool point_value(const uint64_t* c, const uint8_t** value,
+                   std::vector<std::shared_ptr<const void>>* keep);
+
+  const Schema& schema_;
+  Layout layout_;
+  const ReadView& view_;
+  size_t es_;
+  int rank_;
+  std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
+};
+
+}  // namespace tessera

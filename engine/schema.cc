@@ -1,0 +1,123 @@
+#include "engine/schema.h"
+
+#include "engine/bytes.h"
+#include "engine/error.h"
+
+namespace tessera {
+
+namespace {
+constexpr uint32_t kSchemaVersion = 1;
+}
+
+Box Schema::domain() const {
+  Box b;
+  b.lo.assign(extent.size(), 0);
+  b.hi.resize(extent.size());
+  for (size_t d = 0; d < extent.size(); ++d) b.hi[d] = extent[d] == 0 ? 0 : extent[d] - 1;
+  for (size_t d = 0; d < extent.size(); ++d)
+    if (extent[d] == 0) b.lo[d] = 1;  // lo > hi marks the box empty
+  return b;
+}
+
+uint64_t Schema::tile_cells() const {
+  uint64_t n = 1;
+  for (uint64_t t : tile_extent) n *= t;
+  return n;
+}
+
+const uint8_t* Schema::fill_value() const {
+  static const uint8_t zeros[256] = {};
+  if (!fill.empty()) return fill.data();
+  return zeros;  // validate() limits elem_size for the zero default
+}
+
+void Schema::validate() const {
+  auto bad = [](const std::string& m) { throw_error(Errc::kInvalidArgument, "schema: " + m); };
+  const size_t r = extent.size();
+  if (r < 1 || r > static_cast<size_t>(kMaxRank)) bad("rank must be 1..32");
+  if (max_extent.size() != r || tile_extent.size() != r) bad("extent/max/tile ranks differ");
+  uint64_t tc = 1;
+  for (size_t d = 0; d < r; ++d) {
+    if (max_extent[d] != kUnlimited && extent[d] > max_extent[d])
+      bad("extent exceeds maximum in dimension " + std::to_string(d));
+    if (tile_extent[d] == 0) bad("tile extent is zero in dimension " + std::to_string(d));
+    if (tile_extent[d] > (uint64_t{1} << 32)) bad("tile extent too large");
+    if (tc > (uint64_t{1} << 40) / tile_extent[d]) bad("tile has too many cells");
+    tc *= tile_extent[d];
+  }
+  if (elem_size == 0 || elem_size > (1u << 20)) bad("element size must be 1..1048576 bytes");
+  if (tc * elem_size > (uint64_t{1} << 32)) bad("a tile may hold at most 4 GiB");
+  if (fill.empty() && elem_size > 256) bad("element size over 256 bytes needs an explicit fill value");
+  if (!fill.empty() && fill.size() != elem_size) bad("fill value size differs from element size");
+  if (kind == ElementKind::kFloat && elem_size != 4 && elem_size != 8) bad("float elements must be 4 or 8 bytes");
+  if ((kind == ElementKind::kInt || kind == ElementKind::kUInt) &&
+      elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8)
+    bad("integer elements must be 1, 2, 4 or 8 bytes");
+  if (sparse_capacity == 0 || sparse_capacity > (uint64_t{1} << 26)) bad("sparse capacity must be 1..2^26");
+  if (filters.elem_size() != elem_size && !filters.empty()) bad("filter pipeline element size differs");
+  filters.validate();
+}
+
+std::vector<uint8_t> Schema::serialize() const {
+  ByteWriter w;
+  w.bytes("TSRASCHM", 8);
+  w.u32(kSchemaVersion);
+  w.u32(static_cast<uint32_t>(extent.size()));
+  for (size_t d = 0; d < extent.size(); ++d) {
+    w.u64(extent[d]);
+    w.u64(max_extent[d]);
+    w.u64(tile_extent[d]);
+  }
+  w.u32(elem_size);
+  w.u8(static_cast<uint8_t>(kind));
+  w.u8(big_endian ? 1 : 0);
+  w.u8(static_cast<uint8_t>(cell_order));
+  w.u8(static_cast<uint8_t>(tile_order));
+  w.u64(sparse_capacity);
+  w.u32(static_cast<uint32_t>(fill.size()));
+  w.bytes(fill.data(), fill.size());
+  filters.serialize(w);
+  return std::move(w.buf());
+}
+
+Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) {
+  ByteReader r(p, n, what);
+  char magic[8];
+  r.bytes(magic, 8);
+  if (std::string(magic, 8) != "TSRASCHM") r.fail("bad schema magic");
+  uint32_t ver = r.u32();
+  if (ver != kSchemaVersion)
+    throw_error(Errc::kUnsupported, what + ": schema format version " + std::to_string(ver) +
+                                        " is not supported (this build reads version 1)");
+  Schema s;
+  uint32_t rank = r.u32();
+  if (rank < 1 || rank > static_cast<uint32_t>(kMaxRank)) r.fail("bad rank");
+  for (uint32_t d = 0; d < rank; ++d) {
+    s.extent.push_back(r.u64());
+    s.max_extent.push_back(r.u64());
+    s.tile_extent.push_back(r.u64());
+  }
+  s.elem_size = r.u32();
+  uint8_t kind = r.u8();
+  if (kind > 3) r.fail("bad element kind");
+  s.kind = static_cast<ElementKind>(kind);
+  s.big_endian = r.u8() != 0;
+  uint8_t co = r.u8(), to = r.u8();
+  if (co > 1 || to > 1) r.fail("unknown cell/tile order");
+  s.cell_order = static_cast<Order>(co);
+  s.tile_order = static_cast<Order>(to);
+  s.sparse_capacity = r.u64();
+  uint32_t fs = r.u32();
+  if (fs > r.remaining()) r.fail("fill value truncated");
+  s.fill.resize(fs);
+  r.bytes(s.fill.data(), fs);
+  s.filters = FilterPipeline::deserialize(r);
+  try {
+    s.validate();
+  } catch (const Error& e) {
+    r.fail(e.what());
+  }
+  return s;
+}
+
+}  // namespace tessera

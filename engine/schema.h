@@ -1,0 +1,45 @@
+// The schema of one array: the shape, the element, the tiling and how tiles are filtered.
+// The connector maps an HDF5 dataset's dataspace, datatype and dcpl onto this.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/box.h"
+#include "engine/filter.h"
+
+namespace tessera {
+
+// How to interpret an element's bytes for statistics (min/max).  kOpaque: no statistics.
+enum class ElementKind : uint8_t { kOpaque = 0, kInt = 1, kUInt = 2, kFloat = 3 };
+
+// Tile order and cell order.  Row-major is the default, as in HDF5.  The seam for
+// space-filling orders (Z-order, Hilbert, MultiMap) is layout.h: new values here must be
+// given a key function there; nothing else in the engine assumes a particular order.
+enum class Order : uint8_t { kRowMajor = 0, kColMajor = 1 };
+
+struct Schema {
+  Coords extent;       // current extent per dimension
+  Coords max_extent;   // kUnlimited allowed
+  Coords tile_extent;  // tile (HDF5 chunk) extents; > 0
+  uint32_t elem_size = 1;
+  ElementKind kind = ElementKind::kOpaque;
+  bool big_endian = false;     // byte order of stored elements (for statistics)
+  std::vector<uint8_t> fill;   // elem_size bytes; empty means all zero
+  FilterPipeline filters;
+  Order cell_order = Order::kRowMajor;
+  Order tile_order = Order::kRowMajor;
+  uint64_t sparse_capacity = 10000;  // cells per sparse data tile
+
+  int rank() const { return static_cast<int>(extent.size()); }
+  Box domain() const;            // [0, extent-1]; empty (cells()==0) if any extent is 0
+  uint64_t tile_cells() const;   // cells in one full tile
+  const uint8_t* fill_value() const;  // elem_size bytes
+  // Throws kInvalidArgument with a precise message.
+  void validate() const;
+
+  std::vector<uint8_t> serialize() const;
+  static Schema deserialize(const uint8_t* p, size_t n, const std::string& what);
+};
+
+}  // namespace tessera

@@ -1,0 +1,38 @@
+#include "engine/tile_cache.h"
+
+#include <cstdlib>
+
+namespace tessera {
+
+TileCache& TileCache::shared() {
+  static TileCache* c = [] {
+    uint64_t mb = 256;
+    if (const char* e = std::getenv("TESSERA_TILE_CACHE_MB")) mb = std::strtoull(e, nullptr, 10);
+    return new TileCache(mb << 20);
+  }();
+  return *c;
+}
+
+std::shared_ptr<const void> TileCache::get(const Key& k) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = map_.find(k);
+  if (it == map_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->value;
+}
+
+void TileCache::put(const Key& k, std::shared_ptr<const void> v, uint64_t bytes) {
+  if (bytes > budget_ / 4) return;  // one tile may not evict most of the cache
+  std::lock_guard<std::mutex> g(mu_);
+  if (map_.count(k)) return;
+  lru_.push_front({k, std::move(v), bytes});
+  map_[k] = lru_.begin();
+  used_ += bytes;
+  while (used_ > budget_ && !lru_.empty()) {
+    used_ -= lru_.back().bytes;
+    map_.erase(lru_.back().key);
+    lru_.pop_back();
+  }
+}
+
+}  // namespace tessera
