@@ -93,10 +93,12 @@ void Array::consolidate_range(size_t first, size_t last) {
     for (auto& e : f->meta().dense) tiles.insert({&layout, e.tile});
     for (size_t ti = 0; ti < f->meta().sparse.size(); ++ti) {
       auto t = f->sparse_tile(ti);
-      Coords tc(r);
+      Coords tc(r), prev;
       for (uint64_t k = 0; k < f->meta().sparse[ti].cells; ++k) {
         layout.tile_of(&t->coords[k * r], tc.data());
+        if (tc == prev) continue;  // cells are tile-major: insert each tile once
         tiles.insert({&layout, tc});
+        prev = tc;
       }
     }
   }
@@ -129,7 +131,7 @@ void Array::consolidate_range(size_t first, size_t last) {
     };
     struct SparseRef {
       std::shared_ptr<const SparseTileData> data;
-      uint64_t cells;
+      size_t first, last;  // the cells of this space tile
     };
     std::vector<std::vector<SparseRef>> sparse_in(in.size());
     for (size_t fi = 0; fi < in.size(); ++fi) {
@@ -139,11 +141,18 @@ void Array::consolidate_range(size_t first, size_t last) {
       for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
         if (!m.sparse[ti].mbr.intersects(tbox)) continue;
         auto t = in[fi]->sparse_tile(ti);
-        for (uint64_t k = 0; k < m.sparse[ti].cells; ++k) {
-          const uint64_t* c = &t->coords[k * r];
-          if (tbox.contains(c)) grow(Box(Coords(c, c + r), Coords(c, c + r)));
+        auto [a, b] = layout.tile_range(t->coords.data(), m.sparse[ti].cells, tk.t.data());
+        if (a == b) continue;
+        Box cells_bb(Coords(&t->coords[a * r], &t->coords[a * r] + r),
+                     Coords(&t->coords[a * r], &t->coords[a * r] + r));
+        for (size_t k = a + 1; k < b; ++k) {
+          for (int d = 0; d < r; ++d) {
+            cells_bb.lo[d] = std::min(cells_bb.lo[d], t->coords[k * r + d]);
+            cells_bb.hi[d] = std::max(cells_bb.hi[d], t->coords[k * r + d]);
+          }
         }
-        sparse_in[fi].push_back({t, m.sparse[ti].cells});
+        grow(cells_bb);
+        sparse_in[fi].push_back({t, a, b});
       }
     }
     if (!any) continue;
@@ -181,9 +190,8 @@ void Array::consolidate_range(size_t first, size_t last) {
         strided_copy(r, shape, ones.data(), estride, covered.data() + off, bstride, 1);
       }
       for (const SparseRef& sr : sparse_in[fi]) {
-        for (uint64_t k = 0; k < sr.cells; ++k) {
+        for (size_t k = sr.first; k < sr.last; ++k) {
           const uint64_t* c = &sr.data->coords[k * r];
-          if (!tbox.contains(c)) continue;
           uint64_t off = 0;
           for (int d = 0; d < r; ++d) off += (c[d] - bb.lo[d]) * bstride[d];
           std::memcpy(&buf[off * es], &sr.data->values[k * es], es);

@@ -69,6 +69,28 @@ void Layout::cell_strides(const Box& b, uint64_t* strides) const {
   }
 }
 
+std::pair<size_t, size_t> Layout::tile_range(const uint64_t* coords, size_t n, const uint64_t* tile) const {
+  uint64_t t[kMaxRank];
+  auto cmp_at = [&](size_t i) {
+    tile_of(coords + i * rank_, t);
+    return compare_tiles(t, tile);
+  };
+  size_t lo = 0, hi = n;
+  while (lo < hi) {  // first cell whose tile >= tile
+    size_t mid = (lo + hi) / 2;
+    if (cmp_at(mid) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  size_t first = lo;
+  hi = n;
+  while (lo < hi) {  // first cell whose tile > tile
+    size_t mid = (lo + hi) / 2;
+    if (cmp_at(mid) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return {first, lo};
+}
+
 std::vector<uint32_t> Layout::sort_global(const uint64_t* coords, size_t n) const {
   if (n > UINT32_MAX) throw_error(Errc::kInvalidArgument, "too many cells to sort at once");
   const int w = 2 * rank_;

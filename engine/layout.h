@@ -3,6 +3,7 @@
 // new order (Z-order, Hilbert, MultiMap) is added here and nowhere else.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/box.h"
@@ -27,6 +28,9 @@ class Layout {
   int compare_cells(const uint64_t* a, const uint64_t* b) const;
   // Element strides of the cells of box `b` when stored in cell order.
   void cell_strides(const Box& b, uint64_t* strides) const;
+  // Cells in global order are grouped by tile: the [first, last) range of the n cells
+  // (coords[n*rank], globally ordered) that lie in `tile`, by binary search.
+  std::pair<size_t, size_t> tile_range(const uint64_t* coords, size_t n, const uint64_t* tile) const;
   // Stable sort of n cells (coords[n*rank]) into global order: returns the permutation.
   std::vector<uint32_t> sort_global(const uint64_t* coords, size_t n) const;
 

@@ -82,8 +82,7 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
   }
 }
 
-void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride) {
-  // Tiles touched, per dimension.
+std::vector<std::vector<uint64_t>> ReadPlanner::touched_tiles(const Selection& sel) const {
   std::vector<std::vector<uint64_t>> tiles(rank_);
   const Coords& te = layout_.tile_extent();
   for (int d = 0; d < rank_; ++d) {
@@ -93,6 +92,11 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
       for (uint64_t t = t0; t <= t1; ++t) tiles[d].push_back(t);
     }
   }
+  return tiles;
+}
+
+void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride) {
+  std::vector<std::vector<uint64_t>> tiles = touched_tiles(sel);
   std::vector<size_t> ti(rank_, 0);
   Coords tile(rank_);
   std::vector<Box> remaining, next;
@@ -159,6 +163,46 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
     }
     std::memcpy(dst + off * es_, v, es_);
   };
+  // Sparse cells are in global order, so the cells of one space tile are contiguous: when
+  // the selection touches few tiles, binary-search each tile's range instead of scanning.
+  std::vector<Coords> tiles;
+  {
+    auto per_dim = touched_tiles(sel);
+    uint64_t count = 1;
+    for (auto& v : per_dim) count = v.size() > 4096 / count ? 4097 : count * v.size();
+    if (count <= 4096) {
+      std::vector<size_t> ti(rank_, 0);
+      for (;;) {
+        Coords t(rank_);
+        for (int d = 0; d < rank_; ++d) t[d] = per_dim[d][ti[d]];
+        tiles.push_back(std::move(t));
+        int d = rank_ - 1;
+        for (; d >= 0; --d) {
+          if (++ti[d] < per_dim[d].size()) break;
+          ti[d] = 0;
+        }
+        if (d < 0) break;
+      }
+    }
+  }
+  auto scan = [&](size_t fi, const uint64_t* cs, const uint8_t* vs, size_t n) {
+    auto visit = [&](size_t a, size_t b) {
+      for (size_t k = a; k < b; ++k) {
+        const uint64_t* c = &cs[k * rank_];
+        if (!bb.contains(c)) continue;
+        if (fi != SIZE_MAX && newer_dense_covers(fi, c)) continue;
+        place(c, &vs[k * es_]);
+      }
+    };
+    if (tiles.empty() || tiles.size() * 24 > n) {
+      visit(0, n);
+      return;
+    }
+    for (const Coords& t : tiles) {
+      auto [a, b] = layout_.tile_range(cs, n, t.data());
+      visit(a, b);
+    }
+  };
   for (size_t fi = 0; fi < view_.fragments.size(); ++fi) {
     const Fragment& f = *view_.fragments[fi];
     const FragmentMeta& m = f.meta();
@@ -166,22 +210,11 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
     for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
       if (!m.sparse[ti].mbr.intersects(bb)) continue;
       auto t = f.sparse_tile(ti);
-      for (uint64_t k = 0; k < m.sparse[ti].cells; ++k) {
-        const uint64_t* c = &t->coords[k * rank_];
-        if (!bb.contains(c)) continue;
-        if (newer_dense_covers(fi, c)) continue;
-        place(c, &t->values[k * es_]);
-      }
+      scan(fi, t->coords.data(), t->values.data(), m.sparse[ti].cells);
     }
   }
-  if (view_.buffer && !view_.buffer->empty()) {
-    const auto& cs = view_.buffer->coords();
-    const auto& vs = view_.buffer->values();
-    for (size_t k = 0; k < view_.buffer->cells(); ++k) {
-      const uint64_t* c = &cs[k * rank_];
-      if (bb.contains(c)) place(c, &vs[k * es_]);
-    }
-  }
+  if (view_.buffer && !view_.buffer->empty())
+    scan(SIZE_MAX, view_.buffer->coords().data(), view_.buffer->values().data(), view_.buffer->cells());
 }
 
 bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,

@@ -38,6 +38,8 @@ class ReadPlanner {
   struct Run {
     uint64_t lo, len, rank;
   };
+  // Tiles the selection touches, per dimension (the touched tiles are their product).
+  std::vector<std::vector<uint64_t>> touched_tiles(const Selection& sel) const;
   void dense_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
   void sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
   void copy_box(const Selection& sel, const Box& piece, const uint8_t* src, const Box& src_box,

@@ -1,0 +1,49 @@
+// introspect.cc — connector introspection callbacks.
+//
+// All three are mandatory in practice (see docs in the shared VOL notes):
+//  - get_conn_cls: HDF5 asks which connector owns an object; a terminal connector
+//    answers with its own class for both the current and the terminal level.
+//  - get_cap_flags: H5Pget_vol_cap_flags calls this rather than reading the class
+//    field, so both report kCapFlags.
+//  - opt_query: H5Fcreate/H5Fopen query support for the native "post open" optional
+//    operation; NULL would make every file open fail.  tessera supports no optional
+//    operation yet and answers flags = 0 ("not supported") for all of them.
+#include "vol/error.h"
+#include "vol/tessera_vol.h"
+
+namespace tessera_vol {
+
+herr_t introspect_get_conn_cls(void* /*obj*/, H5VL_get_conn_lvl_t lvl, const H5VL_class_t** conn_cls) {
+  if (!conn_cls) {
+    TESSERA_VOL_ERROR(kBadArgument, "get_conn_cls: NULL output pointer");
+    return -1;
+  }
+  switch (lvl) {
+    case H5VL_GET_CONN_LVL_CURR:
+    case H5VL_GET_CONN_LVL_TERM:
+      *conn_cls = &kTesseraClass;
+      return 0;
+  }
+  TESSERA_VOL_ERROR(kBadArgument, "get_conn_cls: unknown level %d", static_cast<int>(lvl));
+  return -1;
+}
+
+herr_t introspect_get_cap_flags(const void* /*info*/, uint64_t* cap_flags) {
+  if (!cap_flags) {
+    TESSERA_VOL_ERROR(kBadArgument, "get_cap_flags: NULL output pointer");
+    return -1;
+  }
+  *cap_flags = kCapFlags;
+  return 0;
+}
+
+herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t /*cls*/, int /*opt_type*/, uint64_t* flags) {
+  if (!flags) {
+    TESSERA_VOL_ERROR(kBadArgument, "opt_query: NULL output pointer");
+    return -1;
+  }
+  *flags = 0;  // no H5VL_OPT_QUERY_SUPPORTED bit: not supported
+  return 0;
+}
+
+}  // namespace tessera_vol

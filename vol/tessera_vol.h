@@ -1,0 +1,127 @@
+// tessera_vol.h — internal declarations shared by the connector's source files.
+//
+// The layout follows HDF5's H5VLpassthru.c: one source file per HDF5 object class
+// (file.cc, dataset.cc, group.cc, ...), each defining that class's callbacks; connector.cc
+// assembles them into the H5VL_class_t that the plugin entry points hand to HDF5.
+//
+// Nothing here is exported from the plugin: the library is built with hidden visibility
+// and a version script (exports.map) that exports only H5PLget_plugin_type/_info.
+#pragma once
+
+#include <hdf5.h>
+#include <H5VLconnector.h>
+
+#include <cstdint>
+
+namespace tessera_vol {
+
+// Connector identity.  The value must be >= 256 and not used by any registered
+// connector (https://support.hdfgroup.org/documentation/hdf5-docs/registered_vol_connectors.html).
+inline constexpr const char* kConnectorName = "tessera";
+inline constexpr H5VL_class_value_t kConnectorValue = 24601;
+inline constexpr unsigned kConnectorVersion = 1;
+
+// Capability flags.  HDF5 reads them in two places: the class field and the
+// introspect get_cap_flags callback (H5Pget_vol_cap_flags calls the callback), and the
+// API test suite skips tests by them.  Both must report this one constant.
+// The skeleton implements no HDF5 operation yet, so it claims none.
+inline constexpr uint64_t kCapFlags = H5VL_CAP_FLAG_NONE;
+
+// The connector class (defined in connector.cc).
+extern const H5VL_class_t kTesseraClass;
+
+// ---------------------------------------------------------------- introspect.cc
+herr_t introspect_get_conn_cls(void* obj, H5VL_get_conn_lvl_t lvl, const H5VL_class_t** conn_cls);
+herr_t introspect_get_cap_flags(const void* info, uint64_t* cap_flags);
+herr_t introspect_opt_query(void* obj, H5VL_subclass_t cls, int opt_type, uint64_t* flags);
+
+// ---------------------------------------------------------------- file.cc
+void* file_create(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id, hid_t dxpl_id,
+                  void** req);
+void* file_open(const char* name, unsigned flags, hid_t fapl_id, hid_t dxpl_id, void** req);
+herr_t file_get(void* obj, H5VL_file_get_args_t* args, hid_t dxpl_id, void** req);
+herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t dxpl_id, void** req);
+herr_t file_optional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req);
+herr_t file_close(void* file, hid_t dxpl_id, void** req);
+// True if `path` names a tessera container: a directory holding a file `tessera.container`.
+bool is_tessera_container(const char* path) noexcept;
+inline constexpr const char* kContainerMarker = "tessera.container";
+
+// ---------------------------------------------------------------- attr.cc
+void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* attr_name, hid_t type_id,
+                  hid_t space_id, hid_t acpl_id, hid_t aapl_id, hid_t dxpl_id, void** req);
+void* attr_open(void* obj, const H5VL_loc_params_t* loc_params, const char* attr_name, hid_t aapl_id,
+                hid_t dxpl_id, void** req);
+herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void** req);
+herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id, void** req);
+herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t dxpl_id, void** req);
+herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_specific_args_t* args,
+                     hid_t dxpl_id, void** req);
+herr_t attr_optional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req);
+herr_t attr_close(void* attr, hid_t dxpl_id, void** req);
+
+// ---------------------------------------------------------------- dataset.cc
+void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t lcpl_id,
+                     hid_t type_id, hid_t space_id, hid_t dcpl_id, hid_t dapl_id, hid_t dxpl_id,
+                     void** req);
+void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t dapl_id,
+                   hid_t dxpl_id, void** req);
+herr_t dataset_read(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[],
+                    hid_t file_space_id[], hid_t dxpl_id, void* buf[], void** req);
+herr_t dataset_write(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[],
+                     hid_t file_space_id[], hid_t dxpl_id, const void* buf[], void** req);
+herr_t dataset_get(void* obj, H5VL_dataset_get_args_t* args, hid_t dxpl_id, void** req);
+herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t dxpl_id, void** req);
+herr_t dataset_optional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req);
+herr_t dataset_close(void* dset, hid_t dxpl_id, void** req);
+
+// ---------------------------------------------------------------- datatype.cc
+void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t type_id,
+                      hid_t lcpl_id, hid_t tcpl_id, hid_t tapl_id, hid_t dxpl_id, void** req);
+void* datatype_open(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t tapl_id,
+                    hid_t dxpl_id, void** req);
+herr_t datatype_get(void* obj, H5VL_datatype_get_args_t* args, hid_t dxpl_id, void** req);
+herr_t datatype_specific(void* obj, H5VL_datatype_specific_args_t* args, hid_t dxpl_id, void** req);
+herr_t datatype_optional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req);
+herr_t datatype_close(void* dt, hid_t dxpl_id, void** req);
+
+// ---------------------------------------------------------------- group.cc
+void* group_create(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t lcpl_id,
+                   hid_t gcpl_id, hid_t gapl_id, hid_t dxpl_id, void** req);
+void* group_open(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t gapl_id,
+                 hid_t dxpl_id, void** req);
+herr_t group_get(void* obj, H5VL_group_get_args_t* args, hid_t dxpl_id, void** req);
+herr_t group_specific(void* obj, H5VL_group_specific_args_t* args, hid_t dxpl_id, void** req);
+herr_t group_optional(void* obj, H5VL_optional_args_t* args, hid_t dxpl_id, void** req);
+herr_t group_close(void* grp, hid_t dxpl_id, void** req);
+
+// ---------------------------------------------------------------- link.cc
+herr_t link_create(H5VL_link_create_args_t* args, void* obj, const H5VL_loc_params_t* loc_params,
+                   hid_t lcpl_id, hid_t lapl_id, hid_t dxpl_id, void** req);
+herr_t link_copy(void* src_obj, const H5VL_loc_params_t* loc_params1, void* dst_obj,
+                 const H5VL_loc_params_t* loc_params2, hid_t lcpl_id, hid_t lapl_id, hid_t dxpl_id,
+                 void** req);
+herr_t link_move(void* src_obj, const H5VL_loc_params_t* loc_params1, void* dst_obj,
+                 const H5VL_loc_params_t* loc_params2, hid_t lcpl_id, hid_t lapl_id, hid_t dxpl_id,
+                 void** req);
+herr_t link_get(void* obj, const H5VL_loc_params_t* loc_params, H5VL_link_get_args_t* args, hid_t dxpl_id,
+                void** req);
+herr_t link_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_link_specific_args_t* args,
+                     hid_t dxpl_id, void** req);
+herr_t link_optional(void* obj, const H5VL_loc_params_t* loc_params, H5VL_optional_args_t* args,
+                     hid_t dxpl_id, void** req);
+
+// ---------------------------------------------------------------- object.cc
+void* object_open(void* obj, const H5VL_loc_params_t* loc_params, H5I_type_t* opened_type, hid_t dxpl_id,
+                  void** req);
+herr_t object_copy(void* src_obj, const H5VL_loc_params_t* loc_params1, const char* src_name,
+                   void* dst_obj, const H5VL_loc_params_t* loc_params2, const char* dst_name,
+                   hid_t ocpypl_id, hid_t lcpl_id, hid_t dxpl_id, void** req);
+herr_t object_get(void* obj, const H5VL_loc_params_t* loc_params, H5VL_object_get_args_t* args,
+                  hid_t dxpl_id, void** req);
+herr_t object_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_object_specific_args_t* args,
+                       hid_t dxpl_id, void** req);
+herr_t object_optional(void* obj, const H5VL_loc_params_t* loc_params, H5VL_optional_args_t* args,
+                       hid_t dxpl_id, void** req);
+
+}  // namespace tessera_vol
