@@ -92,7 +92,7 @@ void Array::consolidate_range(size_t first, size_t last) {
   for (auto& f : in) {
     for (auto& e : f->meta().dense) tiles.insert({&layout, e.tile});
     for (size_t ti = 0; ti < f->meta().sparse.size(); ++ti) {
-      auto t = f->sparse_tile(ti);
+      auto t = f->sparse_tile(ti, layout);
       Coords tc(r), prev;
       for (uint64_t k = 0; k < f->meta().sparse[ti].cells; ++k) {
         layout.tile_of(&t->coords[k * r], tc.data());
@@ -115,6 +115,9 @@ void Array::consolidate_range(size_t first, size_t last) {
   std::vector<uint8_t> sp_values;
   for (const TileKey& tk : tiles) {
     const Box tbox = layout.tile_box(tk.t.data());
+    std::vector<uint64_t> klo(layout.key_size()), khi(layout.key_size());
+    layout.key_words(tbox.lo.data(), klo.data());
+    layout.key_words(tbox.hi.data(), khi.data());
     // Bounding box of what the inputs hold in this tile.
     Box bb;
     bool any = false;
@@ -140,8 +143,8 @@ void Array::consolidate_range(size_t first, size_t last) {
       if (idx >= 0) grow(m.dense[idx].box);
       for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
         if (!m.sparse[ti].mbr.intersects(tbox)) continue;
-        auto t = in[fi]->sparse_tile(ti);
-        auto [a, b] = layout.tile_range(t->coords.data(), m.sparse[ti].cells, tk.t.data());
+        auto t = in[fi]->sparse_tile(ti, layout);
+        auto [a, b] = layout.key_range(t->keys.data(), m.sparse[ti].cells, klo.data(), khi.data());
         if (a == b) continue;
         Box cells_bb(Coords(&t->coords[a * r], &t->coords[a * r] + r),
                      Coords(&t->coords[a * r], &t->coords[a * r] + r));

@@ -1,5 +1,6 @@
 #include "engine/fragment.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -81,7 +82,7 @@ std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const
   return v;
 }
 
-std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i) const {
+std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i, const Layout& layout) const {
   const SparseEntry& e = meta_.sparse.at(i);
   auto key = TileCache::Key{serial_, e.coords.offset};
   if (auto hit = TileCache::shared().get(key)) return std::static_pointer_cast<const SparseTileData>(hit);
@@ -93,7 +94,16 @@ std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i) const {
   // Coordinates must lie inside the recorded MBR; anything else is corruption.
   for (uint64_t k = 0; k < e.cells; ++k)
     if (!e.mbr.contains(&t->coords[k * meta_.rank])) corrupt(path_, "sparse tile " + std::to_string(i) + ": cell outside its MBR");
-  TileCache::shared().put(key, t, c.size() + t->values.size());
+  // Keys must ascend strictly: a fragment's cells are unique and in global order.
+  const int w = layout.key_size();
+  t->keys.resize(e.cells * w);
+  uint64_t* kp = t->keys.data();
+  for (uint64_t k = 0; k < e.cells; ++k) {
+    layout.key_words(&t->coords[k * meta_.rank], kp + k * w);
+    if (k > 0 && !std::lexicographical_compare(kp + (k - 1) * w, kp + k * w, kp + k * w, kp + (k + 1) * w))
+      corrupt(path_, "sparse tile " + std::to_string(i) + ": cells out of global order");
+  }
+  TileCache::shared().put(key, t, c.size() + t->values.size() + t->keys.size() * 8);
   return t;
 }
 

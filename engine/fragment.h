@@ -15,6 +15,7 @@ namespace tessera {
 struct SparseTileData {
   std::vector<uint64_t> coords;  // cells * rank
   std::vector<uint8_t> values;   // cells * elem_size
+  std::vector<uint64_t> keys;    // cells * layout.key_size(): global-order keys for searches
 };
 
 class Fragment {
@@ -26,7 +27,8 @@ class Fragment {
 
   // Decoded cells of dense entry i (cells of its box in cell order).
   std::shared_ptr<const std::vector<uint8_t>> dense_tile(size_t i) const;
-  std::shared_ptr<const SparseTileData> sparse_tile(size_t i) const;
+  // Decoded cells of sparse tile i; `layout` (the array's) computes the cells' keys.
+  std::shared_ptr<const SparseTileData> sparse_tile(size_t i, const Layout& layout) const;
 
  private:
   std::vector<uint8_t> read_blob(const BlobRef& b, const FilterPipeline& p, const std::string& what) const;

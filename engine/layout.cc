@@ -69,26 +69,28 @@ void Layout::cell_strides(const Box& b, uint64_t* strides) const {
   }
 }
 
-std::pair<size_t, size_t> Layout::tile_range(const uint64_t* coords, size_t n, const uint64_t* tile) const {
-  uint64_t t[kMaxRank];
-  auto cmp_at = [&](size_t i) {
-    tile_of(coords + i * rank_, t);
-    return compare_tiles(t, tile);
+std::pair<size_t, size_t> Layout::key_range(const uint64_t* keys, size_t n, const uint64_t* klo,
+                                            const uint64_t* khi) const {
+  const int w = 2 * rank_;
+  auto less = [w](const uint64_t* a, const uint64_t* b) {
+    for (int j = 0; j < w; ++j)
+      if (a[j] != b[j]) return a[j] < b[j];
+    return false;
   };
-  size_t lo = 0, hi = n;
-  while (lo < hi) {  // first cell whose tile >= tile
-    size_t mid = (lo + hi) / 2;
-    if (cmp_at(mid) < 0) lo = mid + 1;
-    else hi = mid;
+  size_t a = 0, b = n;
+  while (a < b) {  // first key >= klo
+    size_t mid = (a + b) / 2;
+    if (less(keys + mid * w, klo)) a = mid + 1;
+    else b = mid;
   }
-  size_t first = lo;
-  hi = n;
-  while (lo < hi) {  // first cell whose tile > tile
-    size_t mid = (lo + hi) / 2;
-    if (cmp_at(mid) <= 0) lo = mid + 1;
-    else hi = mid;
+  size_t first = a;
+  b = n;
+  while (a < b) {  // first key > khi
+    size_t mid = (a + b) / 2;
+    if (!less(khi, keys + mid * w)) a = mid + 1;
+    else b = mid;
   }
-  return {first, lo};
+  return {first, a};
 }
 
 std::vector<uint32_t> Layout::sort_global(const uint64_t* coords, size_t n) const {

@@ -28,14 +28,19 @@ class Layout {
   int compare_cells(const uint64_t* a, const uint64_t* b) const;
   // Element strides of the cells of box `b` when stored in cell order.
   void cell_strides(const Box& b, uint64_t* strides) const;
-  // Cells in global order are grouped by tile: the [first, last) range of the n cells
-  // (coords[n*rank], globally ordered) that lie in `tile`, by binary search.
-  std::pair<size_t, size_t> tile_range(const uint64_t* coords, size_t n, const uint64_t* tile) const;
+  // A cell's global-order key: key_size() words whose lexicographic order is the global
+  // order (tile coordinates in tile order, then in-tile offsets in cell order).
+  int key_size() const { return 2 * rank_; }
+  void key_words(const uint64_t* cell, uint64_t* out) const;
+  // For n cells with precomputed keys (n * key_size() words, ascending): the [first, last)
+  // range of cells whose key lies in [klo, khi].  When klo/khi are the keys of the corners
+  // of a box inside one tile, every cell of the box lies in that range.
+  std::pair<size_t, size_t> key_range(const uint64_t* keys, size_t n, const uint64_t* klo,
+                                      const uint64_t* khi) const;
   // Stable sort of n cells (coords[n*rank]) into global order: returns the permutation.
   std::vector<uint32_t> sort_global(const uint64_t* coords, size_t n) const;
 
  private:
-  void key_words(const uint64_t* cell, uint64_t* out) const;
   int rank_;
   Coords tile_extent_, max_extent_;
   Order cell_order_, tile_order_;

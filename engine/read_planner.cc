@@ -163,19 +163,27 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
     }
     std::memcpy(dst + off * es_, v, es_);
   };
-  // Sparse cells are in global order, so the cells of one space tile are contiguous: when
-  // the selection touches few tiles, binary-search each tile's range instead of scanning.
-  std::vector<Coords> tiles;
+  // Sparse cells are in global order, so within one space tile the cells of the region
+  // the selection covers lie in one key range: when the selection touches few tiles,
+  // binary-search each region's range instead of scanning every cell.
+  const int w = layout_.key_size();
+  std::vector<uint64_t> region_keys;  // per region: key of lo, key of hi
   {
     auto per_dim = touched_tiles(sel);
     uint64_t count = 1;
     for (auto& v : per_dim) count = v.size() > 4096 / count ? 4097 : count * v.size();
     if (count <= 4096) {
       std::vector<size_t> ti(rank_, 0);
+      Coords t(rank_);
       for (;;) {
-        Coords t(rank_);
         for (int d = 0; d < rank_; ++d) t[d] = per_dim[d][ti[d]];
-        tiles.push_back(std::move(t));
+        Box region;
+        if (intersect(layout_.tile_box(t.data()), bb, &region)) {
+          size_t at = region_keys.size();
+          region_keys.resize(at + 2 * w);
+          layout_.key_words(region.lo.data(), &region_keys[at]);
+          layout_.key_words(region.hi.data(), &region_keys[at + w]);
+        }
         int d = rank_ - 1;
         for (; d >= 0; --d) {
           if (++ti[d] < per_dim[d].size()) break;
@@ -185,7 +193,8 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
       }
     }
   }
-  auto scan = [&](size_t fi, const uint64_t* cs, const uint8_t* vs, size_t n) {
+  const size_t nregions = region_keys.size() / (2 * w);
+  auto scan = [&](size_t fi, const uint64_t* cs, const uint64_t* keys, const uint8_t* vs, size_t n) {
     auto visit = [&](size_t a, size_t b) {
       for (size_t k = a; k < b; ++k) {
         const uint64_t* c = &cs[k * rank_];
@@ -194,12 +203,12 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
         place(c, &vs[k * es_]);
       }
     };
-    if (tiles.empty() || tiles.size() * 24 > n) {
+    if (nregions == 0 || nregions * 24 > n) {
       visit(0, n);
       return;
     }
-    for (const Coords& t : tiles) {
-      auto [a, b] = layout_.tile_range(cs, n, t.data());
+    for (size_t g = 0; g < nregions; ++g) {
+      auto [a, b] = layout_.key_range(keys, n, &region_keys[g * 2 * w], &region_keys[g * 2 * w + w]);
       visit(a, b);
     }
   };
@@ -209,12 +218,13 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
     if (m.sparse.empty() || !m.domain.intersects(bb)) continue;
     for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
       if (!m.sparse[ti].mbr.intersects(bb)) continue;
-      auto t = f.sparse_tile(ti);
-      scan(fi, t->coords.data(), t->values.data(), m.sparse[ti].cells);
+      auto t = f.sparse_tile(ti, layout_);
+      scan(fi, t->coords.data(), t->keys.data(), t->values.data(), m.sparse[ti].cells);
     }
   }
   if (view_.buffer && !view_.buffer->empty())
-    scan(SIZE_MAX, view_.buffer->coords().data(), view_.buffer->values().data(), view_.buffer->cells());
+    scan(SIZE_MAX, view_.buffer->coords().data(), view_.buffer->keys().data(), view_.buffer->values().data(),
+         view_.buffer->cells());
 }
 
 bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
@@ -255,7 +265,7 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
       const SparseEntry& e = m.sparse[ti];
       if (!e.mbr.contains(c)) continue;
       if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
-      auto t = f.sparse_tile(ti);
+      auto t = f.sparse_tile(ti, layout_);
       size_t lo = 0, hi = e.cells;
       while (lo < hi) {
         size_t mid = (lo + hi) / 2;

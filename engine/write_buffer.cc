@@ -32,7 +32,14 @@ void WriteBuffer::normalize() {
   coords_ = std::move(c);
   values_ = std::move(v);
   n_ = out;
+  compute_keys();
   sorted_ = true;
+}
+
+void WriteBuffer::compute_keys() {
+  const int w = layout_.key_size();
+  keys_.resize(n_ * w);
+  for (size_t i = 0; i < n_; ++i) layout_.key_words(&coords_[i * rank_], &keys_[i * w]);
 }
 
 template <class Pred>
@@ -50,6 +57,7 @@ void WriteBuffer::erase_if(Pred p) {
   n_ = out;
   coords_.resize(n_ * rank_);
   values_.resize(n_ * es_);
+  if (sorted_) compute_keys();
 }
 
 void WriteBuffer::erase_inside(const Box& b) {
@@ -63,6 +71,7 @@ void WriteBuffer::erase_outside(const Box& b) {
 void WriteBuffer::clear() {
   coords_ = {};
   values_ = {};
+  keys_ = {};
   n_ = 0;
   sorted_ = true;
 }

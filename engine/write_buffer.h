@@ -28,6 +28,8 @@ class WriteBuffer {
   void normalize();
   const std::vector<uint64_t>& coords() const { return coords_; }
   const std::vector<uint8_t>& values() const { return values_; }
+  // Global-order keys of the normalized cells (layout.key_size() words each).
+  const std::vector<uint64_t>& keys() const { return keys_; }
 
   // Drops every cell inside `b` (a newer dense write replaced them).
   void erase_inside(const Box& b);
@@ -35,16 +37,21 @@ class WriteBuffer {
   void erase_outside(const Box& b);
   void clear();
   // A new layout after a schema change (tiling never changes, extents may).
-  void reset_layout(const Schema& s) { layout_ = Layout(s); }
+  void reset_layout(const Schema& s) {
+    layout_ = Layout(s);
+    if (sorted_) compute_keys();
+  }
 
  private:
   template <class Pred>
   void erase_if(Pred p);
+  void compute_keys();
   Layout layout_;
   int rank_;
   uint32_t es_;
   std::vector<uint64_t> coords_;
   std::vector<uint8_t> values_;
+  std::vector<uint64_t> keys_;  // valid while sorted_
   size_t n_ = 0;
   bool sorted_ = true;
 };
