@@ -1,0 +1,503 @@
+// object_model.cc — catalog records and path resolution for HDF5 objects.
+#include "vol/object_model.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/bytes.h"
+#include "vol/error.h"
+
+namespace tessera_vol {
+
+namespace {
+
+std::mutex g_files_mu;
+std::map<std::string, std::weak_ptr<SharedFile>> g_files;  // real path -> shared state
+uint64_t g_next_fileno = 1;
+
+std::string real_path(const std::string& name) {
+  char buf[PATH_MAX];
+  if (::realpath(name.c_str(), buf)) return buf;
+  return name;
+}
+
+constexpr uint8_t kRecordVersion = 1;
+
+tessera::ByteReader reader(const std::string& s, const char* what) {
+  return tessera::ByteReader(s.data(), s.size(), std::string("catalog record (") + what + ")");
+}
+
+}  // namespace
+
+std::string hex16(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+void fail_unsupported(const std::string& msg) { throw VolError{static_cast<int>(ErrorKind::kUnsupported), msg}; }
+void fail_arg(const std::string& msg) { throw VolError{static_cast<int>(ErrorKind::kBadArgument), msg}; }
+void fail_engine(const tessera::Status& st) { throw VolError{static_cast<int>(ErrorKind::kEngine), st.message()}; }
+
+// ---------------------------------------------------------------- records
+
+std::string ObjectRecord::serialize() const {
+  tessera::ByteWriter w;
+  w.u8(kRecordVersion);
+  w.u8(static_cast<uint8_t>(type));
+  w.u64(rc);
+  w.str(cpl);
+  w.str(type_enc);
+  w.str(space_enc);
+  w.u64(array_id);
+  w.i64(next_link_corder);
+  w.i64(next_attr_corder);
+  w.str(comment);
+  return std::string(w.buf().begin(), w.buf().end());
+}
+
+ObjectRecord ObjectRecord::deserialize(const std::string& s) {
+  auto r = reader(s, "object");
+  ObjectRecord o;
+  if (r.u8() != kRecordVersion) r.fail("unknown record version");
+  uint8_t t = r.u8();
+  if (t < 1 || t > 3) r.fail("bad object type");
+  o.type = static_cast<ObjType>(t);
+  o.rc = r.u64();
+  o.cpl = r.str();
+  o.type_enc = r.str();
+  o.space_enc = r.str();
+  o.array_id = r.u64();
+  o.next_link_corder = r.i64();
+  o.next_attr_corder = r.i64();
+  o.comment = r.str();
+  return o;
+}
+
+std::string LinkRecord::serialize() const {
+  tessera::ByteWriter w;
+  w.u8(kRecordVersion);
+  w.u8(static_cast<uint8_t>(type));
+  w.u64(target);
+  w.str(soft_path);
+  w.str(ext_obj);
+  w.i64(corder);
+  w.u8(static_cast<uint8_t>(cset));
+  return std::string(w.buf().begin(), w.buf().end());
+}
+
+LinkRecord LinkRecord::deserialize(const std::string& s) {
+  auto r = reader(s, "link");
+  LinkRecord l;
+  if (r.u8() != kRecordVersion) r.fail("unknown record version");
+  l.type = static_cast<H5L_type_t>(r.u8());
+  l.target = r.u64();
+  l.soft_path = r.str();
+  l.ext_obj = r.str();
+  l.corder = r.i64();
+  l.cset = static_cast<H5T_cset_t>(r.u8());
+  return l;
+}
+
+std::string AttrRecord::serialize() const {
+  tessera::ByteWriter w;
+  w.u8(kRecordVersion);
+  w.str(type_enc);
+  w.str(space_enc);
+  w.u64(data.size());
+  w.bytes(data.data(), data.size());
+  w.i64(corder);
+  w.u8(static_cast<uint8_t>(cset));
+  return std::string(w.buf().begin(), w.buf().end());
+}
+
+AttrRecord AttrRecord::deserialize(const std::string& s) {
+  auto r = reader(s, "attribute");
+  AttrRecord a;
+  if (r.u8() != kRecordVersion) r.fail("unknown record version");
+  a.type_enc = r.str();
+  a.space_enc = r.str();
+  uint64_t n = r.count(1);
+  a.data.resize(n);
+  r.bytes(a.data.data(), n);
+  a.corder = r.i64();
+  a.cset = static_cast<H5T_cset_t>(r.u8());
+  return a;
+}
+
+// ---------------------------------------------------------------- open / create
+
+std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned flags, hid_t fcpl, hid_t fapl) {
+  std::lock_guard<std::mutex> g(g_files_mu);
+  std::string real = real_path(name);
+  if (auto it = g_files.find(real); it != g_files.end() && !it->second.expired())
+    fail_arg("file '" + name + "' is already open; HDF5 cannot truncate an open file");
+  auto f = std::shared_ptr<SharedFile>(new SharedFile());
+  f->name_ = name;
+  auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
+                                     : tessera::Container::CreateMode::kTruncate;
+  check(tessera::Container::create(name, mode, &f->container_));
+  f->real_ = real_path(name);
+  f->intent_ = H5F_ACC_RDWR;
+  f->fcpl_ = H5Pcopy(fcpl == H5P_DEFAULT ? H5P_FILE_CREATE_DEFAULT : fcpl);
+  f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
+  // The root group, and the fcpl so that reopened files report it.
+  tessera::CatalogBatch b;
+  ObjectRecord root;
+  root.type = ObjType::kGroup;
+  root.rc = 1;
+  b.put("o/" + hex16(kRootOid), root.serialize());
+  b.put("sys/next_oid", std::to_string(kRootOid + 1));
+  size_t sz = 0;
+  if (H5Pencode2(f->fcpl_, nullptr, &sz, H5P_DEFAULT) >= 0 && sz > 0) {
+    std::string enc(sz, '\0');
+    if (H5Pencode2(f->fcpl_, enc.data(), &sz, H5P_DEFAULT) >= 0) b.put("sys/fcpl", enc);
+  }
+  f->commit(b);
+  f->fileno_ = g_next_fileno++;
+  g_files[f->real_] = f;
+  return f;
+}
+
+std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned flags, hid_t fapl) {
+  std::lock_guard<std::mutex> g(g_files_mu);
+  std::string real = real_path(name);
+  if (auto it = g_files.find(real); it != g_files.end()) {
+    if (auto f = it->second.lock()) {
+      if ((flags & H5F_ACC_RDWR) && !f->writable())
+        fail_arg("file '" + name + "' is already open read-only");
+      return f;
+    }
+  }
+  auto f = std::shared_ptr<SharedFile>(new SharedFile());
+  f->name_ = name;
+  bool rw = (flags & H5F_ACC_RDWR) != 0;
+  check(tessera::Container::open(name, rw, &f->container_));
+  f->real_ = real;
+  f->intent_ = rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
+  f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
+  if (auto enc = f->container_->catalog().get("sys/fcpl")) f->fcpl_ = H5Pdecode(enc->data());
+  if (f->fcpl_ < 0) f->fcpl_ = H5Pcopy(H5P_FILE_CREATE_DEFAULT);
+  if (!f->find_object(kRootOid)) fail_engine(tessera::Status(tessera::Errc::kCorrupt,
+                                                               "container '" + name + "' has no root group"));
+  f->fileno_ = g_next_fileno++;
+  g_files[real] = f;
+  return f;
+}
+
+SharedFile::~SharedFile() {
+  // Flush buffered writes; errors here cannot be reported (file_close flushes first).
+  arrays_.clear();
+  if (fcpl_ >= 0) H5Pclose(fcpl_);
+  if (fapl_ >= 0) H5Pclose(fapl_);
+  std::lock_guard<std::mutex> g(g_files_mu);
+  auto it = g_files.find(real_);
+  if (it != g_files.end() && it->second.expired()) g_files.erase(it);
+}
+
+void SharedFile::require_writable(const char* what) {
+  if (!writable()) fail_arg(std::string(what) + ": file '" + name_ + "' is open read-only");
+}
+
+void SharedFile::commit(tessera::CatalogBatch& b) {
+  check(tessera::guard([&] { container_->catalog().commit(b); }));
+  b = tessera::CatalogBatch();
+}
+
+// ---------------------------------------------------------------- objects
+
+std::optional<ObjectRecord> SharedFile::find_object(uint64_t oid) {
+  auto v = container_->catalog().get("o/" + hex16(oid));
+  if (!v) return std::nullopt;
+  ObjectRecord r;
+  check(tessera::guard([&] { r = ObjectRecord::deserialize(*v); }));
+  return r;
+}
+
+ObjectRecord SharedFile::object(uint64_t oid) {
+  auto r = find_object(oid);
+  if (!r) fail_arg("object " + std::to_string(oid) + " does not exist in '" + name_ + "'");
+  return *r;
+}
+
+void SharedFile::put_object(tessera::CatalogBatch& b, uint64_t oid, const ObjectRecord& r) {
+  b.put("o/" + hex16(oid), r.serialize());
+}
+
+uint64_t SharedFile::allocate_oid(tessera::CatalogBatch& b) {
+  // The batch may already hold an allocation: read the newest value from it.
+  uint64_t next = kRootOid + 1;
+  bool found = false;
+  for (auto it = b.ops().rbegin(); it != b.ops().rend(); ++it)
+    if (it->put && it->key == "sys/next_oid") {
+      next = std::strtoull(it->value.c_str(), nullptr, 10);
+      found = true;
+      break;
+    }
+  if (!found)
+    if (auto v = container_->catalog().get("sys/next_oid")) next = std::strtoull(v->c_str(), nullptr, 10);
+  b.put("sys/next_oid", std::to_string(next + 1));
+  return next;
+}
+
+uint64_t SharedFile::create_group_record(tessera::CatalogBatch& b, hid_t gcpl) {
+  uint64_t oid = allocate_oid(b);
+  ObjectRecord g;
+  g.type = ObjType::kGroup;
+  g.rc = 0;  // add_link counts the link
+  if (gcpl != H5P_DEFAULT && gcpl >= 0) {
+    size_t sz = 0;
+    if (H5Pencode2(gcpl, nullptr, &sz, H5P_DEFAULT) >= 0 && sz > 0) {
+      g.cpl.resize(sz);
+      if (H5Pencode2(gcpl, g.cpl.data(), &sz, H5P_DEFAULT) < 0) g.cpl.clear();
+    }
+  }
+  put_object(b, oid, g);
+  return oid;
+}
+
+// ---------------------------------------------------------------- links
+
+namespace {
+std::string link_key(uint64_t group, const std::string& name) { return "l/" + hex16(group) + "/" + name; }
+std::string attr_key(uint64_t owner, const std::string& name) { return "a/" + hex16(owner) + "/" + name; }
+
+// Reads a record from the batch if it was put there (newest wins), else nullopt.
+std::optional<std::string> from_batch(const tessera::CatalogBatch& b, const std::string& key, bool* deleted) {
+  *deleted = false;
+  for (auto it = b.ops().rbegin(); it != b.ops().rend(); ++it) {
+    if (it->key != key) continue;
+    if (!it->put) {
+      *deleted = true;
+      return std::nullopt;
+    }
+    return it->value;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<LinkRecord> SharedFile::find_link(uint64_t group, const std::string& name) {
+  auto v = container_->catalog().get(link_key(group, name));
+  if (!v) return std::nullopt;
+  LinkRecord r;
+  check(tessera::guard([&] { r = LinkRecord::deserialize(*v); }));
+  return r;
+}
+
+std::vector<std::pair<std::string, LinkRecord>> SharedFile::links(uint64_t group) {
+  std::string prefix = "l/" + hex16(group) + "/";
+  std::vector<std::pair<std::string, LinkRecord>> out;
+  check(tessera::guard([&] {
+    for (auto& kv : container_->catalog().scan(prefix))
+      out.emplace_back(kv.first.substr(prefix.size()), LinkRecord::deserialize(kv.second));
+  }));
+  return out;
+}
+
+void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec) {
+  if (name.empty() || name == "." || name.find('/') != std::string::npos)
+    fail_arg("invalid link name '" + name + "'");
+  bool deleted;
+  auto pending = from_batch(b, link_key(group, name), &deleted);
+  if (pending || (!deleted && find_link(group, name)))
+    fail_arg("link '" + name + "' already exists");
+  // Group record, possibly already modified in this batch.
+  ObjectRecord g;
+  if (auto v = from_batch(b, "o/" + hex16(group), &deleted)) g = ObjectRecord::deserialize(*v);
+  else g = object(group);
+  if (g.type != ObjType::kGroup) fail_arg("link parent is not a group");
+  rec.corder = g.next_link_corder++;
+  put_object(b, group, g);
+  if (rec.type == H5L_TYPE_HARD) {
+    ObjectRecord t;
+    if (auto v = from_batch(b, "o/" + hex16(rec.target), &deleted)) t = ObjectRecord::deserialize(*v);
+    else t = object(rec.target);
+    t.rc++;
+    put_object(b, rec.target, t);
+  }
+  b.put(link_key(group, name), rec.serialize());
+}
+
+void SharedFile::remove_link(uint64_t group, const std::string& name) {
+  auto l = find_link(group, name);
+  if (!l) fail_arg("link '" + name + "' does not exist");
+  tessera::CatalogBatch b;
+  b.del(link_key(group, name));
+  if (l->type == H5L_TYPE_HARD) {
+    ObjectRecord t = object(l->target);
+    if (t.rc > 0) t.rc--;
+    if (t.rc == 0) delete_object(l->target, b, 0);
+    else put_object(b, l->target, t);
+  }
+  commit(b);
+}
+
+void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth) {
+  if (depth > 1000) fail_arg("object graph too deep to delete");
+  auto rec = find_object(oid);
+  if (!rec) return;
+  b.del("o/" + hex16(oid));
+  for (auto& a : attrs(oid)) b.del(attr_key(oid, a.first));
+  if (rec->type == ObjType::kGroup) {
+    for (auto& [name, l] : links(oid)) {
+      b.del(link_key(oid, name));
+      if (l.type != H5L_TYPE_HARD || l.target == oid) continue;
+      bool deleted;
+      ObjectRecord t;
+      if (auto v = from_batch(b, "o/" + hex16(l.target), &deleted)) t = ObjectRecord::deserialize(*v);
+      else if (deleted) continue;
+      else if (auto f = find_object(l.target)) t = *f;
+      else continue;
+      if (t.rc > 0) t.rc--;
+      if (t.rc == 0) delete_object(l.target, b, depth + 1);
+      else put_object(b, l.target, t);
+    }
+  } else if (rec->type == ObjType::kDataset) {
+    drop_array(rec->array_id);
+  }
+}
+
+// ---------------------------------------------------------------- paths
+
+std::optional<uint64_t> SharedFile::try_resolve(uint64_t start, const std::string& path, bool follow_last) {
+  uint64_t cur = path.size() && path[0] == '/' ? kRootOid : start;
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string p = path.substr(i, j - i);
+    if (!p.empty() && p != ".") parts.push_back(p);
+    i = j + 1;
+  }
+  int soft_budget = 64;  // HDF5's default limit on soft link traversals is 16; be generous
+  for (size_t k = 0; k < parts.size(); ++k) {
+    auto l = find_link(cur, parts[k]);
+    if (!l) return std::nullopt;
+    bool last = k + 1 == parts.size();
+    if (l->type == H5L_TYPE_HARD) {
+      cur = l->target;
+    } else if (l->type == H5L_TYPE_SOFT) {
+      if (last && !follow_last) return std::nullopt;
+      if (--soft_budget < 0) fail_arg("too many soft links while resolving '" + path + "'");
+      auto t = try_resolve(cur, l->soft_path, true);
+      if (!t) return std::nullopt;  // dangling
+      cur = *t;
+    } else {
+      return std::nullopt;  // external links are not followed
+    }
+    if (!last) {
+      auto o = find_object(cur);
+      if (!o || o->type != ObjType::kGroup) return std::nullopt;
+    }
+  }
+  return cur;
+}
+
+uint64_t SharedFile::resolve(uint64_t start, const std::string& path, bool follow_last) {
+  auto r = try_resolve(start, path, follow_last);
+  if (!r) fail_arg("object '" + path + "' doesn't exist");
+  return *r;
+}
+
+std::pair<uint64_t, std::string> SharedFile::resolve_parent(uint64_t start, const std::string& path,
+                                                            bool create_intermediate, tessera::CatalogBatch* b) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.rfind('/');
+  std::string parent = slash == std::string::npos ? "" : p.substr(0, slash);
+  std::string last = slash == std::string::npos ? p : p.substr(slash + 1);
+  if (last.empty() || last == ".") fail_arg("invalid object name '" + path + "'");
+  uint64_t cur = slash == 0 || (p.size() && p[0] == '/') ? kRootOid : start;
+  size_t i = 0;
+  while (i < parent.size()) {
+    size_t j = parent.find('/', i);
+    if (j == std::string::npos) j = parent.size();
+    std::string part = parent.substr(i, j - i);
+    i = j + 1;
+    if (part.empty() || part == ".") continue;
+    bool deleted = false;
+    std::optional<LinkRecord> l;
+    if (b) {
+      if (auto v = from_batch(*b, link_key(cur, part), &deleted)) l = LinkRecord::deserialize(*v);
+    }
+    if (!l && !deleted) l = find_link(cur, part);
+    if (!l) {
+      if (!create_intermediate || !b) fail_arg("parent group '" + parent + "' of '" + path + "' doesn't exist");
+      uint64_t g = create_group_record(*b, H5P_DEFAULT);
+      LinkRecord hard;
+      hard.type = H5L_TYPE_HARD;
+      hard.target = g;
+      add_link(*b, cur, part, hard);
+      cur = g;
+      continue;
+    }
+    auto t = l->type == H5L_TYPE_HARD ? std::optional<uint64_t>(l->target)
+                                      : l->type == H5L_TYPE_SOFT ? try_resolve(cur, l->soft_path) : std::nullopt;
+    if (!t) fail_arg("parent '" + part + "' of '" + path + "' cannot be resolved");
+    cur = *t;
+  }
+  return {cur, last};
+}
+
+// ---------------------------------------------------------------- attributes
+
+std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner) {
+  std::string prefix = "a/" + hex16(owner) + "/";
+  std::vector<std::pair<std::string, AttrRecord>> out;
+  check(tessera::guard([&] {
+    for (auto& kv : container_->catalog().scan(prefix))
+      out.emplace_back(kv.first.substr(prefix.size()), AttrRecord::deserialize(kv.second));
+  }));
+  return out;
+}
+
+std::optional<AttrRecord> SharedFile::find_attr(uint64_t owner, const std::string& name) {
+  auto v = container_->catalog().get(attr_key(owner, name));
+  if (!v) return std::nullopt;
+  AttrRecord r;
+  check(tessera::guard([&] { r = AttrRecord::deserialize(*v); }));
+  return r;
+}
+
+void SharedFile::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r) {
+  b.put(attr_key(owner, name), r.serialize());
+}
+
+void SharedFile::del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name) {
+  b.del(attr_key(owner, name));
+}
+
+// ---------------------------------------------------------------- arrays
+
+std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
+  auto it = arrays_.find(array_id);
+  if (it != arrays_.end()) return it->second;
+  std::unique_ptr<tessera::Array> a;
+  check(container_->open_array(array_id, writable(), tessera::ArrayOptions::from_env(), &a));
+  std::shared_ptr<tessera::Array> sp(std::move(a));
+  arrays_[array_id] = sp;
+  return sp;
+}
+
+void SharedFile::flush_arrays() {
+  for (auto& [id, a] : arrays_) check(a->flush());
+}
+
+void SharedFile::drop_array(uint64_t array_id) {
+  arrays_.erase(array_id);
+  if (writable()) (void)container_->remove_array(array_id);
+}
+
+// ---------------------------------------------------------------- open objects
+
+void SharedFile::register_open(void* obj, H5I_type_t type) { open_[obj] = type; }
+void SharedFile::unregister_open(void* obj) { open_.erase(obj); }
+std::vector<std::pair<void*, H5I_type_t>> SharedFile::open_objects() {
+  return std::vector<std::pair<void*, H5I_type_t>>(open_.begin(), open_.end());
+}
+
+}  // namespace tessera_vol

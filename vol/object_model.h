@@ -1,0 +1,162 @@
+// object_model.h — HDF5's object model stored in a tessera container's catalog.
+//
+// One SharedFile exists per open container per process; every file handle, group,
+// dataset, datatype and attribute object of that container points at it, so several
+// H5Fopen calls of one container share state (HDF5 semantics).  Records live in the
+// engine's crash-safe catalog; every multi-record change is one atomic catalog batch.
+//
+// Catalog keys (hex16 = 16 lowercase hex digits of an object id):
+//   sys/next_oid                 next object id (decimal text)
+//   o/<hex16>                    ObjectRecord of a group, dataset or committed datatype
+//   l/<hex16 parent>/<name>      LinkRecord in a group
+//   a/<hex16 owner>/<name>       AttrRecord on an object
+// The root group has object id 1.  Tokens are the object id in the first 8 bytes.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/array.h"
+#include "engine/container.h"
+
+namespace tessera_vol {
+
+enum class ObjType : uint8_t { kGroup = 1, kDataset = 2, kDatatype = 3 };
+constexpr uint64_t kRootOid = 1;
+
+struct ObjectRecord {
+  ObjType type = ObjType::kGroup;
+  uint64_t rc = 0;              // hard links to this object
+  std::string cpl;              // H5Pencode2 of the creation plist (gcpl/dcpl/tcpl)
+  std::string type_enc;         // H5Tencode of the datatype (datasets, committed types)
+  std::string space_enc;        // H5Sencode2 of the dataspace at creation (datasets)
+  uint64_t array_id = 0;        // engine array (datasets)
+  int64_t next_link_corder = 0; // groups: creation order of the next link
+  int64_t next_attr_corder = 0;
+  std::string comment;
+  std::string serialize() const;
+  static ObjectRecord deserialize(const std::string& s);
+};
+
+struct LinkRecord {
+  H5L_type_t type = H5L_TYPE_HARD;
+  uint64_t target = 0;      // hard
+  std::string soft_path;    // soft: the path; external: file name
+  std::string ext_obj;      // external: object path in that file
+  int64_t corder = 0;
+  H5T_cset_t cset = H5T_CSET_ASCII;
+  std::string serialize() const;
+  static LinkRecord deserialize(const std::string& s);
+};
+
+struct AttrRecord {
+  std::string type_enc, space_enc;
+  std::string data;         // file-type bytes; variable-length data serialized (attr.cc)
+  int64_t corder = 0;
+  H5T_cset_t cset = H5T_CSET_ASCII;
+  std::string serialize() const;
+  static AttrRecord deserialize(const std::string& s);
+};
+
+// Thrown inside the connector; callbacks catch it and push it onto the error stack.
+struct VolError {
+  int kind;  // ErrorKind as int
+  std::string msg;
+};
+[[noreturn]] void fail_unsupported(const std::string& msg);
+[[noreturn]] void fail_arg(const std::string& msg);
+[[noreturn]] void fail_engine(const tessera::Status& st);
+inline void check(const tessera::Status& st) {
+  if (!st.ok()) fail_engine(st);
+}
+
+class SharedFile {
+ public:
+  // Opens or creates; shares an already open container with the same real path.
+  static std::shared_ptr<SharedFile> create(const std::string& name, unsigned flags, hid_t fcpl, hid_t fapl);
+  static std::shared_ptr<SharedFile> open(const std::string& name, unsigned flags, hid_t fapl);
+  ~SharedFile();
+
+  const std::string& name() const { return name_; }
+  unsigned intent() const { return intent_; }
+  bool writable() const { return (intent_ & H5F_ACC_RDWR) != 0; }
+  hid_t fcpl() const { return fcpl_; }
+  hid_t fapl() const { return fapl_; }
+  tessera::Container& container() { return *container_; }
+  std::recursive_mutex& mu() { return mu_; }
+  uint64_t fileno() const { return fileno_; }
+
+  // --- objects
+  std::optional<ObjectRecord> find_object(uint64_t oid);
+  ObjectRecord object(uint64_t oid);  // throws if missing
+  void put_object(tessera::CatalogBatch& b, uint64_t oid, const ObjectRecord& r);
+  uint64_t allocate_oid(tessera::CatalogBatch& b);
+  void commit(tessera::CatalogBatch& b);
+  void require_writable(const char* what);
+
+  // --- links
+  std::optional<LinkRecord> find_link(uint64_t group, const std::string& name);
+  // Links of a group as (name, record), sorted by name.
+  std::vector<std::pair<std::string, LinkRecord>> links(uint64_t group);
+  // Creates `name` in `group` (bumping the group's creation-order counter and, for hard
+  // links, the target's refcount) inside batch b.  Fails if the name exists.
+  void add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec);
+  // Removes a link; a hard link's target loses a reference and is deleted (recursively
+  // for groups) when none remain.
+  void remove_link(uint64_t group, const std::string& name);
+
+  // --- paths
+  // Resolves `path` (absolute, or relative to `start`) to an object id; follows soft links
+  // (also in the last component unless follow_last is false).  Throws if not found.
+  uint64_t resolve(uint64_t start, const std::string& path, bool follow_last = true);
+  std::optional<uint64_t> try_resolve(uint64_t start, const std::string& path, bool follow_last = true);
+  // Splits path into (parent group id, last name), creating intermediate groups when
+  // `create_intermediate` (inside batch b).  Throws if a parent is missing.
+  std::pair<uint64_t, std::string> resolve_parent(uint64_t start, const std::string& path,
+                                                  bool create_intermediate, tessera::CatalogBatch* b);
+  // A creation-ordered-by-default group needs its gcpl: creates a group record in b.
+  uint64_t create_group_record(tessera::CatalogBatch& b, hid_t gcpl);
+
+  // --- attributes
+  std::vector<std::pair<std::string, AttrRecord>> attrs(uint64_t owner);  // sorted by name
+  std::optional<AttrRecord> find_attr(uint64_t owner, const std::string& name);
+  void put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r);
+  void del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name);
+
+  // --- arrays (shared by all dataset handles of the container)
+  std::shared_ptr<tessera::Array> array(uint64_t array_id);
+  void flush_arrays();
+
+  // --- open object registry (H5Fget_obj_count / H5Fget_obj_ids)
+  void register_open(void* obj, H5I_type_t type);
+  void unregister_open(void* obj);
+  std::vector<std::pair<void*, H5I_type_t>> open_objects();
+
+  // Pending removal of an engine array whose dataset was deleted while open.
+  void drop_array(uint64_t array_id);
+
+ private:
+  SharedFile() = default;
+  void delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth);
+
+  std::string name_, real_;
+  unsigned intent_ = 0;
+  hid_t fcpl_ = H5I_INVALID_HID, fapl_ = H5I_INVALID_HID;
+  std::unique_ptr<tessera::Container> container_;
+  std::recursive_mutex mu_;
+  // Arrays stay open (write buffers alive) until the container closes.
+  std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
+  std::map<void*, H5I_type_t> open_;
+  uint64_t fileno_ = 0;
+};
+
+std::string hex16(uint64_t v);
+
+}  // namespace tessera_vol

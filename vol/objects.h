@@ -1,0 +1,103 @@
+// objects.h — the objects tessera hands to HDF5 as `void*`, and the glue every callback
+// uses: exception-to-error-stack translation and location resolution.
+//
+// Every object points at its container's SharedFile (object_model.h).  HDF5 passes the
+// objects back to callbacks; `obj->type` tells which kind it is.  IDs the connector
+// creates (types, spaces, plists) are owned by the object and closed in its destructor.
+#pragma once
+
+#include <hdf5.h>
+#include <H5VLconnector.h>
+
+#include <memory>
+#include <string>
+
+#include "vol/error.h"
+#include "vol/object_model.h"
+
+namespace tessera_vol {
+
+struct Obj {
+  H5I_type_t type;
+  std::shared_ptr<SharedFile> file;
+  uint64_t oid = kRootOid;  // the object (files: the root group)
+  std::string path;         // absolute path it was opened by ("/" for files)
+  Obj(H5I_type_t t, std::shared_ptr<SharedFile> f, uint64_t o, std::string p);
+  virtual ~Obj();
+  Obj(const Obj&) = delete;
+  Obj& operator=(const Obj&) = delete;
+};
+
+struct FileObj : Obj {
+  using Obj::Obj;
+};
+
+struct GroupObj : Obj {
+  using Obj::Obj;
+};
+
+struct DatasetObj : Obj {
+  using Obj::Obj;
+  ~DatasetObj() override;
+  hid_t type = H5I_INVALID_HID;   // file datatype
+  hid_t space = H5I_INVALID_HID;  // current dataspace
+  hid_t dcpl = H5I_INVALID_HID;
+  hid_t dapl = H5I_INVALID_HID;
+  std::shared_ptr<tessera::Array> array;
+};
+
+struct DatatypeObj : Obj {
+  using Obj::Obj;
+  ~DatatypeObj() override;
+  hid_t type = H5I_INVALID_HID;
+  hid_t tcpl = H5I_INVALID_HID;
+};
+
+struct AttrObj : Obj {
+  using Obj::Obj;  // oid = the owner object
+  ~AttrObj() override;
+  std::string name;
+  hid_t type = H5I_INVALID_HID;
+  hid_t space = H5I_INVALID_HID;
+  hid_t acpl = H5I_INVALID_HID;
+};
+
+// Joins a parent path and a name into an absolute path.
+std::string join(const std::string& parent, const std::string& name);
+
+// Resolves a VOL location to an object id.  BY_SELF: obj itself; BY_NAME: the name
+// relative to obj; BY_IDX: the n-th link of the named group; BY_TOKEN: the token.
+// `path_out`, if given, receives the object's absolute path when known.
+uint64_t locate(Obj* obj, const H5VL_loc_params_t* lp, std::string* path_out = nullptr);
+
+// The links of a group ordered for BY_IDX access (name or creation order, inc/dec).
+std::vector<std::pair<std::string, LinkRecord>> ordered_links(SharedFile& f, uint64_t group, H5_index_t idx,
+                                                              H5_iter_order_t order);
+
+void oid_to_token(uint64_t oid, H5O_token_t* token);
+uint64_t token_to_oid(const H5O_token_t* token);
+
+// Runs f and converts VolError / engine errors / exceptions into an HDF5 error record.
+// `what` names the operation for the message ("dataset write").
+void report(const char* func, const char* what) noexcept;
+template <class F>
+herr_t vol_call(const char* func, const char* what, F&& f) noexcept {
+  try {
+    f();
+    return 0;
+  } catch (...) {
+    report(func, what);
+    return -1;
+  }
+}
+template <class F>
+void* vol_call_ptr(const char* func, const char* what, F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    report(func, what);
+    return nullptr;
+  }
+}
+
+}  // namespace tessera_vol
