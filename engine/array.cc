@@ -19,6 +19,7 @@ namespace {
 
 const char kSchemaFile[] = "schema";
 const char kFragDir[] = "frag";
+const char kHeapDir[] = "heap";
 
 void write_schema(const std::string& dir, const Schema& s) {
   std::vector<uint8_t> b = s.serialize();
@@ -95,6 +96,7 @@ Status Array::create(const std::string& dir, const Schema& schema) {
     if (path_exists(dir)) throw_errno("create array", dir, EEXIST);
     make_dirs(dir);
     make_dir(join_path(dir, kFragDir));
+    if (schema.var) make_dir(join_path(dir, kHeapDir));
     write_schema(dir, schema);
     sync_dir(dir);
     sync_dir(parent_dir(dir));
@@ -118,6 +120,8 @@ void Array::open_impl(bool writable) {
   if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
   schema_ = read_schema(dir_);
   buffer_ = std::make_unique<WriteBuffer>(schema_);
+  heap_dir_ = join_path(dir_, kHeapDir);
+  heaps_ = std::make_unique<HeapReader>(heap_dir_);
   load_fragments();
 }
 
@@ -195,6 +199,7 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_var(false);
     check_selection(sel);
     if (sel.empty()) return;
     const int r = schema_.rank();
@@ -280,27 +285,44 @@ void Array::buffer_cells(const Selection& sel, const uint8_t* src, const uint64_
   maybe_spill();
 }
 
+void Array::check_points(const uint64_t* coords, size_t n) const {
+  const int r = schema_.rank();
+  for (size_t i = 0; i < n; ++i)
+    for (int d = 0; d < r; ++d)
+      if (coords[i * r + d] >= schema_.extent[d])
+        throw_error(Errc::kInvalidArgument, "point " + std::to_string(i) +
+                                                " lies beyond the array extent in dimension " +
+                                                std::to_string(d));
+}
+
+void Array::require_var(bool var) const {
+  if (schema_.var != var)
+    throw_error(Errc::kInvalidArgument, var ? "array holds fixed-size cells: use write/read"
+                                            : "array holds variable-length cells: use write_var/read_var");
+}
+
 Status Array::write_points(const uint64_t* coords, size_t n, const void* values) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
-    const int r = schema_.rank();
-    for (size_t i = 0; i < n; ++i)
-      for (int d = 0; d < r; ++d)
-        if (coords[i * r + d] >= schema_.extent[d])
-          throw_error(Errc::kInvalidArgument, "point " + std::to_string(i) +
-                                                  " lies beyond the array extent in dimension " +
-                                                  std::to_string(d));
+    require_var(false);
+    check_points(coords, n);
     buffer_->add(coords, static_cast<const uint8_t*>(values), n);
     maybe_spill();
   });
 }
 
 void Array::maybe_spill() {
-  if (buffer_->bytes() >= opts_.buffer_budget) spill();
+  uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
+  if (buffer_->bytes() + heap >= opts_.buffer_budget) spill();
 }
 
 void Array::spill() {
+  // Heap bytes first: a fragment must never refer to bytes that are not durable.
+  if (pending_heap_) {
+    if (!pending_heap_->empty()) pending_heap_->publish(heap_dir_);
+    pending_heap_.reset();
+  }
   if (buffer_->empty()) return;
   buffer_->normalize();
   Layout layout(schema_);
@@ -350,6 +372,7 @@ void Array::publish(const std::string& path, const std::vector<FragmentId>& repl
 Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
+    require_var(false);
     check_selection(sel);
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
@@ -360,16 +383,106 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
 Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    const int r = schema_.rank();
-    for (size_t i = 0; i < n; ++i)
-      for (int d = 0; d < r; ++d)
-        if (coords[i * r + d] >= schema_.extent[d])
-          throw_error(Errc::kInvalidArgument, "point " + std::to_string(i) +
-                                                  " lies beyond the array extent in dimension " +
-                                                  std::to_string(d));
+    require_var(false);
+    check_points(coords, n);
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
+  });
+}
+
+std::vector<uint8_t> Array::make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths,
+                                             const void* data) {
+  std::vector<uint8_t> desc(n * kVarDescriptorSize);
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    VarDescriptor d = heap->append(p, lengths[i]);
+    std::memcpy(&desc[i * kVarDescriptorSize], &d, sizeof d);
+    p += lengths[i];
+  }
+  return desc;
+}
+
+HeapBuilder* Array::pending_heap() {
+  if (!pending_heap_) pending_heap_ = std::make_unique<HeapBuilder>(next_id());
+  return pending_heap_.get();
+}
+
+Status Array::write_var(const Selection& sel, const uint64_t* lengths, const void* data) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_var(true);
+    check_selection(sel);
+    if (sel.empty()) return;
+    const uint64_t n = sel.cells();
+    uint64_t sstride[kMaxRank], s = 1;
+    for (int d = schema_.rank() - 1; d >= 0; --d) {
+      sstride[d] = s;
+      s *= sel.dim(d).count;
+    }
+    if (sel.is_box() && n >= std::min(opts_.direct_cells, schema_.tile_cells())) {
+      HeapBuilder heap(next_id());
+      std::vector<uint8_t> desc = make_descriptors(&heap, n, lengths, data);
+      if (!heap.empty()) heap.publish(heap_dir_);
+      write_dense(sel, desc.data(), sstride);
+    } else {
+      std::vector<uint8_t> desc = make_descriptors(pending_heap(), n, lengths, data);
+      buffer_cells(sel, desc.data(), sstride);
+    }
+  });
+}
+
+Status Array::write_points_var(const uint64_t* coords, size_t n, const uint64_t* lengths, const void* data) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_var(true);
+    check_points(coords, n);
+    std::vector<uint8_t> desc = make_descriptors(pending_heap(), n, lengths, data);
+    buffer_->add(coords, desc.data(), n);
+    maybe_spill();
+  });
+}
+
+void Array::resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
+                                std::vector<uint8_t>* data) {
+  const size_t n = desc.size() / kVarDescriptorSize;
+  lengths->resize(n);
+  data->clear();
+  for (size_t i = 0; i < n; ++i) {
+    VarDescriptor d;
+    std::memcpy(&d, &desc[i * kVarDescriptorSize], sizeof d);
+    size_t before = data->size();
+    heaps_->read(d, pending_heap_.get(), data);
+    (*lengths)[i] = data->size() - before;
+  }
+}
+
+Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std::vector<uint8_t>* data) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    require_var(true);
+    check_selection(sel);
+    std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
+    buffer_->normalize();
+    ReadView view{frags_, buffer_.get()};
+    if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
+    resolve_descriptors(desc, lengths, data);
+  });
+}
+
+Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint64_t>* lengths,
+                              std::vector<uint8_t>* data) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    require_var(true);
+    check_points(coords, n);
+    std::vector<uint8_t> desc(n * kVarDescriptorSize);
+    buffer_->normalize();
+    ReadView view{frags_, buffer_.get()};
+    ReadPlanner(schema_, view).read_points(coords, n, desc.data());
+    resolve_descriptors(desc, lengths, data);
   });
 }
 

@@ -2,7 +2,8 @@
 // buffer.  This is the engine's public face for data (the connector maps one HDF5 dataset
 // onto one Array).  Every method is thread-safe and returns a Status; nothing throws.
 //
-// Directory layout (docs/format.md): <dir>/schema, <dir>/frag/<fragment id>.tfr.
+// Directory layout (docs/format.md): <dir>/schema, <dir>/frag/<fragment id>.tfr,
+// <dir>/heap/<heap id>.thp (variable-length arrays).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "engine/error.h"
 #include "engine/fragment.h"
 #include "engine/schema.h"
+#include "engine/var_heap.h"
 #include "engine/write_buffer.h"
 
 namespace tessera {
@@ -49,6 +51,15 @@ class Array {
   Status read(const Selection& sel, void* dst, const uint64_t* dst_strides = nullptr);
   Status read_points(const uint64_t* coords, size_t n, void* dst);
 
+  // Variable-length arrays (schema().var): each cell is a byte string.  Values are given
+  // and returned in selection (or point) order: lengths[i] bytes each, concatenated.
+  // Cells never written read as empty strings.
+  Status write_var(const Selection& sel, const uint64_t* lengths, const void* data);
+  Status write_points_var(const uint64_t* coords, size_t n, const uint64_t* lengths, const void* data);
+  Status read_var(const Selection& sel, std::vector<uint64_t>* lengths, std::vector<uint8_t>* data);
+  Status read_points_var(const uint64_t* coords, size_t n, std::vector<uint64_t>* lengths,
+                         std::vector<uint8_t>* data);
+
   // Makes everything written so far durable (spills the write buffer into a fragment).
   Status flush();
   // Grows or shrinks the current extent.  Cells cut off by a shrink read as the fill value
@@ -80,6 +91,12 @@ class Array {
   void maybe_spill();
   void spill();
   void consolidate_range(size_t first, size_t last);
+  std::vector<uint8_t> make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths, const void* data);
+  void resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
+                           std::vector<uint8_t>* data);
+  void check_points(const uint64_t* coords, size_t n) const;
+  HeapBuilder* pending_heap();
+  void require_var(bool var) const;
   void publish(const std::string& path, const std::vector<FragmentId>& replaced);
 
   mutable std::mutex mu_;
@@ -88,6 +105,9 @@ class Array {
   ArrayOptions opts_;
   Schema schema_;
   std::unique_ptr<WriteBuffer> buffer_;
+  std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells
+  std::unique_ptr<HeapReader> heaps_;
+  std::string heap_dir_;
   std::vector<std::shared_ptr<Fragment>> frags_;  // oldest first
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;

@@ -55,6 +55,8 @@ void Schema::validate() const {
     bad("integer elements must be 1, 2, 4 or 8 bytes");
   if (sparse_capacity == 0 || sparse_capacity > (uint64_t{1} << 26)) bad("sparse capacity must be 1..2^26");
   if (filters.elem_size() != elem_size && !filters.empty()) bad("filter pipeline element size differs");
+  if (var && (elem_size != kVarDescriptorSize || !fill.empty() || kind != ElementKind::kOpaque))
+    bad("variable-length arrays have 32-byte opaque descriptors and no fill value");
   filters.validate();
 }
 
@@ -77,6 +79,7 @@ std::vector<uint8_t> Schema::serialize() const {
   w.u32(static_cast<uint32_t>(fill.size()));
   w.bytes(fill.data(), fill.size());
   filters.serialize(w);
+  w.u8(var ? 1 : 0);
   return std::move(w.buf());
 }
 
@@ -112,6 +115,10 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   s.fill.resize(fs);
   r.bytes(s.fill.data(), fs);
   s.filters = FilterPipeline::deserialize(r);
+  uint8_t var = r.u8();
+  if (var > 1) r.fail("bad variable-length flag");
+  s.var = var == 1;
+  if (!r.done()) r.fail("trailing bytes");
   try {
     s.validate();
   } catch (const Error& e) {

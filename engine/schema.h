@@ -18,6 +18,8 @@ enum class ElementKind : uint8_t { kOpaque = 0, kInt = 1, kUInt = 2, kFloat = 3 
 // given a key function there; nothing else in the engine assumes a particular order.
 enum class Order : uint8_t { kRowMajor = 0, kColMajor = 1 };
 
+constexpr uint32_t kVarDescriptorSize = 32;
+
 struct Schema {
   Coords extent;       // current extent per dimension
   Coords max_extent;   // kUnlimited allowed
@@ -30,6 +32,10 @@ struct Schema {
   Order cell_order = Order::kRowMajor;
   Order tile_order = Order::kRowMajor;
   uint64_t sparse_capacity = 10000;  // cells per sparse data tile
+  // Variable-length cells (strings, vlen sequences).  Tiles then hold fixed 32-byte
+  // descriptors (var_heap.h) and the bytes live in heap files; elem_size must be
+  // kVarDescriptorSize and the fill value is the empty string.
+  bool var = false;
 
   int rank() const { return static_cast<int>(extent.size()); }
   Box domain() const;            // [0, extent-1]; empty (cells()==0) if any extent is 0

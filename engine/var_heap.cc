@@ -1,0 +1,66 @@
+#include "engine/var_heap.h"
+
+#include <cstring>
+
+#include "engine/checksum.h"
+#include "engine/error.h"
+
+namespace tessera {
+
+namespace {
+constexpr char kHeapMagic[8] = {'T', 'S', 'R', 'A', 'H', 'E', 'A', 'P'};
+constexpr uint32_t kHeapVersion = 1;
+constexpr uint64_t kHeapHeader = 16;  // magic, u32 version, u32 reserved
+}  // namespace
+
+VarDescriptor HeapBuilder::append(const uint8_t* p, uint64_t n) {
+  VarDescriptor d;
+  if (n == 0) return d;  // the empty value
+  if (n > UINT32_MAX) throw_error(Errc::kInvalidArgument, "a variable-length value may hold at most 4 GiB");
+  d.ts = id_.ts;
+  d.rank = id_.rank;
+  d.seq = id_.seq;
+  d.offset = kHeapHeader + bytes_.size();
+  d.length = static_cast<uint32_t>(n);
+  d.check = static_cast<uint32_t>(checksum64(p, n));
+  bytes_.insert(bytes_.end(), p, p + n);
+  return d;
+}
+
+void HeapBuilder::publish(const std::string& dir) const {
+  std::vector<uint8_t> file(kHeapHeader);
+  std::memcpy(file.data(), kHeapMagic, 8);
+  std::memcpy(file.data() + 8, &kHeapVersion, 4);
+  file.insert(file.end(), bytes_.begin(), bytes_.end());
+  write_file_atomic(join_path(dir, HeapReader::file_name(id_)), file.data(), file.size());
+}
+
+void HeapReader::read(const VarDescriptor& d, const HeapBuilder* pending, std::vector<uint8_t>* out) {
+  if (d.length == 0) return;
+  FragmentId id{d.ts, d.rank, d.seq, 0};
+  const size_t at = out->size();
+  out->resize(at + d.length);
+  if (pending && pending->id() == id) {
+    if (d.offset < kHeapHeader || d.offset - kHeapHeader + d.length > pending->bytes().size())
+      throw_error(Errc::kCorrupt, "variable-length descriptor points outside the pending heap");
+    std::memcpy(out->data() + at, pending->bytes().data() + (d.offset - kHeapHeader), d.length);
+  } else {
+    std::string name = file_name(id);
+    auto it = open_.find(name);
+    if (it == open_.end()) {
+      auto f = std::make_shared<File>(File::open_read(join_path(dir_, name)));
+      uint8_t h[kHeapHeader];
+      f->pread_exact(h, sizeof h, 0);
+      uint32_t ver;
+      std::memcpy(&ver, h + 8, 4);
+      if (std::memcmp(h, kHeapMagic, 8) != 0 || ver != kHeapVersion)
+        throw_error(Errc::kCorrupt, "heap '" + f->path() + "': bad magic or version");
+      it = open_.emplace(name, f).first;
+    }
+    it->second->pread_exact(out->data() + at, d.length, d.offset);
+  }
+  if (static_cast<uint32_t>(checksum64(out->data() + at, d.length)) != d.check)
+    throw_error(Errc::kCorrupt, "heap '" + join_path(dir_, file_name(id)) + "': checksum mismatch");
+}
+
+}  // namespace tessera
