@@ -79,6 +79,7 @@ class ByteReader {
     if (n > n_ - pos_) fail("record truncated");
   }
   void get(void* out, size_t n) {
+    if (n == 0) return;  // `out` may be null for empty fields
     need(n);
     std::memcpy(out, p_ + pos_, n);
     pos_ += n;

@@ -1,5 +1,7 @@
 #include "engine/thread_pool.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 namespace tessera {
@@ -34,11 +36,18 @@ void ThreadPool::run() {
 
 ThreadPool& ThreadPool::shared() {
   // Intentionally leaked: worker threads must outlive static destructors of users.
-  static ThreadPool* pool = [] {
+  // A forked child (Python multiprocessing, a test harness) inherits the pool object but
+  // none of its threads, so a child builds its own pool; the parent's is never touched.
+  static std::mutex mu;
+  static ThreadPool* pool = nullptr;
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> g(mu);
+  if (!pool || owner != ::getpid()) {
     unsigned n = std::thread::hardware_concurrency();
     if (const char* e = std::getenv("TESSERA_THREADS")) n = static_cast<unsigned>(std::atoi(e));
-    return new ThreadPool(n ? n : 2);
-  }();
+    pool = new ThreadPool(n ? n : 2);
+    owner = ::getpid();
+  }
   return *pool;
 }
 
