@@ -107,7 +107,12 @@ std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool c
   return c;
 }
 
-Catalog::~Catalog() = default;
+Catalog::~Catalog() {
+  try {
+    sync();
+  } catch (...) {  // nothing to report to from a destructor; callers sync() first
+  }
+}
 
 std::optional<std::string> Catalog::get(std::string_view key) const {
   auto it = kv_.find(key);
@@ -230,16 +235,26 @@ void Catalog::commit(const CatalogBatch& batch) {
     if (op.put) p.str(op.value);
   }
   std::vector<uint8_t> rec = frame_record(p.buf());
+  queued_.insert(queued_.end(), rec.begin(), rec.end());
+  apply(batch);
+  if (durability_ == Durability::kEachCommit || queued_.size() > (4u << 20)) sync();
+}
+
+void Catalog::sync() {
+  if (queued_.empty() || mode_ != Mode::kReadWrite) return;
+  if (!log_.is_open())
+    throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
   try {
-    log_.pwrite_all(rec.data(), rec.size(), log_end_);
+    log_.pwrite_all(queued_.data(), queued_.size(), log_end_);
     log_.sync();
   } catch (...) {
     // Leave no partial record behind (best effort; replay would treat it as torn anyway).
+    // The queued records stay queued: the in-memory state already includes them.
     try { log_.truncate(log_end_); } catch (...) {}
     throw;
   }
-  log_end_ += rec.size();
-  apply(batch);
+  log_end_ += queued_.size();
+  queued_.clear();
   maybe_compact();
 }
 

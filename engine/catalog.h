@@ -49,8 +49,18 @@ class Catalog {
   std::optional<std::string> get(std::string_view key) const;
   // All pairs whose key starts with prefix, sorted by key.
   std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) const;
-  // Atomic and durable; throws kInvalidArgument on a read-only catalog.
+  // When commits become durable.  kEachCommit: commit() appends and fdatasyncs.
+  // kOnSync (HDF5's rule: metadata is durable after a flush or close): commit() applies
+  // the batch in memory and queues its record; sync() appends every queued record in
+  // order with one write and one fdatasync.  A crash loses the queued records whole —
+  // the log still holds a prefix of the commits, each batch entire or absent.  The queue
+  // is synced by itself past 4 MiB, and by the destructor.
+  enum class Durability { kEachCommit, kOnSync };
+  void set_durability(Durability d) { durability_ = d; }
+  // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
+  // a read-only catalog.
   void commit(const CatalogBatch& batch);
+  void sync();
   // Re-reads the log to pick up commits made by another process.
   void reload();
   bool writable() const { return mode_ == Mode::kReadWrite; }
@@ -68,6 +78,8 @@ class Catalog {
   File log_;
   uint64_t log_end_ = 0;     // offset after the last good record
   uint64_t live_bytes_ = 0;  // approximate size of the live key/values
+  Durability durability_ = Durability::kEachCommit;
+  std::vector<uint8_t> queued_;  // framed records not yet written (kOnSync)
   std::map<std::string, std::string, std::less<>> kv_;
 };
 

@@ -1,38 +1,173 @@
-// datatype.cc — H5T callbacks for committed (named) datatypes.  Skeleton: every
-// operation fails with "tessera: datatype <op> not supported yet".
+// datatype.cc — H5T callbacks for committed (named) datatypes.
+//
+// A committed datatype is an ObjectRecord of type kDatatype holding H5Tencode of the type
+// and the encoded tcpl (so creation-order tracking of its attributes survives reopen).
+// HDF5 builds the H5T_t for an opened committed type itself, from GET_BINARY_SIZE /
+// GET_BINARY (H5T_construct_datatype), so those return exactly the stored encoding.
+//
+// H5Tcommit_anon makes an object with no link (refcount 0).  If it is still unlinked when
+// its last handle closes (H5Olink was never called), nothing can reach it any more, so
+// datatype_close removes it — native HDF5 frees such objects the same way.
+#include <cstring>
+
 #include "vol/error.h"
+#include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
 namespace tessera_vol {
 
-void* datatype_commit(void*, const H5VL_loc_params_t*, const char*, hid_t, hid_t, hid_t, hid_t, hid_t, void**) {
-  TESSERA_VOL_UNSUPPORTED("datatype commit");
-  return nullptr;
+namespace {
+
+std::string encode_plist(hid_t pl) {
+  size_t sz = 0;
+  if (H5Pencode2(pl, nullptr, &sz, H5P_DEFAULT) < 0 || sz == 0) fail_arg("cannot encode the property list");
+  std::string enc(sz, '\0');
+  if (H5Pencode2(pl, enc.data(), &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode the property list");
+  return enc;
 }
 
-void* datatype_open(void*, const H5VL_loc_params_t*, const char*, hid_t, hid_t, void**) {
-  TESSERA_VOL_UNSUPPORTED("datatype open");
-  return nullptr;
+DatatypeObj* check_dt(void* obj) {
+  auto* o = static_cast<Obj*>(obj);
+  if (!o || o->type != H5I_DATATYPE) fail_arg("not a committed datatype");
+  return static_cast<DatatypeObj*>(o);
 }
 
-herr_t datatype_get(void*, H5VL_datatype_get_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "datatype get operation %d not supported yet", args ? static_cast<int>(args->op_type) : -1);
-  return -1;
+}  // namespace
+
+void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path) {
+  ObjectRecord rec = f->object(oid);
+  if (rec.type != ObjType::kDatatype) fail_arg("object '" + path + "' is not a committed datatype");
+  auto d = std::make_unique<DatatypeObj>(H5I_DATATYPE, f, oid, path);
+  d->type = H5Tdecode(rec.type_enc.data());
+  if (d->type < 0) fail_arg("committed datatype '" + path + "' has an unreadable encoding");
+  d->tcpl = rec.cpl.empty() ? H5Pcreate(H5P_DATATYPE_CREATE) : H5Pdecode(rec.cpl.data());
+  if (d->tcpl < 0) fail_arg("committed datatype '" + path + "' has an unreadable creation property list");
+  return d.release();
 }
 
-herr_t datatype_specific(void*, H5VL_datatype_specific_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "datatype specific operation %d not supported yet", args ? static_cast<int>(args->op_type) : -1);
-  return -1;
+void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t type_id,
+                      hid_t lcpl_id, hid_t tcpl_id, hid_t /*tapl_id*/, hid_t /*dxpl_id*/, void** /*req*/) {
+  return vol_call_ptr(__func__, "datatype commit", [&]() -> void* {
+    auto* o = static_cast<Obj*>(obj);
+    if (!o || !loc_params) fail_arg("NULL location");
+    SharedFile& f = *o->file;
+    std::lock_guard<std::recursive_mutex> g(f.mu());
+    f.require_writable("datatype commit");
+    std::string base;
+    uint64_t start = locate(o, loc_params, &base);
+    ObjectRecord rec;
+    rec.type = ObjType::kDatatype;
+    rec.rc = 0;  // add_link counts the link
+    size_t sz = 0;
+    if (H5Tencode(type_id, nullptr, &sz) < 0 || sz == 0) fail_arg("cannot encode the datatype");
+    rec.type_enc.resize(sz);
+    if (H5Tencode(type_id, rec.type_enc.data(), &sz) < 0) fail_arg("cannot encode the datatype");
+    if (tcpl_id != H5P_DEFAULT && tcpl_id >= 0) rec.cpl = encode_plist(tcpl_id);
+    tessera::CatalogBatch b;
+    uint64_t oid = f.allocate_oid(b);
+    f.put_object(b, oid, rec);
+    std::string path;
+    if (name) {  // NULL: H5Tcommit_anon
+      unsigned inter = 0;
+      if (lcpl_id != H5P_DEFAULT && lcpl_id >= 0 && H5Pget_create_intermediate_group(lcpl_id, &inter) < 0)
+        fail_arg("cannot read the link creation property list");
+      auto [parent, last] = f.resolve_parent(start, name, inter != 0, &b);
+      LinkRecord l;
+      l.type = H5L_TYPE_HARD;
+      l.target = oid;
+      if (lcpl_id != H5P_DEFAULT && lcpl_id >= 0) {
+        H5T_cset_t cset = H5T_CSET_ASCII;
+        if (H5Pget_char_encoding(lcpl_id, &cset) >= 0) l.cset = cset;
+      }
+      f.add_link(b, parent, last, l);
+      path = join(base, name);
+    }
+    f.commit(b);
+    return datatype_open_oid(o->file, oid, path);
+  });
+}
+
+void* datatype_open(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t /*tapl_id*/,
+                    hid_t /*dxpl_id*/, void** /*req*/) {
+  return vol_call_ptr(__func__, "datatype open", [&]() -> void* {
+    auto* o = static_cast<Obj*>(obj);
+    if (!o || !loc_params || !name) fail_arg("NULL location or name");
+    SharedFile& f = *o->file;
+    std::lock_guard<std::recursive_mutex> g(f.mu());
+    std::string base;
+    uint64_t start = locate(o, loc_params, &base);
+    uint64_t oid = f.resolve(start, name);
+    return datatype_open_oid(o->file, oid, join(base, name));
+  });
+}
+
+herr_t datatype_get(void* obj, H5VL_datatype_get_args_t* args, hid_t /*dxpl_id*/, void** /*req*/) {
+  return vol_call(__func__, "datatype get", [&] {
+    if (!args) fail_arg("NULL arguments");
+    DatatypeObj* d = check_dt(obj);
+    switch (args->op_type) {
+      case H5VL_DATATYPE_GET_BINARY_SIZE:
+      case H5VL_DATATYPE_GET_BINARY: {
+        size_t sz = 0;
+        if (H5Tencode(d->type, nullptr, &sz) < 0) fail_arg("cannot encode the datatype");
+        if (args->op_type == H5VL_DATATYPE_GET_BINARY_SIZE) {
+          *args->args.get_binary_size.size = sz;
+          return;
+        }
+        auto& gb = args->args.get_binary;
+        if (!gb.buf) return;
+        if (gb.buf_size < sz) fail_arg("buffer too small for the datatype encoding");
+        if (H5Tencode(d->type, gb.buf, &sz) < 0) fail_arg("cannot encode the datatype");
+        return;
+      }
+      case H5VL_DATATYPE_GET_TCPL: {
+        hid_t p = H5Pcopy(d->tcpl);
+        if (p < 0) fail_arg("cannot copy the tcpl");
+        args->args.get_tcpl.tcpl_id = p;
+        return;
+      }
+    }
+    fail_unsupported("datatype get operation " + std::to_string(static_cast<int>(args->op_type)));
+  });
+}
+
+herr_t datatype_specific(void* obj, H5VL_datatype_specific_args_t* args, hid_t /*dxpl_id*/, void** /*req*/) {
+  return vol_call(__func__, "datatype operation", [&] {
+    if (!args) fail_arg("NULL arguments");
+    DatatypeObj* d = check_dt(obj);
+    switch (args->op_type) {
+      case H5VL_DATATYPE_FLUSH:  // every catalog commit is already durable
+        return;
+      case H5VL_DATATYPE_REFRESH:  // a committed type never changes: nothing to reload
+        d->file->object(d->oid);
+        return;
+    }
+    fail_unsupported("datatype specific operation " + std::to_string(static_cast<int>(args->op_type)));
+  });
 }
 
 herr_t datatype_optional(void*, H5VL_optional_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "datatype optional operation %d not supported yet", args ? args->op_type : -1);
+  // HDF5 defines no optional operations on named datatypes.
+  TESSERA_VOL_ERROR(kUnsupported, "datatype optional operation %d not supported", args ? args->op_type : -1);
   return -1;
 }
 
-herr_t datatype_close(void*, hid_t, void**) {
-  TESSERA_VOL_UNSUPPORTED("datatype close");
-  return -1;
+herr_t datatype_close(void* dt, hid_t /*dxpl_id*/, void** /*req*/) {
+  return vol_call(__func__, "datatype close", [&] {
+    std::unique_ptr<DatatypeObj> d(check_dt(dt));
+    SharedFile& f = *d->file;
+    std::lock_guard<std::recursive_mutex> g(f.mu());
+    if (!f.writable()) return;
+    // An anonymous type that was never linked is unreachable once its last handle closes.
+    for (auto& [p, t] : f.open_objects())
+      if (p != static_cast<Obj*>(d.get()) && t == H5I_DATATYPE && static_cast<Obj*>(p)->oid == d->oid) return;
+    auto rec = f.find_object(d->oid);
+    if (!rec || rec->rc != 0 || rec->type != ObjType::kDatatype) return;
+    tessera::CatalogBatch b;
+    b.del("o/" + hex16(d->oid));
+    for (auto& a : f.attrs(d->oid)) f.del_attr(b, d->oid, a.first);
+    f.commit(b);
+  });
 }
 
 }  // namespace tessera_vol

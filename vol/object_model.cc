@@ -13,7 +13,9 @@ namespace tessera_vol {
 
 namespace {
 
-std::mutex g_files_mu;
+// Recursive: a failed create/open destroys its half-built SharedFile, whose destructor
+// takes this lock again, while create/open still hold it.
+std::recursive_mutex g_files_mu;
 std::map<std::string, std::weak_ptr<SharedFile>> g_files;  // real path -> shared state
 uint64_t g_next_fileno = 1;
 
@@ -110,6 +112,7 @@ std::string AttrRecord::serialize() const {
   w.bytes(data.data(), data.size());
   w.i64(corder);
   w.u8(static_cast<uint8_t>(cset));
+  w.u64(committed_type);
   return std::string(w.buf().begin(), w.buf().end());
 }
 
@@ -124,13 +127,14 @@ AttrRecord AttrRecord::deserialize(const std::string& s) {
   r.bytes(a.data.data(), n);
   a.corder = r.i64();
   a.cset = static_cast<H5T_cset_t>(r.u8());
+  if (!r.done()) a.committed_type = r.u64();  // absent in records written before it existed
   return a;
 }
 
 // ---------------------------------------------------------------- open / create
 
 std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned flags, hid_t fcpl, hid_t fapl) {
-  std::lock_guard<std::mutex> g(g_files_mu);
+  std::lock_guard<std::recursive_mutex> g(g_files_mu);
   std::string real = real_path(name);
   if (auto it = g_files.find(real); it != g_files.end() && !it->second.expired())
     fail_arg("file '" + name + "' is already open; HDF5 cannot truncate an open file");
@@ -141,6 +145,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   check(tessera::Container::create(name, mode, &f->container_));
   f->real_ = real_path(name);
   f->intent_ = H5F_ACC_RDWR;
+  f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
   f->fcpl_ = H5Pcopy(fcpl == H5P_DEFAULT ? H5P_FILE_CREATE_DEFAULT : fcpl);
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
   // The root group, and the fcpl so that reopened files report it.
@@ -162,7 +167,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
 }
 
 std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned flags, hid_t fapl) {
-  std::lock_guard<std::mutex> g(g_files_mu);
+  std::lock_guard<std::recursive_mutex> g(g_files_mu);
   std::string real = real_path(name);
   if (auto it = g_files.find(real); it != g_files.end()) {
     if (auto f = it->second.lock()) {
@@ -177,6 +182,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   check(tessera::Container::open(name, rw, &f->container_));
   f->real_ = real;
   f->intent_ = rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
+  if (rw) f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
   if (auto enc = f->container_->catalog().get("sys/fcpl")) f->fcpl_ = H5Pdecode(enc->data());
   if (f->fcpl_ < 0) f->fcpl_ = H5Pcopy(H5P_FILE_CREATE_DEFAULT);
@@ -192,7 +198,7 @@ SharedFile::~SharedFile() {
   arrays_.clear();
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
-  std::lock_guard<std::mutex> g(g_files_mu);
+  std::lock_guard<std::recursive_mutex> g(g_files_mu);
   auto it = g_files.find(real_);
   if (it != g_files.end() && it->second.expired()) g_files.erase(it);
 }
@@ -485,6 +491,8 @@ std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
 
 void SharedFile::flush_arrays() {
   for (auto& [id, a] : arrays_) check(a->flush());
+  // Metadata commits are queued in memory until here (HDF5: durable after flush/close).
+  if (writable()) check(tessera::guard([&] { container_->catalog().sync(); }));
 }
 
 void SharedFile::drop_array(uint64_t array_id) {

@@ -61,6 +61,7 @@ struct AttrRecord {
   std::string data;         // file-type bytes; variable-length data serialized (attr.cc)
   int64_t corder = 0;
   H5T_cset_t cset = H5T_CSET_ASCII;
+  uint64_t committed_type = 0;  // object id of the committed type it was created with, 0: none
   std::string serialize() const;
   static AttrRecord deserialize(const std::string& s);
 };
