@@ -147,11 +147,10 @@ extern const H5VL_class_t kTesseraClass = {
         nullptr,  // optional
     },
     {
-        // token_cls: NULL cmp falls back to memcmp over the token; to_str/from_str are
-        // added together with objects.
-        nullptr,  // cmp
-        nullptr,  // to_str
-        nullptr,  // from_str
+        // token_cls (object.cc): tokens hold the object id; tools print and compare them.
+        token_cmp,
+        token_to_str,
+        token_from_str,
     },
     nullptr,  // optional (catch-all)
 };

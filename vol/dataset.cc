@@ -1,49 +1,441 @@
-// dataset.cc — H5D callbacks.  Skeleton: every operation fails with
-// "tessera: dataset <op> not supported yet".  (None is reachable before files exist.)
-#include "vol/error.h"
+// dataset.cc — H5D callbacks: one HDF5 dataset is one engine Array.
+//
+// Create maps the dcpl onto a Schema (dcpl.cc) and stores the user's dcpl as given, so
+// H5Dget_create_plist reports the layout, chunk dims, filters and fill value the user
+// set.  Read/write resolve the file selection (selection.cc), move the data through a
+// packed buffer in HDF5's pairing order and convert types with H5Tconvert
+// (type_conv.cc); when the memory side is one contiguous run and the types are equal the
+// engine reads/writes the application's buffer directly.  Writes land in fragments or the
+// array's write buffer; arrays are shared by all handles of the container, so a read
+// through any handle sees every earlier write, and the container flushes at file close.
+// Types holding variable-length data map to variable-length arrays: one serialized
+// element (vlen.h) per cell.  Details and limits: docs/vol-datasets.md.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vol/dcpl.h"
+#include "vol/objects.h"
+#include "vol/selection.h"
 #include "vol/tessera_vol.h"
+#include "vol/type_conv.h"
+#include "vol/vlen.h"
 
 namespace tessera_vol {
 
-void* dataset_create(void*, const H5VL_loc_params_t*, const char*, hid_t, hid_t, hid_t, hid_t, hid_t, hid_t,
-                     void**) {
-  TESSERA_VOL_UNSUPPORTED("dataset create");
-  return nullptr;
+namespace {
+
+DatasetObj* as_dataset(void* p) {
+  auto* o = static_cast<Obj*>(p);
+  if (!o || o->type != H5I_DATASET) fail_arg("not a dataset");
+  return static_cast<DatasetObj*>(o);
 }
 
-void* dataset_open(void*, const H5VL_loc_params_t*, const char*, hid_t, hid_t, void**) {
-  TESSERA_VOL_UNSUPPORTED("dataset open");
-  return nullptr;
+// The engine array's extent is authoritative (H5Dset_extent through another handle, or
+// a refresh, may have changed it): bring the handle's dataspace up to date.
+void sync_space(DatasetObj& d) {
+  if (H5Sget_simple_extent_type(d.space) != H5S_SIMPLE) return;
+  const tessera::Coords& ext = d.array->schema().extent;
+  hsize_t cur[H5S_MAX_RANK], mx[H5S_MAX_RANK];
+  int r = H5Sget_simple_extent_dims(d.space, cur, mx);
+  if (r != static_cast<int>(ext.size())) fail_arg("dataspace rank differs from the stored array");
+  if (std::equal(ext.begin(), ext.end(), cur)) return;
+  std::copy(ext.begin(), ext.end(), cur);
+  if (H5Sset_extent_simple(d.space, r, cur, mx) < 0) fail_arg("cannot update the dataspace extent");
 }
 
-herr_t dataset_read(size_t, void*[], hid_t[], hid_t[], hid_t[], hid_t, void*[], void**) {
-  TESSERA_VOL_UNSUPPORTED("dataset read");
-  return -1;
+bool intermediate_groups(hid_t lcpl) {
+  unsigned crt = 0;
+  return lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_create_intermediate_group(lcpl, &crt) >= 0 && crt;
 }
 
-herr_t dataset_write(size_t, void*[], hid_t[], hid_t[], hid_t[], hid_t, const void*[], void**) {
-  TESSERA_VOL_UNSUPPORTED("dataset write");
-  return -1;
+H5T_cset_t link_cset(hid_t lcpl) {
+  H5T_cset_t c = H5T_CSET_ASCII;
+  if (lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_char_encoding(lcpl, &c) < 0) c = H5T_CSET_ASCII;
+  return c;
 }
 
-herr_t dataset_get(void*, H5VL_dataset_get_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "dataset get operation %d not supported yet", args ? static_cast<int>(args->op_type) : -1);
-  return -1;
+// SharedFile::require_writable prefixes the operation, which report() adds already.
+void require_write_intent(SharedFile& f) {
+  if (!f.writable()) fail_arg("file '" + f.name() + "' is open read-only (no write intent)");
 }
 
-herr_t dataset_specific(void*, H5VL_dataset_specific_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "dataset specific operation %d not supported yet", args ? static_cast<int>(args->op_type) : -1);
-  return -1;
+hid_t copy_plist(hid_t p, hid_t dflt) {
+  hid_t c = H5Pcopy(p == H5P_DEFAULT ? dflt : p);
+  if (c < 0) fail_arg("cannot copy property list");
+  return c;
+}
+
+// Memory side of one transfer.  `block`: H5S_BLOCK, a contiguous buffer.
+struct MemSide {
+  hid_t space = H5I_INVALID_HID;
+  bool block = false;
+};
+
+// Validates one transfer and resolves both selections.
+FileSelection prepare(DatasetObj& d, hid_t mem_space, hid_t file_space, MemSide* m) {
+  sync_space(d);
+  if (file_space == H5S_BLOCK) fail_arg("H5S_BLOCK is not allowed for the file dataspace");
+  if (file_space == H5S_PLIST)
+    fail_unsupported("H5S_PLIST file selections (H5Pset_dataset_io_hyperslab_selection) not supported yet");
+  if (mem_space == H5S_PLIST) fail_arg("H5S_PLIST is not allowed for the memory dataspace");
+  hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
+  FileSelection fs = resolve_file_selection(fspace, d.space);
+  if (mem_space == H5S_BLOCK) {
+    m->block = true;
+    return fs;
+  }
+  m->space = mem_space == H5S_ALL ? fspace : mem_space;
+  hssize_t mn = H5Sget_select_npoints(m->space);
+  if (mn < 0) fail_arg("invalid memory dataspace");
+  if (static_cast<uint64_t>(mn) != fs.n)
+    fail_arg("memory selection has " + std::to_string(mn) + " elements, the file selection has " +
+             std::to_string(fs.n));
+  if (mn > 0 && H5Sselect_valid(m->space) <= 0)
+    fail_arg("memory selection is not within the memory dataspace extent");
+  return fs;
+}
+
+// Variable-length datasets: each cell holds one element serialized by vlen.h from the
+// memory representation, which must therefore match the file type's (any vlen string
+// matches any other: the cset does not change the bytes).
+void check_var_types(hid_t mtype, hid_t ftype) {
+  if (H5Tequal(mtype, ftype) > 0) return;
+  if (H5Tis_variable_str(mtype) > 0 && H5Tis_variable_str(ftype) > 0) return;
+  fail_unsupported("converting a variable-length dataset to a different memory type not supported yet");
+}
+
+void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, const uint8_t* in) {
+  check_var_types(mtype, d.type);
+  const size_t mes = H5Tget_size(mtype);
+  std::vector<uint8_t> packed(mes * fs.n);
+  size_t off = 0;
+  if (m.block || memory_contiguous(m.space, mes, fs.n, &off)) std::memcpy(packed.data(), in + off, packed.size());
+  else gather(m.space, mes, in, packed.data());
+  std::vector<uint64_t> lengths(fs.n);
+  std::string data;
+  for (uint64_t i = 0; i < fs.n; ++i) {
+    std::string e = vlen_serialize(mtype, 1, packed.data() + i * mes);
+    lengths[i] = e.size();
+    data += e;
+  }
+  write_selection_var(*d.array, fs, lengths.data(), data.data());
+}
+
+void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, hid_t dxpl, uint8_t* out) {
+  check_var_types(mtype, d.type);
+  const size_t mes = H5Tget_size(mtype);
+  std::vector<uint64_t> lengths;
+  std::vector<uint8_t> data;
+  read_selection_var(*d.array, fs, &lengths, &data);
+  if (lengths.size() != fs.n) fail_arg("engine returned a wrong number of variable-length values");
+  // Never-written cells stay zero: NULL strings, empty sequences.
+  std::vector<uint8_t> packed(mes * fs.n, 0);
+  VlenAlloc alloc = vlen_allocator(dxpl);
+  size_t pos = 0;
+  for (uint64_t i = 0; i < fs.n; ++i) {
+    if (lengths[i] > data.size() - pos) fail_arg("variable-length value out of range");
+    if (lengths[i] > 0)
+      vlen_deserialize(mtype, 1, std::string(reinterpret_cast<const char*>(data.data()) + pos, lengths[i]),
+                       packed.data() + i * mes, alloc);
+    pos += lengths[i];
+  }
+  size_t off = 0;
+  if (m.block || memory_contiguous(m.space, mes, fs.n, &off)) std::memcpy(out + off, packed.data(), packed.size());
+  else scatter(m.space, mes, packed.data(), out);
+}
+
+void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
+  MemSide m;
+  FileSelection fs = prepare(d, mem_space, file_space, &m);
+  if (fs.n == 0) return;
+  if (!buf) fail_arg("NULL read buffer");
+  if (d.array->schema().var) return read_var(d, mtype, m, fs, dxpl, static_cast<uint8_t*>(buf));
+  const size_t fes = H5Tget_size(d.type), mes = H5Tget_size(mtype);
+  if (mes == 0) fail_arg("invalid memory datatype");
+  htri_t eq = H5Tequal(mtype, d.type);
+  if (eq < 0) fail_arg("invalid memory datatype");
+  auto* out = static_cast<uint8_t*>(buf);
+  size_t off = 0;
+  bool contig = m.block || memory_contiguous(m.space, mes, fs.n, &off);
+  if (eq && contig) {
+    read_selection(*d.array, fs, out + off);
+    return;
+  }
+  std::vector<uint8_t> tmp(std::max(fes, mes) * fs.n);
+  read_selection(*d.array, fs, tmp.data());
+  if (!eq) {
+    std::vector<uint8_t> bkg;
+    if (needs_background(d.type, mtype)) {  // members the file type lacks keep the caller's values
+      bkg.resize(mes * fs.n);
+      if (contig) std::memcpy(bkg.data(), out + off, bkg.size());
+      else gather(m.space, mes, out, bkg.data());
+    }
+    convert(d.type, mtype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
+  }
+  if (contig) std::memcpy(out + off, tmp.data(), mes * fs.n);
+  else scatter(m.space, mes, tmp.data(), out);
+}
+
+void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid_t dxpl, const void* buf) {
+  require_write_intent(*d.file);
+  MemSide m;
+  FileSelection fs = prepare(d, mem_space, file_space, &m);
+  if (fs.n == 0) return;
+  if (!buf) fail_arg("NULL write buffer");
+  if (d.array->schema().var) return write_var(d, mtype, m, fs, static_cast<const uint8_t*>(buf));
+  const size_t fes = H5Tget_size(d.type), mes = H5Tget_size(mtype);
+  if (mes == 0) fail_arg("invalid memory datatype");
+  htri_t eq = H5Tequal(mtype, d.type);
+  if (eq < 0) fail_arg("invalid memory datatype");
+  const auto* in = static_cast<const uint8_t*>(buf);
+  size_t off = 0;
+  bool contig = m.block || memory_contiguous(m.space, mes, fs.n, &off);
+  if (eq && contig) {
+    write_selection(*d.array, fs, in + off);
+    return;
+  }
+  std::vector<uint8_t> tmp(std::max(fes, mes) * fs.n);
+  if (contig) std::memcpy(tmp.data(), in + off, mes * fs.n);
+  else gather(m.space, mes, in, tmp.data());
+  if (!eq) {
+    std::vector<uint8_t> bkg;
+    if (needs_background(mtype, d.type)) {  // members the memory type lacks keep the file's values
+      bkg.resize(fes * fs.n);
+      read_selection(*d.array, fs, bkg.data());
+    }
+    convert(mtype, d.type, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
+  }
+  write_selection(*d.array, fs, tmp.data());
+}
+
+}  // namespace
+
+void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path) {
+  std::lock_guard<std::recursive_mutex> g(f->mu());
+  ObjectRecord rec = f->object(oid);
+  if (rec.type != ObjType::kDataset) fail_arg("object '" + path + "' is not a dataset");
+  auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, oid, path);
+  d->type = H5Tdecode(rec.type_enc.data());
+  d->space = H5Sdecode(rec.space_enc.data());
+  d->dcpl = rec.cpl.empty() ? H5Pcopy(H5P_DATASET_CREATE_DEFAULT) : H5Pdecode(rec.cpl.data());
+  d->dapl = H5Pcopy(H5P_DATASET_ACCESS_DEFAULT);
+  if (d->type < 0 || d->space < 0 || d->dcpl < 0 || d->dapl < 0)
+    fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
+  d->array = f->array(rec.array_id);
+  sync_space(*d);
+  return d.release();
+}
+
+void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t lcpl_id,
+                     hid_t type_id, hid_t space_id, hid_t dcpl_id, hid_t dapl_id, hid_t, void**) {
+  return vol_call_ptr(__func__, "dataset create", [&]() -> void* {
+    auto* o = static_cast<Obj*>(obj);
+    if (!o) fail_arg("NULL location");
+    std::shared_ptr<SharedFile> f = o->file;
+    std::lock_guard<std::recursive_mutex> g(f->mu());
+    require_write_intent(*f);
+    std::string base;
+    uint64_t start = locate(o, loc_params, &base);
+    hid_t dcpl = dcpl_id == H5P_DEFAULT ? H5P_DATASET_CREATE_DEFAULT : dcpl_id;
+    tessera::Schema schema = schema_from_dcpl(type_id, space_id, dcpl);
+
+    auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, 0, name ? join(base, name) : std::string());
+    d->type = H5Tcopy(type_id);
+    d->space = H5Scopy(space_id);
+    d->dcpl = copy_plist(dcpl, H5P_DATASET_CREATE_DEFAULT);
+    d->dapl = copy_plist(dapl_id, H5P_DATASET_ACCESS_DEFAULT);
+    if (d->type < 0 || d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
+    // As native HDF5 (H5D__update_oh_info): variable-length types with the default fill
+    // value always "write" it (fill time ALLOC); never writing it is refused.
+    if (schema.var) {
+      H5D_fill_time_t ft = H5D_FILL_TIME_IFSET;
+      H5D_fill_value_t fv = H5D_FILL_VALUE_DEFAULT;
+      H5Pget_fill_time(d->dcpl, &ft);
+      H5Pfill_value_defined(d->dcpl, &fv);
+      if (ft == H5D_FILL_TIME_NEVER) fail_arg("variable-length datasets need fill values written (fill time never)");
+      if (ft == H5D_FILL_TIME_IFSET && fv == H5D_FILL_VALUE_DEFAULT) H5Pset_fill_time(d->dcpl, H5D_FILL_TIME_ALLOC);
+    }
+    // Native HDF5's shuffle "set local" callback records the element size in the
+    // filter's parameters; report the same dcpl.
+    for (int i = 0, nf = H5Pget_nfilters(d->dcpl); i < nf; ++i) {
+      unsigned flags = 0, cd[1] = {0}, config = 0;
+      size_t ncd = 0;
+      if (H5Pget_filter2(d->dcpl, static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, &config) ==
+          H5Z_FILTER_SHUFFLE) {
+        cd[0] = static_cast<unsigned>(H5Tget_size(type_id));
+        H5Pmodify_filter(d->dcpl, H5Z_FILTER_SHUFFLE, flags, 1, cd);
+      }
+    }
+
+    ObjectRecord rec;
+    rec.type = ObjType::kDataset;
+    rec.type_enc = encode_type(d->type);
+    rec.space_enc = encode_space(d->space);
+    rec.cpl = encode_plist(d->dcpl);
+
+    tessera::CatalogBatch b;
+    uint64_t parent = 0;
+    std::string last;
+    if (name) {
+      std::tie(parent, last) = f->resolve_parent(start, name, intermediate_groups(lcpl_id), &b);
+      if (f->find_link(parent, last)) fail_arg("name '" + std::string(name) + "' already exists");
+    }
+    check(f->container().create_array(schema, &rec.array_id));
+    try {
+      d->oid = f->allocate_oid(b);
+      f->put_object(b, d->oid, rec);
+      if (name) {
+        LinkRecord l;
+        l.type = H5L_TYPE_HARD;
+        l.target = d->oid;
+        l.cset = link_cset(lcpl_id);
+        f->add_link(b, parent, last, l);
+      }
+      f->commit(b);
+    } catch (...) {
+      (void)f->container().remove_array(rec.array_id);
+      throw;
+    }
+    d->array = f->array(rec.array_id);
+    return d.release();
+  });
+}
+
+void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t dapl_id, hid_t,
+                   void**) {
+  return vol_call_ptr(__func__, "dataset open", [&]() -> void* {
+    auto* o = static_cast<Obj*>(obj);
+    if (!o) fail_arg("NULL location");
+    std::lock_guard<std::recursive_mutex> g(o->file->mu());
+    std::string base;
+    uint64_t start = locate(o, loc_params, &base);
+    std::string n = name ? name : ".";
+    uint64_t oid = o->file->resolve(start, n);
+    auto* d = static_cast<DatasetObj*>(dataset_open_oid(o->file, oid, join(base, n)));
+    if (dapl_id != H5P_DEFAULT) {
+      hid_t c = H5Pcopy(dapl_id);
+      if (c >= 0) {
+        H5Pclose(d->dapl);
+        d->dapl = c;
+      }
+    }
+    return d;
+  });
+}
+
+herr_t dataset_read(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[],
+                    hid_t dxpl_id, void* buf[], void**) {
+  return vol_call(__func__, "dataset read", [&] {
+    for (size_t i = 0; i < count; ++i)
+      read_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
+  });
+}
+
+herr_t dataset_write(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[],
+                     hid_t dxpl_id, const void* buf[], void**) {
+  return vol_call(__func__, "dataset write", [&] {
+    for (size_t i = 0; i < count; ++i)
+      write_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
+  });
+}
+
+herr_t dataset_get(void* obj, H5VL_dataset_get_args_t* args, hid_t, void**) {
+  return vol_call(__func__, "dataset get", [&] {
+    DatasetObj& d = *as_dataset(obj);
+    if (!args) fail_arg("NULL arguments");
+    switch (args->op_type) {
+      case H5VL_DATASET_GET_SPACE: {
+        sync_space(d);
+        hid_t s = H5Scopy(d.space);
+        if (s < 0 || H5Sselect_all(s) < 0) fail_arg("cannot copy the dataspace");
+        args->args.get_space.space_id = s;
+        return;
+      }
+      case H5VL_DATASET_GET_SPACE_STATUS:
+        *args->args.get_space_status.status = d.array->fragments().empty() && d.array->buffered_cells() == 0
+                                                  ? H5D_SPACE_STATUS_NOT_ALLOCATED
+                                                  : H5D_SPACE_STATUS_ALLOCATED;
+        return;
+      case H5VL_DATASET_GET_TYPE:
+        if ((args->args.get_type.type_id = H5Tcopy(d.type)) < 0) fail_arg("cannot copy the datatype");
+        return;
+      case H5VL_DATASET_GET_DCPL:
+        if ((args->args.get_dcpl.dcpl_id = H5Pcopy(d.dcpl)) < 0) fail_arg("cannot copy the dcpl");
+        return;
+      case H5VL_DATASET_GET_DAPL:
+        if ((args->args.get_dapl.dapl_id = H5Pcopy(d.dapl)) < 0) fail_arg("cannot copy the dapl");
+        return;
+      case H5VL_DATASET_GET_STORAGE_SIZE:
+        // Bytes in fragment files plus cells still in the write buffer (they reach a
+        // fragment at the next flush): only what was written takes space.
+        *args->args.get_storage_size.storage_size =
+            d.array->storage_bytes() + d.array->buffered_cells() * uint64_t{d.array->schema().elem_size};
+        return;
+    }
+    fail_unsupported("dataset get operation " + std::to_string(static_cast<int>(args->op_type)) +
+                     " not supported yet");
+  });
+}
+
+herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, void**) {
+  return vol_call(__func__, "dataset specific", [&] {
+    DatasetObj& d = *as_dataset(obj);
+    if (!args) fail_arg("NULL arguments");
+    switch (args->op_type) {
+      case H5VL_DATASET_SET_EXTENT: {
+        std::lock_guard<std::recursive_mutex> g(d.file->mu());
+        require_write_intent(*d.file);
+        H5D_layout_t layout = H5Pget_layout(d.dcpl);
+        if (layout != H5D_CHUNKED)
+          fail_arg(layout == H5D_COMPACT ? "dataset has compact storage" : "dataset has contiguous storage");
+        sync_space(d);
+        hsize_t cur[H5S_MAX_RANK], mx[H5S_MAX_RANK];
+        int r = H5Sget_simple_extent_dims(d.space, cur, mx);
+        const hsize_t* size = args->args.set_extent.size;
+        if (!size) fail_arg("NULL size");
+        tessera::Coords ext(size, size + r);
+        for (int i = 0; i < r; ++i)
+          if (mx[i] != H5S_UNLIMITED && size[i] > mx[i])
+            fail_arg("new size " + std::to_string(size[i]) + " exceeds the maximum " + std::to_string(mx[i]) +
+                     " in dimension " + std::to_string(i));
+        check(d.array->set_extent(ext));
+        if (H5Sset_extent_simple(d.space, r, size, mx) < 0) fail_arg("cannot update the dataspace");
+        ObjectRecord rec = d.file->object(d.oid);
+        rec.space_enc = encode_space(d.space);
+        tessera::CatalogBatch b;
+        d.file->put_object(b, d.oid, rec);
+        d.file->commit(b);
+        return;
+      }
+      case H5VL_DATASET_FLUSH:
+        check(d.array->flush());
+        return;
+      case H5VL_DATASET_REFRESH:
+        check(d.array->refresh());
+        sync_space(d);
+        return;
+    }
+    fail_unsupported("dataset specific operation " + std::to_string(static_cast<int>(args->op_type)) +
+                     " not supported yet");
+  });
 }
 
 herr_t dataset_optional(void*, H5VL_optional_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "dataset optional operation %d not supported yet", args ? args->op_type : -1);
+  // Native-only operations (chunk read/write/iterate/info, H5Dget_offset, vlen buffer
+  // size, format convert): tessera has tiles in fragments, not chunks at file offsets.
+  TESSERA_VOL_ERROR(kUnsupported, "dataset optional operation %d (native-only) not supported yet",
+                    args ? args->op_type : -1);
   return -1;
 }
 
-herr_t dataset_close(void*, hid_t, void**) {
-  TESSERA_VOL_UNSUPPORTED("dataset close");
-  return -1;
+herr_t dataset_close(void* dset, hid_t, void**) {
+  return vol_call(__func__, "dataset close", [&] {
+    // Nothing to flush: the array is shared and flushed at file close (or H5Dflush).
+    delete as_dataset(dset);
+  });
 }
 
 }  // namespace tessera_vol

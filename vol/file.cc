@@ -1,92 +1,283 @@
 // file.cc — H5F callbacks.
 //
-// Skeleton behaviour: tessera cannot create or open files yet.  create/open push
-// "tessera: file ... not supported yet" and return NULL.  file.specific answers
-// IS_ACCESSIBLE truthfully (HDF5 calls it with obj == NULL, and after any failed open
-// of the default connector it probes every plugin this way, so it must answer false —
-// not fail — for files that are not tessera containers); DELETE is not supported yet.
-#include "vol/error.h"
-#include "vol/tessera_vol.h"
-
+// A container is opened once per process (SharedFile); every H5Fcreate/H5Fopen/H5Freopen
+// gets its own FileObj pointing at it, as native HDF5 gives each handle its own H5F_t
+// over one shared file.  The container closes when the last object of it goes, so HDF5
+// may close a file while its datasets stay open.
+//
+// IS_ACCESSIBLE and DELETE come with obj == NULL; after any failed native open HDF5
+// probes every plugin with IS_ACCESSIBLE (info NULL), so it answers false — never fails —
+// for anything that is not a tessera container.
+#include <dirent.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <cstring>
 #include <string>
+
+#include "vol/objects.h"
+#include "vol/tessera_vol.h"
 
 namespace tessera_vol {
 
 bool is_tessera_container(const char* path) noexcept {
   if (!path || !*path) return false;
-  struct stat st {};
-  if (::stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  try {
-    std::string marker(path);
-    if (marker.back() != '/') marker += '/';
-    marker += kContainerMarker;
-    return ::stat(marker.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  } catch (...) {  // std::bad_alloc: treat as "not ours" rather than throwing into HDF5
-    return false;
+  return tessera::Container::is_container(path);  // never throws
+}
+
+namespace {
+
+FileObj* as_file(void* obj) {
+  auto* o = static_cast<Obj*>(obj);
+  if (!o || o->type != H5I_FILE) fail_arg("not a file object");
+  return static_cast<FileObj*>(o);
+}
+
+// Does object `o` (any kind) belong in an H5Fget_obj_count/ids answer for handle `fh`?
+bool matches(const Obj* o, const FileObj* fh, unsigned types, size_t handles) {
+  bool local = (types & H5F_OBJ_LOCAL) != 0;
+  switch (o->type) {
+    case H5I_FILE:
+      if (!(types & H5F_OBJ_FILE)) return false;
+      return !local || o == fh;
+    case H5I_DATASET: if (!(types & H5F_OBJ_DATASET)) return false; break;
+    case H5I_GROUP: if (!(types & H5F_OBJ_GROUP)) return false; break;
+    case H5I_DATATYPE: if (!(types & H5F_OBJ_DATATYPE)) return false; break;
+    case H5I_ATTR: if (!(types & H5F_OBJ_ATTR)) return false; break;
+    default: return false;
   }
+  if (!local) return true;
+  if (o->handle != 0) return o->handle == fh->handle;
+  // Handle unknown (the object's code does not record it): exact with one handle; with
+  // several, leave it out rather than let a caller (h5py's File.close) close objects
+  // that belong to another handle.
+  return handles <= 1;
 }
 
-void* file_create(const char* name, unsigned /*flags*/, hid_t /*fcpl_id*/, hid_t /*fapl_id*/,
-                  hid_t /*dxpl_id*/, void** /*req*/) {
-  TESSERA_VOL_ERROR(kUnsupported, "file create not supported yet (\"%s\")", name ? name : "");
-  return nullptr;
+struct IdScan {
+  std::map<void*, H5I_type_t> ours;  // open objects of the container
+  const FileObj* fh;
+  unsigned types;
+  size_t handles;
+  std::vector<hid_t> ids;
+};
+
+herr_t scan_cb(hid_t id, void* udata) {
+  auto* s = static_cast<IdScan*>(udata);
+  // Transient datatypes have no VOL object (H5VLobject would push an error): skip them.
+  if (H5Iget_type(id) == H5I_DATATYPE && H5Tcommitted(id) <= 0) return 0;
+  void* p = H5VLobject(id);  // the connector object behind the ID (no wrapping: terminal)
+  if (p && s->ours.count(p) && matches(static_cast<Obj*>(p), s->fh, s->types, s->handles)) s->ids.push_back(id);
+  return 0;
 }
 
-void* file_open(const char* name, unsigned /*flags*/, hid_t /*fapl_id*/, hid_t /*dxpl_id*/,
-                void** /*req*/) {
-  TESSERA_VOL_ERROR(kUnsupported, "file open not supported yet (\"%s\")", name ? name : "");
-  return nullptr;
+// IDs of this container's open objects, found by walking HDF5's ID tables (only HDF5
+// knows the hid_t of an object) and keeping those whose object is ours.
+std::vector<hid_t> open_ids(FileObj* fh, unsigned types) {
+  IdScan s;
+  for (auto& [p, t] : fh->file->open_objects()) s.ours[p] = t;
+  s.fh = fh;
+  s.types = types;
+  s.handles = 0;
+  for (auto& [p, t] : s.ours)
+    if (t == H5I_FILE) ++s.handles;
+  const H5I_type_t kinds[] = {H5I_FILE, H5I_DATASET, H5I_GROUP, H5I_DATATYPE, H5I_ATTR};
+  for (H5I_type_t k : kinds)
+    if (H5Iiterate(k, scan_cb, &s) < 0) fail_arg("cannot iterate over open IDs");
+  return s.ids;
 }
 
-herr_t file_get(void* /*obj*/, H5VL_file_get_args_t* args, hid_t /*dxpl_id*/, void** /*req*/) {
-  TESSERA_VOL_ERROR(kUnsupported, "file get operation %d not supported yet", args ? static_cast<int>(args->op_type) : -1);
-  return -1;
-}
-
-herr_t file_specific(void* /*obj*/, H5VL_file_specific_args_t* args, hid_t /*dxpl_id*/, void** /*req*/) {
-  if (!args) {
-    TESSERA_VOL_ERROR(kBadArgument, "file specific: NULL arguments");
-    return -1;
+// Bytes stored under the container directory (H5Fget_filesize).
+uint64_t tree_size(const std::string& dir, int depth) {
+  if (depth > 16) return 0;
+  uint64_t total = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    std::string p = dir + "/" + e->d_name;
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) total += tree_size(p, depth + 1);
+    else if (S_ISREG(st.st_mode)) total += static_cast<uint64_t>(st.st_size);
   }
-  switch (args->op_type) {
-    case H5VL_FILE_IS_ACCESSIBLE: {
-      hbool_t* accessible = args->args.is_accessible.accessible;
-      if (!accessible) {
-        TESSERA_VOL_ERROR(kBadArgument, "file is_accessible: NULL output pointer");
-        return -1;
+  ::closedir(d);
+  return total;
+}
+
+void flush_all(SharedFile& f) {
+  if (!f.writable()) return;
+  f.flush_arrays();
+}
+
+}  // namespace
+
+// A new file handle with its own serial (Obj::handle).
+FileObj* new_handle(const std::shared_ptr<SharedFile>& f) {
+  static std::atomic<uint64_t> next{1};
+  auto* fo = new FileObj(H5I_FILE, f, kRootOid, "/");
+  fo->handle = next++;
+  return fo;
+}
+
+void* file_object_for(const std::shared_ptr<SharedFile>& f) {
+  for (auto& [p, t] : f->open_objects())
+    if (t == H5I_FILE) return p;
+  return new_handle(f);
+}
+
+void* file_create(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id, hid_t, void**) {
+  return vol_call_ptr(__func__, "file create", [&]() -> void* {
+    if (!name || !*name) fail_arg("empty file name");
+    auto f = SharedFile::create(name, flags, fcpl_id, fapl_id);
+    return new_handle(f);
+  });
+}
+
+void* file_open(const char* name, unsigned flags, hid_t fapl_id, hid_t, void**) {
+  // A missing container fails in the engine with "... (errno = 2)"; report() passes that
+  // text through unchanged, and h5py turns it into FileNotFoundError (mode 'a' creates).
+  return vol_call_ptr(__func__, "file open", [&]() -> void* {
+    if (!name || !*name) fail_arg("empty file name");
+    auto f = SharedFile::open(name, flags, fapl_id);
+    return new_handle(f);
+  });
+}
+
+herr_t file_get(void* obj, H5VL_file_get_args_t* args, hid_t, void**) {
+  return vol_call(__func__, "file get", [&] {
+    if (!args) fail_arg("NULL arguments");
+    auto* o = static_cast<Obj*>(obj);
+    if (!o) fail_arg("NULL object");
+    SharedFile& f = *o->file;
+    std::lock_guard<std::recursive_mutex> g(f.mu());
+    switch (args->op_type) {
+      case H5VL_FILE_GET_CONT_INFO: {
+        H5VL_file_cont_info_t* ci = args->args.get_cont_info.info;
+        if (!ci) fail_arg("NULL container info");
+        if (ci->version != H5VL_CONTAINER_INFO_VERSION) fail_arg("unknown container info version");
+        ci->feature_flags = 0;
+        ci->token_size = sizeof(uint64_t);  // tokens carry the object id
+        ci->blob_id_size = 0;               // no blob callbacks
+        return;
       }
-      *accessible = is_tessera_container(args->args.is_accessible.filename);
-      return 0;
+      case H5VL_FILE_GET_FAPL:
+        if ((args->args.get_fapl.fapl_id = H5Pcopy(f.fapl())) < 0) fail_arg("cannot copy the fapl");
+        return;
+      case H5VL_FILE_GET_FCPL:
+        if ((args->args.get_fcpl.fcpl_id = H5Pcopy(f.fcpl())) < 0) fail_arg("cannot copy the fcpl");
+        return;
+      case H5VL_FILE_GET_FILENO:
+        *args->args.get_fileno.fileno = static_cast<unsigned long>(f.fileno());
+        return;
+      case H5VL_FILE_GET_INTENT:
+        *args->args.get_intent.flags = f.intent();
+        return;
+      case H5VL_FILE_GET_NAME: {  // obj may be any object of the file
+        auto& a = args->args.get_name;
+        const std::string& n = f.name();
+        if (a.buf && a.buf_size > 0) {
+          size_t k = std::min(n.size(), a.buf_size - 1);
+          std::memcpy(a.buf, n.data(), k);
+          a.buf[k] = '\0';
+        }
+        if (a.file_name_len) *a.file_name_len = n.size();
+        return;
+      }
+      case H5VL_FILE_GET_OBJ_COUNT:
+        *args->args.get_obj_count.count = open_ids(as_file(obj), args->args.get_obj_count.types).size();
+        return;
+      case H5VL_FILE_GET_OBJ_IDS: {
+        auto& a = args->args.get_obj_ids;
+        auto ids = open_ids(as_file(obj), a.types);
+        size_t n = std::min(ids.size(), a.max_objs);
+        for (size_t i = 0; i < n; ++i) a.oid_list[i] = ids[i];
+        *a.count = n;
+        return;
+      }
     }
-    case H5VL_FILE_DELETE:
-      TESSERA_VOL_ERROR(kUnsupported, "file delete not supported yet (\"%s\")",
-                        args->args.del.filename ? args->args.del.filename : "");
+    fail_unsupported("operation " + std::to_string(static_cast<int>(args->op_type)));
+  });
+}
+
+herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t, void**) {
+  if (args && args->op_type == H5VL_FILE_IS_ACCESSIBLE) {
+    // Must answer, not fail: false for anything that is not a tessera container.
+    if (!args->args.is_accessible.accessible) {
+      TESSERA_VOL_ERROR(kBadArgument, "file is_accessible: NULL output pointer");
       return -1;
-    case H5VL_FILE_FLUSH:
-      TESSERA_VOL_UNSUPPORTED("file flush");
-      return -1;
-    case H5VL_FILE_REOPEN:
-      TESSERA_VOL_UNSUPPORTED("file reopen");
-      return -1;
-    case H5VL_FILE_IS_EQUAL:
-      TESSERA_VOL_UNSUPPORTED("file is_equal");
-      return -1;
+    }
+    *args->args.is_accessible.accessible = is_tessera_container(args->args.is_accessible.filename);
+    return 0;
   }
-  TESSERA_VOL_ERROR(kUnsupported, "file specific operation %d not supported yet", static_cast<int>(args->op_type));
-  return -1;
+  return vol_call(__func__, "file specific", [&] {
+    if (!args) fail_arg("NULL arguments");
+    switch (args->op_type) {
+      case H5VL_FILE_FLUSH: {
+        auto* o = static_cast<Obj*>(obj);
+        if (!o) fail_arg("NULL object");
+        std::lock_guard<std::recursive_mutex> g(o->file->mu());
+        flush_all(*o->file);  // catalog commits are already durable
+        return;
+      }
+      case H5VL_FILE_REOPEN: {
+        FileObj* fo = as_file(obj);
+        *args->args.reopen.file = new_handle(fo->file);
+        return;
+      }
+      case H5VL_FILE_DELETE: {
+        const char* name = args->args.del.filename;
+        if (!name || !is_tessera_container(name))
+          fail_arg(std::string("cannot delete '") + (name ? name : "") + "': not a tessera container");
+        check(tessera::Container::remove(name));
+        return;
+      }
+      case H5VL_FILE_IS_EQUAL: {
+        auto* a = static_cast<Obj*>(obj);
+        auto* b = static_cast<Obj*>(args->args.is_equal.obj2);
+        if (!a || !b) fail_arg("NULL file object");
+        *args->args.is_equal.same_file = a->file == b->file;
+        return;
+      }
+      case H5VL_FILE_IS_ACCESSIBLE: return;  // handled above
+    }
+    fail_unsupported("operation " + std::to_string(static_cast<int>(args->op_type)));
+  });
 }
 
-herr_t file_optional(void* /*obj*/, H5VL_optional_args_t* args, hid_t /*dxpl_id*/, void** /*req*/) {
-  TESSERA_VOL_ERROR(kUnsupported, "file optional operation %d not supported yet", args ? args->op_type : -1);
-  return -1;
+herr_t file_optional(void* obj, H5VL_optional_args_t* args, hid_t, void**) {
+  return vol_call(__func__, "file optional", [&] {
+    if (!args) fail_arg("NULL arguments");
+    FileObj* fo = as_file(obj);
+    switch (args->op_type) {
+      case H5VL_NATIVE_FILE_GET_SIZE: {
+        auto* a = static_cast<H5VL_native_file_optional_args_t*>(args->args);
+        *a->get_size.size = tree_size(fo->file->container().path(), 0);
+        return;
+      }
+      case H5VL_NATIVE_FILE_GET_FREE_SPACE: {  // fragments are append-only: no free space
+        auto* a = static_cast<H5VL_native_file_optional_args_t*>(args->args);
+        *a->get_freespace.size = 0;
+        return;
+      }
+      case H5VL_NATIVE_FILE_CLEAR_ELINK_CACHE: return;  // external links are never followed
+      default:
+        fail_unsupported("native-only file operation " + std::to_string(args->op_type) +
+                         " (tessera containers have no HDF5 metadata cache, VFD or file image)");
+    }
+  });
 }
 
-herr_t file_close(void* /*file*/, hid_t /*dxpl_id*/, void** /*req*/) {
-  // Unreachable while create/open always fail; fail loudly rather than pretend.
-  TESSERA_VOL_UNSUPPORTED("file close");
-  return -1;
+herr_t file_close(void* file, hid_t, void**) {
+  return vol_call(__func__, "file close", [&] {
+    FileObj* fo = as_file(file);
+    {
+      std::lock_guard<std::recursive_mutex> g(fo->file->mu());
+      // On failure the handle stays valid (HDF5 keeps the ID), so the caller may retry.
+      flush_all(*fo->file);
+    }
+    delete fo;
+  });
 }
 
 }  // namespace tessera_vol

@@ -6,8 +6,8 @@
 //  - get_cap_flags: H5Pget_vol_cap_flags calls this rather than reading the class
 //    field, so both report kCapFlags.
 //  - opt_query: H5Fcreate/H5Fopen query support for the native "post open" optional
-//    operation; NULL would make every file open fail.  tessera supports no optional
-//    operation yet and answers flags = 0 ("not supported") for all of them.
+//    operation; NULL would make every file open fail.  It answers for every optional
+//    operation: flags = 0 ("not supported") except the few tessera implements.
 #include "vol/error.h"
 #include "vol/tessera_vol.h"
 
@@ -37,12 +37,37 @@ herr_t introspect_get_cap_flags(const void* /*info*/, uint64_t* cap_flags) {
   return 0;
 }
 
-herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t /*cls*/, int /*opt_type*/, uint64_t* flags) {
+herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t cls, int opt_type, uint64_t* flags) {
   if (!flags) {
     TESSERA_VOL_ERROR(kBadArgument, "opt_query: NULL output pointer");
     return -1;
   }
-  *flags = 0;  // no H5VL_OPT_QUERY_SUPPORTED bit: not supported
+  // Supported optional operations carry the same flags the native connector reports
+  // (H5VLnative_introspect.c); everything else is flags = 0, "not supported".
+  *flags = 0;
+  switch (cls) {
+    case H5VL_SUBCLS_FILE:
+      switch (opt_type) {
+        case H5VL_NATIVE_FILE_CLEAR_ELINK_CACHE:
+          *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
+          break;
+        case H5VL_NATIVE_FILE_GET_SIZE:
+        case H5VL_NATIVE_FILE_GET_FREE_SPACE:
+          *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_QUERY_METADATA;
+          break;
+        default: break;
+      }
+      break;
+    case H5VL_SUBCLS_GROUP:
+      if (opt_type == H5VL_NATIVE_GROUP_GET_OBJINFO) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_QUERY_METADATA;
+      break;
+    case H5VL_SUBCLS_OBJECT:
+      if (opt_type == H5VL_NATIVE_OBJECT_GET_COMMENT) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_QUERY_METADATA;
+      if (opt_type == H5VL_NATIVE_OBJECT_SET_COMMENT) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
+      break;
+    default:
+      break;  // dataset, attribute, datatype, link, request, blob, token: none yet
+  }
   return 0;
 }
 

@@ -1,34 +1,487 @@
-// object.cc — H5O callbacks.  Skeleton: every operation fails with
-// "tessera: object <op> not supported yet".
-#include "vol/error.h"
+// object.cc — H5O callbacks and the token class.
+//
+// Objects are groups, datasets and committed datatypes; their token is the object id
+// (first 8 bytes, rest zero).  Opening a dataset or datatype needs dataset.cc's /
+// datatype.cc's own setup (dataset_open_oid / datatype_open_oid); they are referenced
+// weakly so that this file links while those parts are being built, and fail clearly
+// when missing.
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <unistd.h>
+
+#include "engine/file_io.h"
+#include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
 namespace tessera_vol {
 
-void* object_open(void*, const H5VL_loc_params_t*, H5I_type_t*, hid_t, void**) {
-  TESSERA_VOL_UNSUPPORTED("object open");
-  return nullptr;
+// Weak references: resolved when dataset.cc / datatype.cc define them.
+extern void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path)
+    __attribute__((weak));
+extern void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path)
+    __attribute__((weak));
+
+namespace {
+
+Obj* as_obj(void* p) {
+  if (!p) fail_arg("NULL object");
+  return static_cast<Obj*>(p);
 }
 
-herr_t object_copy(void*, const H5VL_loc_params_t*, const char*, void*, const H5VL_loc_params_t*, const char*,
-                   hid_t, hid_t, hid_t, void**) {
-  TESSERA_VOL_UNSUPPORTED("object copy");
-  return -1;
+H5O_type_t otype(ObjType t) {
+  switch (t) {
+    case ObjType::kGroup: return H5O_TYPE_GROUP;
+    case ObjType::kDataset: return H5O_TYPE_DATASET;
+    case ObjType::kDatatype: return H5O_TYPE_NAMED_DATATYPE;
+  }
+  return H5O_TYPE_UNKNOWN;
 }
 
-herr_t object_get(void*, const H5VL_loc_params_t*, H5VL_object_get_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "object get operation %d not supported yet", args ? static_cast<int>(args->op_type) : -1);
-  return -1;
+H5I_type_t itype(ObjType t) {
+  switch (t) {
+    case ObjType::kGroup: return H5I_GROUP;
+    case ObjType::kDataset: return H5I_DATASET;
+    case ObjType::kDatatype: return H5I_DATATYPE;
+  }
+  return H5I_BADID;
 }
 
-herr_t object_specific(void*, const H5VL_loc_params_t*, H5VL_object_specific_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "object specific operation %d not supported yet", args ? static_cast<int>(args->op_type) : -1);
-  return -1;
+// A location resolved to an object; BY_IDX checks the group's index like native HDF5.
+uint64_t locate_checked(Obj* o, const H5VL_loc_params_t* lp, std::string* path) {
+  require_loc_lapl(lp);
+  if (lp->type == H5VL_OBJECT_BY_IDX) {
+    const auto& bi = lp->loc_data.loc_by_idx;
+    require_index(*o->file, o->file->resolve(o->oid, bi.name), bi.idx_type);
+  }
+  return locate(o, lp, path);
 }
 
-herr_t object_optional(void*, const H5VL_loc_params_t*, H5VL_optional_args_t* args, hid_t, void**) {
-  TESSERA_VOL_ERROR(kUnsupported, "object optional operation %d not supported yet", args ? args->op_type : -1);
-  return -1;
+void fill_info(SharedFile& f, uint64_t oid, unsigned fields, H5O_info2_t* info) {
+  ObjectRecord r = f.object(oid);
+  std::memset(info, 0, sizeof *info);
+  info->fileno = static_cast<unsigned long>(f.fileno());
+  oid_to_token(oid, &info->token);
+  info->type = otype(r.type);
+  info->rc = static_cast<unsigned>(r.rc);
+  // Times: tessera does not track object times (native HDF5 also reports 0 unless the
+  // ocpl asks for them).
+  if (fields & H5O_INFO_NUM_ATTRS) info->num_attrs = f.attrs(oid).size();
+}
+
+// Some absolute path to an object (breadth-first over hard links), or "" if unlinked.
+std::string find_path(SharedFile& f, uint64_t oid) {
+  if (oid == kRootOid) return "/";
+  std::vector<std::pair<uint64_t, std::string>> level{{kRootOid, ""}};
+  std::set<uint64_t> seen{kRootOid};
+  while (!level.empty()) {
+    std::vector<std::pair<uint64_t, std::string>> next;
+    for (auto& [g, p] : level)
+      for (auto& [name, l] : f.links(g)) {
+        if (l.type != H5L_TYPE_HARD) continue;
+        std::string path = p + "/" + name;
+        if (l.target == oid) return path;
+        if (seen.insert(l.target).second) {
+          auto r = f.find_object(l.target);
+          if (r && r->type == ObjType::kGroup) next.emplace_back(l.target, path);
+        }
+      }
+    level.swap(next);
+  }
+  return "";
+}
+
+// H5Ovisit3: the start object as ".", then every object reachable by hard links, once.
+struct OVisit {
+  SharedFile* f;
+  hid_t id;
+  H5_index_t idx;
+  H5_iter_order_t order;
+  unsigned fields;
+  H5O_iterate2_t op;
+  void* op_data;
+  std::set<uint64_t> visited;
+};
+
+herr_t visit_objects(OVisit& v, uint64_t group, const std::string& prefix, int depth) {
+  if (depth > 1000) fail_arg("group hierarchy too deep");
+  H5_index_t idx = v.idx == H5_INDEX_CRT_ORDER && !group_tracks_corder(*v.f, group) ? H5_INDEX_NAME : v.idx;
+  for (auto& [name, l] : ordered_links(*v.f, group, idx, v.order)) {
+    if (l.type != H5L_TYPE_HARD || !v.visited.insert(l.target).second) continue;
+    auto rec = v.f->find_object(l.target);
+    if (!rec) continue;
+    std::string path = prefix.empty() ? name : prefix + "/" + name;
+    H5O_info2_t info;
+    fill_info(*v.f, l.target, v.fields, &info);
+    herr_t rc = v.op(v.id, path.c_str(), &info, v.op_data);
+    if (rc != 0) return rc;
+    if (rec->type == ObjType::kGroup) {
+      rc = visit_objects(v, l.target, path, depth + 1);
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+// Deep copy of an object (H5Ocopy), within a file or between tessera files.  `copies`
+// maps source to new object ids so that hard links inside the copied tree keep pointing
+// at one shared copy.
+struct Copier {
+  SharedFile& src;
+  SharedFile& dst;
+  tessera::CatalogBatch& b;
+  unsigned flags;
+  std::map<uint64_t, uint64_t> copies;
+  std::vector<uint64_t> new_arrays;  // removed again if the copy fails
+
+  // A dataset's data: a new engine array with the same schema holding the same fragment
+  // and heap files.  Those files are immutable once published, so they are hard-linked
+  // (byte-copied where links are impossible); the source's buffered writes are flushed
+  // into fragments first.
+  uint64_t copy_array(uint64_t array_id) {
+    src.flush_arrays();
+    auto a = src.array(array_id);
+    uint64_t id = 0;
+    check(dst.container().create_array(a->schema(), &id));
+    new_arrays.push_back(id);
+    std::string from = src.container().array_dir(array_id), to = dst.container().array_dir(id);
+    check(tessera::guard([&] {
+      for (const char* sub : {"frag", "heap"}) {
+        std::string fd = tessera::join_path(from, sub), td = tessera::join_path(to, sub);
+        if (!tessera::is_directory(fd)) continue;
+        tessera::make_dir(td);
+        for (const std::string& name : tessera::list_dir(fd)) {
+          if (name.empty() || name[0] == '.' || name.find(".tmp") != std::string::npos) continue;  // temp files
+          std::string sp = tessera::join_path(fd, name), tp = tessera::join_path(td, name);
+          if (::link(sp.c_str(), tp.c_str()) != 0) {
+            auto bytes = tessera::read_file(sp);
+            tessera::write_file_atomic(tp, bytes.data(), bytes.size());
+          }
+        }
+        tessera::sync_dir(td);
+      }
+    }));
+    return id;
+  }
+
+  uint64_t copy(uint64_t from, int depth) {
+    if (depth > 1000) fail_arg("group hierarchy too deep to copy");
+    if (auto it = copies.find(from); it != copies.end()) return it->second;
+    ObjectRecord r = src.object(from);
+    uint64_t to = dst.allocate_oid(b);
+    copies[from] = to;
+    ObjectRecord n = r;
+    if (r.type == ObjType::kDataset) n.array_id = copy_array(r.array_id);
+    n.rc = 0;  // add_link counts the links to the copy
+    n.next_link_corder = 0;
+    dst.put_object(b, to, n);
+    if (!(flags & H5O_COPY_WITHOUT_ATTR_FLAG))
+      for (auto& [name, a] : src.attrs(from)) dst.put_attr(b, to, name, a);
+    if (r.type != ObjType::kGroup) return to;
+    if ((flags & H5O_COPY_SHALLOW_HIERARCHY_FLAG) && depth > 0) return to;
+    for (auto& [name, l] : ordered_links(src, from, H5_INDEX_CRT_ORDER, H5_ITER_INC)) {  // keep creation order
+      LinkRecord nl = l;
+      if (l.type == H5L_TYPE_SOFT && (flags & H5O_COPY_EXPAND_SOFT_LINK_FLAG)) {
+        if (auto t = src.try_resolve(from, l.soft_path)) {  // dangling soft links stay soft
+          nl.type = H5L_TYPE_HARD;
+          nl.soft_path.clear();
+          nl.target = *t;
+        }
+      }
+      if (nl.type == H5L_TYPE_HARD) nl.target = copy(nl.target, depth + 1);
+      dst.add_link(b, to, name, nl);
+    }
+    return to;
+  }
+};
+
+}  // namespace
+
+void* open_object_oid(const std::shared_ptr<SharedFile>& f, uint64_t oid, const std::string& path,
+                      H5I_type_t* opened_type) {
+  ObjectRecord r = f->object(oid);
+  void* out = nullptr;
+  switch (r.type) {
+    case ObjType::kGroup: out = new GroupObj(H5I_GROUP, f, oid, path); break;
+    case ObjType::kDataset:
+      if (!dataset_open_oid) fail_unsupported("opening datasets by object is not available in this build");
+      out = dataset_open_oid(f, oid, path);
+      break;
+    case ObjType::kDatatype:
+      if (!datatype_open_oid) fail_unsupported("opening committed datatypes by object is not available in this build");
+      out = datatype_open_oid(f, oid, path);
+      break;
+  }
+  if (!out) fail_arg("cannot open object '" + path + "'");
+  if (opened_type) *opened_type = itype(r.type);
+  return out;
+}
+
+void* object_open(void* obj, const H5VL_loc_params_t* lp, H5I_type_t* opened_type, hid_t, void**) {
+  return vol_call_ptr(__func__, "object open", [&]() -> void* {
+    Obj* o = as_obj(obj);
+    require_loc_lapl(lp);
+    std::lock_guard<std::recursive_mutex> lk(o->file->mu());
+    std::string path;
+    uint64_t oid = locate_checked(o, lp, &path);
+    if (path.empty()) path = find_path(*o->file, oid);
+    void* out = open_object_oid(o->file, oid, path, opened_type);
+    static_cast<Obj*>(out)->handle = o->handle;
+    return out;
+  });
+}
+
+herr_t object_copy(void* src_obj, const H5VL_loc_params_t* lp1, const char* src_name, void* dst_obj,
+                   const H5VL_loc_params_t* lp2, const char* dst_name, hid_t ocpypl_id, hid_t lcpl_id, hid_t,
+                   void**) {
+  return vol_call(__func__, "object copy", [&] {
+    Obj* src = as_obj(src_obj);
+    Obj* dst = as_obj(dst_obj);
+    if (!src_name || !dst_name) fail_arg("NULL object name");
+    require_plist(ocpypl_id, H5P_OBJECT_COPY, "object copy");
+    require_plist(lcpl_id, H5P_LINK_CREATE, "link creation");
+    SharedFile& sf = *src->file;
+    SharedFile& df = *dst->file;
+    std::lock_guard<std::recursive_mutex> lk(sf.mu());
+    std::lock_guard<std::recursive_mutex> lk2(df.mu());
+    df.require_writable("object copy");
+    unsigned flags = 0;
+    if (ocpypl_id != H5P_DEFAULT && H5Pget_copy_object(ocpypl_id, &flags) < 0) fail_arg("cannot read the ocpypl");
+    uint64_t from = sf.resolve(locate(src, lp1), src_name);
+    tessera::CatalogBatch b;
+    auto [parent, last] = df.resolve_parent(locate(dst, lp2), dst_name, lcpl_intermediate(lcpl_id), &b);
+    if (df.find_link(parent, last)) fail_arg(std::string("destination '") + dst_name + "' already exists");
+    Copier c{sf, df, b, flags, {}, {}};
+    try {
+      uint64_t to = c.copy(from, 0);
+      LinkRecord l;
+      l.type = H5L_TYPE_HARD;
+      l.target = to;
+      l.cset = lcpl_cset(lcpl_id);
+      df.add_link(b, parent, last, l);
+      df.commit(b);
+    } catch (...) {
+      for (uint64_t id : c.new_arrays) (void)df.container().remove_array(id);
+      throw;
+    }
+  });
+}
+
+herr_t object_get(void* obj, const H5VL_loc_params_t* lp, H5VL_object_get_args_t* args, hid_t, void**) {
+  return vol_call(__func__, "object get", [&] {
+    if (!args) fail_arg("NULL arguments");
+    Obj* o = as_obj(obj);
+    SharedFile& f = *o->file;
+    std::lock_guard<std::recursive_mutex> lk(f.mu());
+    switch (args->op_type) {
+      case H5VL_OBJECT_GET_FILE:
+        *args->args.get_file.file = file_object_for(o->file);
+        return;
+      case H5VL_OBJECT_GET_NAME: {
+        std::string path;
+        uint64_t oid = locate_checked(o, lp, &path);
+        // The path an object was opened by may be stale (moved, deleted): check it.
+        if (path.empty() || f.try_resolve(kRootOid, path) != std::optional<uint64_t>(oid)) path = find_path(f, oid);
+        auto& a = args->args.get_name;
+        if (a.buf && a.buf_size > 0) {
+          size_t k = std::min(path.size(), a.buf_size - 1);
+          std::memcpy(a.buf, path.data(), k);
+          a.buf[k] = '\0';
+        }
+        if (a.name_len) *a.name_len = path.size();
+        return;
+      }
+      case H5VL_OBJECT_GET_TYPE:
+        *args->args.get_type.obj_type = otype(f.object(locate_checked(o, lp, nullptr)).type);
+        return;
+      case H5VL_OBJECT_GET_INFO:
+        fill_info(f, locate_checked(o, lp, nullptr), args->args.get_info.fields, args->args.get_info.oinfo);
+        return;
+    }
+    fail_unsupported("operation " + std::to_string(static_cast<int>(args->op_type)));
+  });
+}
+
+namespace {
+
+herr_t object_visit(Obj* o, const H5VL_loc_params_t* lp, H5VL_object_visit_args_t& a) {
+  SharedFile& f = *o->file;
+  std::string path;
+  uint64_t start = locate_checked(o, lp, &path);
+  if (a.idx_type != H5_INDEX_NAME && a.idx_type != H5_INDEX_CRT_ORDER) fail_arg("unknown index type");
+  H5I_type_t t;
+  void* so = open_object_oid(o->file, start, path, &t);
+  hid_t id = H5VLwrap_register(so, t);
+  if (id < 0) {
+    delete static_cast<Obj*>(so);
+    fail_arg("cannot register an ID for the visit callback");
+  }
+  struct Release {
+    hid_t id;
+    ~Release() { H5Idec_ref(id); }
+  } release{id};
+  OVisit v{&f, id, a.idx_type, a.order, a.fields, a.op, a.op_data, {start}};
+  H5O_info2_t info;
+  fill_info(f, start, a.fields, &info);
+  herr_t rc = a.op(id, ".", &info, a.op_data);
+  if (rc != 0) return rc;
+  if (f.object(start).type != ObjType::kGroup) return 0;
+  return visit_objects(v, start, "", 0);
+}
+
+}  // namespace
+
+herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_specific_args_t* args, hid_t, void**) {
+  if (args && args->op_type == H5VL_OBJECT_VISIT) {  // returns the callback's value
+    try {
+      Obj* o = as_obj(obj);
+      std::lock_guard<std::recursive_mutex> lk(o->file->mu());
+      herr_t rc = object_visit(o, lp, args->args.visit);
+      if (rc < 0) TESSERA_VOL_ERROR(kBadArgument, "object visit: the callback failed (returned %d)", rc);
+      return rc;
+    } catch (...) {
+      report(__func__, "object visit");
+      return -1;
+    }
+  }
+  return vol_call(__func__, "object specific", [&] {
+    if (!args) fail_arg("NULL arguments");
+    require_loc_lapl(lp);
+    Obj* o = as_obj(obj);
+    SharedFile& f = *o->file;
+    std::lock_guard<std::recursive_mutex> lk(f.mu());
+    switch (args->op_type) {
+      case H5VL_OBJECT_CHANGE_REF_COUNT: {
+        f.require_writable("object reference count change");
+        uint64_t oid = locate(o, lp);
+        ObjectRecord r = f.object(oid);
+        int64_t rc = static_cast<int64_t>(r.rc) + args->args.change_rc.delta;
+        r.rc = rc < 0 ? 0 : static_cast<uint64_t>(rc);
+        tessera::CatalogBatch b;
+        f.put_object(b, oid, r);
+        f.commit(b);
+        return;
+      }
+      case H5VL_OBJECT_EXISTS: {
+        // Like H5Lexists, missing intermediate groups are an error; the last component is
+        // followed (a dangling soft link is "does not exist").
+        if (lp->type != H5VL_OBJECT_BY_NAME) {
+          *args->args.exists.exists = f.find_object(locate(o, lp)).has_value();
+          return;
+        }
+        std::string name = lp->loc_data.loc_by_name.name;
+        bool exists = true;
+        if (name != "/" && name != ".") {
+          auto [parent, last] = f.resolve_parent(o->oid, name, false, nullptr);
+          exists = f.try_resolve(parent, last).has_value();
+        }
+        *args->args.exists.exists = exists;
+        return;
+      }
+      case H5VL_OBJECT_LOOKUP:
+        oid_to_token(locate(o, lp), args->args.lookup.token_ptr);
+        return;
+      case H5VL_OBJECT_FLUSH:
+        if (f.writable()) f.flush_arrays();
+        return;
+      case H5VL_OBJECT_REFRESH:
+        return;  // nothing cached: the catalog is read on every access
+      case H5VL_OBJECT_VISIT: return;  // handled above
+    }
+    fail_unsupported("operation " + std::to_string(static_cast<int>(args->op_type)));
+  });
+}
+
+herr_t object_optional(void* obj, const H5VL_loc_params_t* lp, H5VL_optional_args_t* args, hid_t, void**) {
+  return vol_call(__func__, "object optional", [&] {
+    if (!args) fail_arg("NULL arguments");
+    Obj* o = as_obj(obj);
+    SharedFile& f = *o->file;
+    std::lock_guard<std::recursive_mutex> lk(f.mu());
+    auto* na = static_cast<H5VL_native_object_optional_args_t*>(args->args);
+    switch (args->op_type) {
+      case H5VL_NATIVE_OBJECT_GET_COMMENT: {
+        ObjectRecord r = f.object(locate(o, lp));
+        auto& a = na->get_comment;
+        if (a.buf && a.buf_size > 0) {
+          size_t k = std::min(r.comment.size(), a.buf_size - 1);
+          std::memcpy(a.buf, r.comment.data(), k);
+          static_cast<char*>(a.buf)[k] = '\0';
+        }
+        if (a.comment_len) *a.comment_len = r.comment.size();
+        return;
+      }
+      case H5VL_NATIVE_OBJECT_SET_COMMENT: {
+        f.require_writable("object set comment");
+        uint64_t oid = locate(o, lp);
+        ObjectRecord r = f.object(oid);
+        r.comment = na->set_comment.comment ? na->set_comment.comment : "";
+        tessera::CatalogBatch b;
+        f.put_object(b, oid, r);
+        f.commit(b);
+        return;
+      }
+      case H5VL_NATIVE_OBJECT_GET_NATIVE_INFO:
+        fail_unsupported("H5Oget_native_info: tessera objects have no native object header");
+      default:
+        fail_unsupported("native-only object operation " + std::to_string(args->op_type) +
+                         " (tessera has no HDF5 metadata cache)");
+    }
+  });
+}
+
+// ---------------------------------------------------------------- tokens
+
+herr_t token_cmp(void*, const H5O_token_t* t1, const H5O_token_t* t2, int* cmp_value) {
+  if (!t1 || !t2 || !cmp_value) {
+    TESSERA_VOL_ERROR(kBadArgument, "token compare: NULL argument");
+    return -1;
+  }
+  uint64_t a = token_to_oid(t1), b = token_to_oid(t2);
+  *cmp_value = a < b ? -1 : a > b ? 1 : 0;
+  return 0;
+}
+
+herr_t token_to_str(void*, H5I_type_t, const H5O_token_t* token, char** token_str) {
+  if (!token || !token_str) {
+    TESSERA_VOL_ERROR(kBadArgument, "token to string: NULL argument");
+    return -1;
+  }
+  // The caller releases the string with H5free_memory.
+  auto* s = static_cast<char*>(H5allocate_memory(17, false));
+  if (!s) {
+    TESSERA_VOL_ERROR(kEngine, "token to string: out of memory");
+    return -1;
+  }
+  std::snprintf(s, 17, "%016" PRIx64, token_to_oid(token));
+  *token_str = s;
+  return 0;
+}
+
+herr_t token_from_str(void*, H5I_type_t, const char* token_str, H5O_token_t* token) {
+  if (!token_str || !token) {
+    TESSERA_VOL_ERROR(kBadArgument, "token from string: NULL argument");
+    return -1;
+  }
+  size_t n = std::strlen(token_str);
+  uint64_t v = 0;
+  bool ok = n > 0 && n <= 16;
+  for (size_t i = 0; ok && i < n; ++i) {
+    char c = token_str[i];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) ok = false;
+    else v = v << 4 | static_cast<uint64_t>(d);
+  }
+  if (!ok) {
+    TESSERA_VOL_ERROR(kBadArgument, "token from string: '%s' is not a tessera token (16 hex digits)", token_str);
+    return -1;
+  }
+  oid_to_token(v, token);
+  return 0;
 }
 
 }  // namespace tessera_vol

@@ -22,6 +22,9 @@ struct Obj {
   std::shared_ptr<SharedFile> file;
   uint64_t oid = kRootOid;  // the object (files: the root group)
   std::string path;         // absolute path it was opened by ("/" for files)
+  // The file handle (FileObj serial) the object was opened through, for H5F_OBJ_LOCAL
+  // in H5Fget_obj_count/ids; 0 = unknown.  Set it from the location object's handle.
+  uint64_t handle = 0;
   Obj(H5I_type_t t, std::shared_ptr<SharedFile> f, uint64_t o, std::string p);
   virtual ~Obj();
   Obj(const Obj&) = delete;

@@ -12,6 +12,8 @@
 #include <H5VLconnector.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 namespace tessera_vol {
 
@@ -130,5 +132,35 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_obje
                        hid_t dxpl_id, void** req);
 herr_t object_optional(void* obj, const H5VL_loc_params_t* loc_params, H5VL_optional_args_t* args,
                        hid_t dxpl_id, void** req);
+
+// ---------------------------------------------------------------- token (object.cc)
+herr_t token_cmp(void* obj, const H5O_token_t* t1, const H5O_token_t* t2, int* cmp_value);
+herr_t token_to_str(void* obj, H5I_type_t obj_type, const H5O_token_t* token, char** token_str);
+herr_t token_from_str(void* obj, H5I_type_t obj_type, const char* token_str, H5O_token_t* token);
+
+// ---------------------------------------------------------------- helpers shared by
+// file.cc, group.cc, link.cc and object.cc (C++ only; these throw VolError)
+class SharedFile;
+// The file object HDF5 gets for "object get FILE": an open FileObj of the container if
+// any (HDF5 looks its ID up by pointer), else a new one that HDF5 then registers.
+void* file_object_for(const std::shared_ptr<SharedFile>& f);
+// Whether the group records link creation order (gcpl, or the fcpl for the root group).
+bool group_tracks_corder(SharedFile& f, uint64_t group);
+// Native HDF5 refuses H5_INDEX_CRT_ORDER on groups that do not track it: so do we.
+void require_index(SharedFile& f, uint64_t group, H5_index_t idx);
+// Fails unless `id` is H5P_DEFAULT or a property list of class `cls` (native HDF5 fails
+// on invalid access plists when it reads them; a connector must check itself).
+void require_plist(hid_t id, hid_t cls, const char* what);
+// The same for the link access plist a BY_NAME / BY_IDX location carries.
+void require_loc_lapl(const H5VL_loc_params_t* lp);
+// lcpl properties: create intermediate groups? character set of link names.
+bool lcpl_intermediate(hid_t lcpl);
+H5T_cset_t lcpl_cset(hid_t lcpl);
+// Opens object `oid` as the connector object of its kind (group, dataset, datatype).
+void* open_object_oid(const std::shared_ptr<SharedFile>& f, uint64_t oid, const std::string& path,
+                      H5I_type_t* opened_type);
+// Provided by dataset.cc / datatype.cc: open a dataset / committed datatype by object id.
+void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path);
+void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path);
 
 }  // namespace tessera_vol

@@ -1,0 +1,230 @@
+"""h5py files, groups and links on tessera, compared with the same operations on native HDF5.
+
+The tests run with HDF5_VOL_CONNECTOR=tessera (conftest.py), so plain ``h5py.File(path)``
+makes a tessera container.  The native twin of each file is opened through a file-access
+plist that names the native connector (H5Pset_vol via ctypes) and handed to h5py as a
+FileID, so both files go through the same h5py code.
+
+h5py compiles against HDF5's 1.10 API: ``list(group)``, ``keys()``, ``visit()``, ``in``
+with a multi-component path and ``links.get_info/get_val`` call v1 functions (H5Literate1,
+H5Oget_info1, H5Lget_info1) that HDF5 refuses for non-native connectors; the compat preload
+library serves those and has its own tests.  Here, listings and link values are read with
+the v2 functions (H5Lvisit2, H5Literate2, H5Lget_info2, H5Lget_val) through ctypes on
+h5py's IDs.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+
+import h5py
+import h5py.h5f
+import h5py.h5p
+import pytest
+
+from conftest import HDF5, hid_t
+
+herr_t = ctypes.c_int
+
+
+class _U(ctypes.Union):
+    _fields_ = [("token", ctypes.c_uint8 * 16), ("val_size", ctypes.c_size_t)]
+
+
+class H5L_info2_t(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("corder_valid", ctypes.c_bool), ("corder", ctypes.c_int64),
+                ("cset", ctypes.c_int), ("u", _U)]
+
+
+LINK_CB = ctypes.CFUNCTYPE(herr_t, hid_t, ctypes.c_char_p, ctypes.POINTER(H5L_info2_t), ctypes.c_void_p)
+H5_INDEX_NAME, H5_INDEX_CRT_ORDER = 0, 1
+H5_ITER_INC, H5_ITER_DEC = 0, 1
+LINK_TYPES = {0: "hard", 1: "soft", 64: "external"}
+
+
+class Api:
+    """The v2 HDF5 calls the tests need, on the libhdf5 h5py loaded."""
+
+    def __init__(self):
+        self.h = HDF5()
+        lib = self.lib = self.h.lib
+        lib.H5Pset_vol.argtypes = [hid_t, hid_t, ctypes.c_void_p]
+        lib.H5Pset_vol.restype = herr_t
+        lib.H5Lvisit2.argtypes = [hid_t, ctypes.c_int, ctypes.c_int, LINK_CB, ctypes.c_void_p]
+        lib.H5Lvisit2.restype = herr_t
+        lib.H5Literate2.argtypes = [hid_t, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), LINK_CB,
+                                    ctypes.c_void_p]
+        lib.H5Literate2.restype = herr_t
+        lib.H5Lget_info2.argtypes = [hid_t, ctypes.c_char_p, ctypes.POINTER(H5L_info2_t), hid_t]
+        lib.H5Lget_info2.restype = herr_t
+        lib.H5Lget_val.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t, hid_t]
+        lib.H5Lget_val.restype = herr_t
+        lib.H5Lexists.argtypes = [hid_t, ctypes.c_char_p, hid_t]
+        lib.H5Lexists.restype = ctypes.c_int
+        lib.H5VLget_connector_name.argtypes = [hid_t, ctypes.c_char_p, ctypes.c_size_t]
+        lib.H5VLget_connector_name.restype = ctypes.c_ssize_t
+        lib.H5Eset_auto2.argtypes = [hid_t, ctypes.c_void_p, ctypes.c_void_p]
+
+    def native_fapl(self):
+        fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+        cid = self.lib.H5VLget_connector_id_by_name(b"native")
+        assert cid >= 0
+        try:
+            assert self.lib.H5Pset_vol(fapl.id, cid, None) >= 0
+        finally:
+            self.lib.H5VLclose(cid)
+        return fapl
+
+    def connector(self, obj) -> str:
+        buf = ctypes.create_string_buffer(64)
+        assert self.lib.H5VLget_connector_name(obj.id.id, buf, 64) > 0
+        return buf.value.decode()
+
+    def _collect(self, fn):
+        out = []
+
+        @LINK_CB
+        def cb(gid, name, info, _):
+            i = info.contents
+            rec = [name.decode(), LINK_TYPES.get(i.type, i.type), bool(i.corder_valid)]
+            rec.append(i.corder if i.corder_valid else None)
+            if i.type != 0:
+                rec.append(i.u.val_size)
+            out.append(tuple(rec))
+            return 0
+
+        rc = fn(cb)
+        return rc, out
+
+    def visit(self, obj, idx=H5_INDEX_NAME, order=H5_ITER_INC):
+        return self._collect(lambda cb: self.lib.H5Lvisit2(obj.id.id, idx, order, cb, None))
+
+    def iterate(self, obj, idx=H5_INDEX_NAME, order=H5_ITER_INC, start=0):
+        pos = ctypes.c_uint64(start)
+        rc, out = self._collect(lambda cb: self.lib.H5Literate2(obj.id.id, idx, order, ctypes.byref(pos), cb, None))
+        return rc, out, pos.value
+
+    def link_val(self, obj, name: str) -> bytes:
+        info = H5L_info2_t()
+        assert self.lib.H5Lget_info2(obj.id.id, name.encode(), ctypes.byref(info), 0) >= 0
+        buf = ctypes.create_string_buffer(info.u.val_size)
+        assert self.lib.H5Lget_val(obj.id.id, name.encode(), buf, info.u.val_size, 0) >= 0
+        return buf.raw
+
+    def exists(self, obj, name: str) -> int:
+        self.lib.H5Eset_auto2(0, None, None)  # expected failures stay quiet
+        return self.lib.H5Lexists(obj.id.id, name.encode(), 0)
+
+
+@pytest.fixture(scope="module")
+def api():
+    return Api()
+
+
+def open_file(api, path, mode, native):
+    """h5py.File on tessera (the default connector) or on native HDF5 (explicit fapl)."""
+    if not native:
+        f = h5py.File(path, mode)
+        assert api.connector(f) == "tessera"
+        return f
+    fapl = api.native_fapl()
+    p = str(path).encode()
+    if mode == "w":
+        fid = h5py.h5f.create(p, h5py.h5f.ACC_TRUNC, fapl=fapl)
+    elif mode == "a":
+        try:
+            fid = h5py.h5f.open(p, h5py.h5f.ACC_RDWR, fapl=fapl)
+        except FileNotFoundError:
+            fid = h5py.h5f.create(p, h5py.h5f.ACC_EXCL, fapl=fapl)
+    else:
+        fid = h5py.h5f.open(p, h5py.h5f.ACC_RDONLY if mode == "r" else h5py.h5f.ACC_RDWR, fapl=fapl)
+    f = h5py.File(fid)
+    assert api.connector(f) == "native"
+    return f
+
+
+def scenario(api, path, native):
+    """The same h5py operations on one file; returns every observable result."""
+    r = {}
+    with open_file(api, path, "w", native) as f:
+        g = f.create_group("a/b/c")  # h5py's lcpl creates intermediate groups
+        r["c_name"] = g.name
+        f["s"] = h5py.SoftLink("/a")
+        f["e"] = h5py.ExternalLink("other.h5", "/x/y")
+        co = f.create_group("co", track_order=True)
+        for n in ("zeta", "alpha", "mid"):
+            co.create_group(n)
+        co["soft"] = h5py.SoftLink("/a/b")
+        r["in"] = ["a" in f, "s" in f, "nope" in f, "co" in f]
+        r["exists"] = [api.exists(f, n) for n in ("a/b", "a/b/c", "a/nope", "s/b", "nope/x")]
+        r["names"] = [f["a/b"].name, f["s/b"].name, f["co/zeta"].name]
+        r["same_object"] = [f["a"] == f["s"], hash(f["a"]) == hash(f["s"]), f["a"] == f["co"]]
+        r["soft_val"] = api.link_val(f, "s")
+        r["ext_val"] = api.link_val(f, "e")
+        r["visit"] = api.visit(f)
+        r["visit_dec"] = api.visit(f, H5_INDEX_NAME, H5_ITER_DEC)
+        r["co_crt"] = api.iterate(co, H5_INDEX_CRT_ORDER)
+        r["co_crt_dec"] = api.iterate(co, H5_INDEX_CRT_ORDER, H5_ITER_DEC, 1)
+        r["co_name"] = api.iterate(co)
+        r["root_crt"] = api.iterate(f, H5_INDEX_CRT_ORDER)[0] < 0  # root does not track order
+        r["types"] = [type(f["a"]).__name__, type(f["s"]).__name__]
+        del f["co/mid"]
+        f.move("co/alpha", "a/alpha2")
+        r["after_edit"] = api.visit(f)
+        r["intent"] = f.id.get_intent()
+        r["groups_open"] = h5py.h5f.get_obj_count(f.id, h5py.h5f.OBJ_GROUP)
+        keep = f["a/b"]
+    r["closed_group_valid"] = bool(keep.id.valid)  # File.close closes its objects
+
+    with open_file(api, path, "r", native) as f:
+        r["ro_mode"] = f.mode
+        with pytest.raises((ValueError, OSError, RuntimeError)):
+            f.create_group("new")
+        r["ro_visit"] = api.visit(f)
+
+    f1 = open_file(api, path, "r", native)
+    f2 = open_file(api, path, "r", native)
+    g2 = f2["a"]
+    f1.close()
+    r["second_handle_survives"] = [bool(f2.id.valid), bool(g2.id.valid), g2.name]
+    f2.close()
+    return r
+
+
+def test_groups_and_links_match_native(api, tmp_path):
+    native = scenario(api, tmp_path / "native.h5", native=True)
+    tess = scenario(api, tmp_path / "tessera.h5", native=False)
+    for key in native:
+        assert tess[key] == native[key], key
+    assert native["visit"][1][0][0] == "a"  # the scenario really ran
+
+
+def test_mode_a_creates_missing_file(api, tmp_path):
+    path = tmp_path / "new.h5"
+    with h5py.File(path, "a") as f:  # open fails with errno 2 -> h5py creates
+        assert api.connector(f) == "tessera"
+        f.create_group("x")
+    with h5py.File(path, "a") as f:  # now it opens the existing container
+        assert "x" in f
+        assert f.mode == "r+"
+
+
+def test_missing_file_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError) as exc:
+        h5py.File(tmp_path / "absent.h5", "r")
+    assert exc.value.errno == errno.ENOENT
+
+
+def test_modes_w_and_w_minus(api, tmp_path):
+    path = tmp_path / "m.h5"
+    with h5py.File(path, "w") as f:
+        f.create_group("g")
+    with pytest.raises((FileExistsError, OSError)):
+        h5py.File(path, "w-")
+    with h5py.File(path, "w") as f:  # truncates
+        assert "g" not in f
+    # H5Fis_hdf5 (h5py.is_hdf5 itself first checks os.path.isfile, and a container is a
+    # directory, so it answers False for tessera containers).
+    assert h5py.h5f.is_hdf5(str(path).encode())
+    (tmp_path / "plain.txt").write_text("not hdf5")
+    assert not h5py.h5f.is_hdf5(str(tmp_path / "plain.txt").encode())

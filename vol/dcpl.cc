@@ -1,0 +1,166 @@
+// dcpl.cc — HDF5 dcpl/type/space -> tessera::Schema (see dcpl.h).
+#include "vol/dcpl.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "vol/object_model.h"
+#include "vol/vlen.h"
+
+namespace tessera_vol {
+
+namespace {
+
+constexpr uint64_t kAutoTileBytes = 1 << 20;  // tile size for contiguous/compact layouts
+
+// Tiles of about 1 MiB for a layout without chunks: whole trailing dimensions first
+// (row-major, so a row-major read of the dataset touches tiles sequentially).
+tessera::Coords auto_tiles(const tessera::Coords& dims, uint64_t es) {
+  const int r = static_cast<int>(dims.size());
+  tessera::Coords t(r, 1);
+  uint64_t budget = std::max<uint64_t>(1, kAutoTileBytes / std::max<uint64_t>(es, 1));
+  for (int d = r - 1; d >= 0; --d) {
+    uint64_t ext = std::max<uint64_t>(dims[d], 1);
+    t[d] = std::min(ext, budget);
+    if (t[d] < ext) break;  // partial dimension: earlier ones stay 1
+    budget /= t[d];
+    if (budget <= 1) break;
+  }
+  return t;
+}
+
+}  // namespace
+
+int engine_rank(hid_t space) {
+  int r = H5Sget_simple_extent_ndims(space);
+  if (r < 0) fail_arg("invalid dataspace");
+  return std::max(r, 1);
+}
+
+tessera::Coords engine_dims(hid_t space) {
+  H5S_class_t cls = H5Sget_simple_extent_type(space);
+  if (cls == H5S_SCALAR) return {1};
+  if (cls == H5S_NULL) return {0};
+  hsize_t d[H5S_MAX_RANK];
+  int r = H5Sget_simple_extent_dims(space, d, nullptr);
+  if (r < 0) fail_arg("invalid dataspace");
+  return tessera::Coords(d, d + r);
+}
+
+std::string encode_plist(hid_t plist) {
+  size_t sz = 0;
+  if (H5Pencode2(plist, nullptr, &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode property list");
+  std::string s(sz, '\0');
+  if (H5Pencode2(plist, s.data(), &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode property list");
+  return s;
+}
+
+std::string encode_type(hid_t type) {
+  size_t sz = 0;
+  if (H5Tencode(type, nullptr, &sz) < 0) fail_arg("cannot encode datatype");
+  std::string s(sz, '\0');
+  if (H5Tencode(type, s.data(), &sz) < 0) fail_arg("cannot encode datatype");
+  return s;
+}
+
+std::string encode_space(hid_t space) {
+  size_t sz = 0;
+  if (H5Sencode2(space, nullptr, &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode dataspace");
+  std::string s(sz, '\0');
+  if (H5Sencode2(space, s.data(), &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode dataspace");
+  return s;
+}
+
+tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
+  const bool var = type_has_vlen(type);
+  size_t es = var ? tessera::kVarDescriptorSize : H5Tget_size(type);
+  if (es == 0) fail_arg("invalid datatype (size 0)");
+  H5S_class_t scls = H5Sget_simple_extent_type(space);
+  if (scls != H5S_SCALAR && scls != H5S_SIMPLE && scls != H5S_NULL) fail_arg("invalid dataspace");
+
+  tessera::Schema s;
+  s.extent = engine_dims(space);
+  const int r = static_cast<int>(s.extent.size());
+  s.max_extent = s.extent;
+  bool extendible = false;
+  if (scls == H5S_SIMPLE) {
+    hsize_t cur[H5S_MAX_RANK], mx[H5S_MAX_RANK];
+    H5Sget_simple_extent_dims(space, cur, mx);
+    for (int d = 0; d < r; ++d) {
+      s.max_extent[d] = mx[d] == H5S_UNLIMITED ? tessera::kUnlimited : mx[d];
+      extendible |= mx[d] != cur[d];
+    }
+  }
+
+  H5D_layout_t layout = H5Pget_layout(dcpl);
+  if (layout < 0) fail_arg("cannot read the layout from the dcpl");
+  if (layout == H5D_VIRTUAL) fail_unsupported("virtual datasets not supported yet");
+  int nfilters = H5Pget_nfilters(dcpl);
+  if (nfilters < 0) fail_arg("cannot read the filters from the dcpl");
+  if (layout == H5D_CHUNKED) {
+    if (scls != H5S_SIMPLE) fail_arg("chunked layout requires a simple (non-scalar) dataspace");
+    hsize_t ch[H5S_MAX_RANK];
+    int cr = H5Pget_chunk(dcpl, H5S_MAX_RANK, ch);
+    if (cr != r)
+      fail_arg("chunk rank " + std::to_string(cr) + " differs from dataspace rank " + std::to_string(r));
+    s.tile_extent.assign(ch, ch + r);
+    for (int d = 0; d < r; ++d)
+      if (s.max_extent[d] != tessera::kUnlimited && s.tile_extent[d] > s.max_extent[d] && s.max_extent[d] > 0)
+        fail_arg("chunk size must be <= maximum dimension size for fixed-sized dimensions");
+  } else {
+    // As native HDF5: only chunked datasets can grow or be filtered.
+    if (extendible) fail_arg("extendible (unlimited or max > current) dataspace requires a chunked layout");
+    if (nfilters > 0) fail_arg("filters can only be used with chunked layout");
+    s.tile_extent = auto_tiles(s.extent, es);
+  }
+
+  s.elem_size = static_cast<uint32_t>(es);
+  s.var = var;
+  switch (var ? H5T_NO_CLASS : H5Tget_class(type)) {
+    case H5T_INTEGER:
+      if (es == 1 || es == 2 || es == 4 || es == 8)
+        s.kind = H5Tget_sign(type) == H5T_SGN_2 ? tessera::ElementKind::kInt : tessera::ElementKind::kUInt;
+      break;
+    case H5T_FLOAT:
+      if (es == 4 || es == 8) s.kind = tessera::ElementKind::kFloat;
+      break;
+    default:
+      break;  // opaque bytes: no statistics
+  }
+  if (s.kind != tessera::ElementKind::kOpaque) s.big_endian = H5Tget_order(type) == H5T_ORDER_BE;
+
+  // Fill value: the user's, converted to the file type; else zeros (HDF5's default).
+  H5D_fill_value_t fv = H5D_FILL_VALUE_DEFAULT;
+  if (H5Pfill_value_defined(dcpl, &fv) < 0) fail_arg("cannot read the fill value from the dcpl");
+  if (var) {
+    // Variable-length cells: never-written cells read as empty (NULL strings, empty
+    // sequences); a user fill value for them is not applied.
+  } else if (fv == H5D_FILL_VALUE_USER_DEFINED) {
+    s.fill.assign(es, 0);
+    if (H5Pget_fill_value(dcpl, type, s.fill.data()) < 0) fail_arg("cannot convert the fill value to the dataset type");
+  } else if (es > 256) {
+    s.fill.assign(es, 0);  // the engine's implicit zero fill covers only small elements
+  }
+
+  std::vector<tessera::Filter> filters;
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0, config = 0;
+    size_t nvals = 8;
+    unsigned vals[8] = {};
+    char name[64];
+    H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvals, vals, sizeof name, name, &config);
+    if (id == H5Z_FILTER_DEFLATE) {
+      int level = nvals > 0 ? static_cast<int>(vals[0]) : 6;
+      if (level > 0) filters.push_back({tessera::FilterType::kDeflate, std::min(level, 9)});
+    } else if (id == H5Z_FILTER_SHUFFLE) {
+      if (es > 1) filters.push_back({tessera::FilterType::kShuffle, 0});
+    }
+    // H5Z_FILTER_FLETCHER32: engine tiles always carry checksums.  Anything else (szip,
+    // nbit, scaleoffset, user filters): stored unfiltered, reported back via the dcpl.
+  }
+  s.filters = tessera::FilterPipeline(std::move(filters), s.elem_size);
+  return s;
+}
+
+}  // namespace tessera_vol

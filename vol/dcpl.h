@@ -1,0 +1,34 @@
+// dcpl.h — maps an HDF5 dataset's datatype, dataspace and creation property list onto an
+// engine Schema, validating what native HDF5 validates (H5Dcreate passes these unchecked).
+#pragma once
+
+#include <hdf5.h>
+
+#include "engine/schema.h"
+
+namespace tessera_vol {
+
+// Rank of the engine array for an HDF5 dataspace: scalar spaces become rank 1, extent 1;
+// null spaces rank 1, extent 0 (the engine needs rank >= 1).
+int engine_rank(hid_t space);
+// Current dims of `space` as engine coordinates (see engine_rank).
+tessera::Coords engine_dims(hid_t space);
+
+// Builds the schema for a new dataset.  Throws VolError (fail_arg / fail_unsupported)
+// with a message naming the problem: unlimited dims without chunking, filters without
+// chunking, chunk dims larger than fixed max dims, ...  Types holding variable-length
+// data (vlen strings, sequences, nested) become variable-length arrays (Schema::var): a
+// cell holds one element serialized by vlen.h.
+//
+// Filters: deflate -> kDeflate (level 0 = no deflate), shuffle -> kShuffle, fletcher32 ->
+// nothing (every engine tile is checksummed anyway).  Other filters (szip, nbit,
+// scaleoffset, user filters) are not applied to the stored tiles, but they stay in the
+// stored dcpl, so H5Dget_create_plist reports them as the user set them.
+tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl);
+
+// Encodes a property list / type / space (H5Pencode2, H5Tencode, H5Sencode2) to bytes.
+std::string encode_plist(hid_t plist);
+std::string encode_type(hid_t type);
+std::string encode_space(hid_t space);
+
+}  // namespace tessera_vol
