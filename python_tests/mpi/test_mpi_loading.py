@@ -42,7 +42,7 @@ def test_every_rank_uses_tessera(request):
 
 
 def test_every_rank_sees_mpio_create_not_supported_yet():
-    """h5py.File(driver='mpio') fails the same way on every rank (skeleton behaviour)."""
+    """h5py.File(driver='mpio') fails cleanly on every rank until parallel access lands."""
     tmpdir = tempfile.mkdtemp(prefix="tessera-mpi-") if COMM.Get_rank() == 0 else None
     tmpdir = COMM.bcast(tmpdir, root=0)
     path = os.path.join(tmpdir, "parallel.h5")
@@ -60,3 +60,27 @@ def test_every_rank_sees_mpio_create_not_supported_yet():
             shutil.rmtree(tmpdir, ignore_errors=True)
     assert all("not supported yet" in r for r in results), results
     assert not exists
+
+
+def test_every_rank_writes_its_own_container():
+    """Inside an MPI job, serial (non-mpio) files work on every rank."""
+    import numpy as np
+    tmpdir = tempfile.mkdtemp(prefix="tessera-mpi-") if COMM.Get_rank() == 0 else None
+    tmpdir = COMM.bcast(tmpdir, root=0)
+    rank = COMM.Get_rank()
+    path = os.path.join(tmpdir, f"rank{rank}.h5")
+    try:
+        try:
+            with h5py.File(path, "w") as f:
+                f.create_dataset("x", data=np.arange(100) * (rank + 1))
+            with h5py.File(path, "r") as f:
+                ok = bool((f["x"][...] == np.arange(100) * (rank + 1)).all())
+            local = (ok, os.path.isfile(os.path.join(path, "tessera.container")))
+        except Exception as exc:
+            local = (False, repr(exc))
+        results = _gather(local)
+    finally:
+        COMM.Barrier()
+        if rank == 0:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    assert results == [(True, True)] * COMM.Get_size(), results
