@@ -133,6 +133,7 @@ void Array::load_fragments() {
   std::vector<std::shared_ptr<Fragment>> all;
   std::set<std::string> known;
   for (auto& f : frags_) known.insert(f->path());
+  for (auto& u : unpublished_) all.push_back(u.first);  // not in the listing yet
   for (const std::string& name : list_dir(frag_dir_)) {
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
@@ -229,7 +230,7 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
   Layout layout(schema_);
   const int r = schema_.rank();
   const size_t es = schema_.elem_size;
-  FragmentWriter w(frag_dir_, next_id(), schema_);
+  auto w = std::make_unique<FragmentWriter>(frag_dir_, next_id(), schema_);
   for_each_tile(layout, schema_, box, [&](const Coords& t) {
     Box piece;
     intersect(layout.tile_box(t.data()), box, &piece);
@@ -242,9 +243,9 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
     layout.cell_strides(piece, dstride);
     std::vector<uint8_t> data(piece.cells() * es);
     strided_copy(r, shape, src + soff * es, sstride, data.data(), dstride, es);
-    w.add_dense_tile(t.data(), piece, std::move(data));
+    w->add_dense_tile(t.data(), piece, std::move(data));
   });
-  publish(w.commit(), {});
+  park(std::move(w));
 }
 
 void Array::buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
@@ -331,7 +332,7 @@ void Array::spill() {
   const auto& cs = buffer_->coords();
   const auto& vs = buffer_->values();
   const size_t n = buffer_->cells();
-  FragmentWriter w(frag_dir_, next_id(), schema_);
+  auto w = std::make_unique<FragmentWriter>(frag_dir_, next_id(), schema_);
   // Cells are in global order, so each tile's cells are contiguous.  A tile's group that
   // fills its bounding box exactly is stored as a dense piece; the rest stays sparse.
   size_t i = 0;
@@ -349,22 +350,74 @@ void Array::spill() {
       }
     }
     if (j - i > 1 && bb.cells() == j - i) {
-      w.add_dense_tile(ti, bb, std::vector<uint8_t>(vs.begin() + i * es, vs.begin() + j * es));
+      w->add_dense_tile(ti, bb, std::vector<uint8_t>(vs.begin() + i * es, vs.begin() + j * es));
     } else {
-      w.add_sparse_cells(&cs[i * r], &vs[i * es], j - i);
+      w->add_sparse_cells(&cs[i * r], &vs[i * es], j - i);
     }
     i = j;
   }
-  publish(w.commit(), {});
+  complete(std::move(w));
   buffer_->clear();
 }
 
 void Array::publish(const std::string& path, const std::vector<FragmentId>& replaced) {
-  auto f = Fragment::open(path);
+  add_fragment(Fragment::open(path), replaced);
+}
+
+void Array::complete(std::unique_ptr<FragmentWriter> w) {
+  if (opts_.durable_writes) {
+    publish(w->commit(), {});
+    return;
+  }
+  std::string tmp = w->finish();
+  auto f = Fragment::open(tmp);
+  unpublished_.push_back({f, w->final_path()});
+  add_fragment(f, {});
+}
+
+void Array::park(std::unique_ptr<FragmentWriter> w) {
+  if (opts_.durable_writes) {
+    complete(std::move(w));
+    return;
+  }
+  parked_.push_back(std::move(w));
+  while (parked_.size() > opts_.max_open_writers) {
+    auto front = std::move(parked_.front());
+    parked_.pop_front();
+    complete(std::move(front));
+  }
+}
+
+void Array::finish_parked() {
+  while (!parked_.empty()) {
+    auto front = std::move(parked_.front());
+    parked_.pop_front();
+    complete(std::move(front));
+  }
+}
+
+void Array::publish_unpublished() {
+  if (unpublished_.empty()) return;
+  while (!unpublished_.empty()) {
+    auto& [f, final_path] = unpublished_.front();
+    FragmentWriter::publish_finished(f->file(), f->path(), final_path);
+    f->set_path(final_path);
+    unpublished_.erase(unpublished_.begin());
+  }
+  sync_dir(frag_dir_);
+}
+
+void Array::flush_impl() {
+  finish_parked();
+  spill();
+  publish_unpublished();
+}
+
+void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
   std::vector<std::shared_ptr<Fragment>> next;
   for (auto& old : frags_)
     if (std::find(replaced.begin(), replaced.end(), old->meta().id) == replaced.end()) next.push_back(old);
-  next.push_back(f);
+  next.push_back(std::move(f));
   std::sort(next.begin(), next.end(), [](auto& a, auto& b) { return a->meta().id < b->meta().id; });
   frags_ = std::move(next);
 }
@@ -374,6 +427,7 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
   return guard([&] {
     require_var(false);
     check_selection(sel);
+    finish_parked();
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
@@ -385,6 +439,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
   return guard([&] {
     require_var(false);
     check_points(coords, n);
+    finish_parked();
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
@@ -465,6 +520,7 @@ Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std
     require_var(true);
     check_selection(sel);
     std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
+    finish_parked();
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
     if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
@@ -479,6 +535,7 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
     require_var(true);
     check_points(coords, n);
     std::vector<uint8_t> desc(n * kVarDescriptorSize);
+    finish_parked();
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, desc.data());
@@ -489,7 +546,7 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
 Status Array::flush() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (writable_) spill();
+    if (writable_) flush_impl();
   });
 }
 
@@ -499,6 +556,7 @@ Status Array::set_extent(const Coords& extent) {
     if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
     Schema next = schema_;
     if (extent.size() != next.extent.size()) throw_error(Errc::kInvalidArgument, "set_extent: rank differs");
+    finish_parked();  // the fill fragments must be newer than every write before them
     next.extent = extent;
     next.validate();
     const Box old_dom = schema_.domain(), new_dom = next.domain();
@@ -513,31 +571,36 @@ Status Array::set_extent(const Coords& extent) {
       if (new_dom.cells() > 0) subtract(old_dom, new_dom, &cut);
       else cut.push_back(old_dom);
       // One fill fragment per cut box (the cut boxes are disjoint, so each tile gets at
-      // most one piece per fragment), restricted to where fragments hold data.
-      Box data_bb;
-      bool any = false;
-      for (auto& f : frags_) {
-        if (!f->meta().has_domain) continue;
-        if (!any) {
-          data_bb = f->meta().domain;
-          any = true;
-        }
-        for (int d = 0; d < next.rank(); ++d) {
-          data_bb.lo[d] = std::min(data_bb.lo[d], f->meta().domain.lo[d]);
-          data_bb.hi[d] = std::max(data_bb.hi[d], f->meta().domain.hi[d]);
-        }
-      }
+      // most one piece per fragment), over just the tiles where some fragment holds data
+      // inside the cut — the cost follows the data, not its bounding box.
       Layout layout(schema_);
+      auto tile_less = [&layout](const Coords& x, const Coords& y) { return layout.compare_tiles(x.data(), y.data()) < 0; };
+      const int r = schema_.rank();
       for (const Box& c : cut) {
-        Box part;
-        if (!any || !intersect(c, data_bb, &part)) continue;
-        FragmentWriter w(frag_dir_, next_id(), schema_);
-        for_each_tile(layout, schema_, part, [&](const Coords& t) {
+        std::set<Coords, decltype(tile_less)> tiles(tile_less);
+        for (auto& f : frags_) {
+          const FragmentMeta& m = f->meta();
+          if (!m.has_domain || !m.domain.intersects(c)) continue;
+          for (const DenseEntry& e : m.dense)
+            if (e.box.intersects(c)) tiles.insert(e.tile);
+          for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
+            if (!m.sparse[ti].mbr.intersects(c)) continue;
+            auto t = f->sparse_tile(ti, layout);
+            Coords tc(r);
+            for (uint64_t k = 0; k < m.sparse[ti].cells; ++k) {
+              if (!c.contains(&t->coords[k * r])) continue;
+              layout.tile_of(&t->coords[k * r], tc.data());
+              tiles.insert(tc);
+            }
+          }
+        }
+        if (tiles.empty()) continue;
+        auto w = std::make_unique<FragmentWriter>(frag_dir_, next_id(), schema_);
+        for (const Coords& t : tiles) {
           Box p;
-          intersect(layout.tile_box(t.data()), part, &p);
-          w.add_fill_tile(t.data(), p);
-        });
-        publish(w.commit(), {});
+          if (intersect(layout.tile_box(t.data()), c, &p)) w->add_fill_tile(t.data(), p);
+        }
+        complete(std::move(w));
       }
     }
     write_schema(dir_, next);
@@ -549,14 +612,16 @@ Status Array::set_extent(const Coords& extent) {
 Status Array::refresh() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
+    finish_parked();
     schema_ = read_schema(dir_);
     buffer_->reset_layout(schema_);
     load_fragments();
   });
 }
 
-std::vector<FragmentInfo> Array::fragments() const {
+std::vector<FragmentInfo> Array::fragments() {
   std::lock_guard<std::mutex> g(mu_);
+  (void)guard([&] { finish_parked(); });
   std::vector<FragmentInfo> out;
   for (auto& f : frags_) {
     const FragmentMeta& m = f->meta();
@@ -566,8 +631,9 @@ std::vector<FragmentInfo> Array::fragments() const {
   return out;
 }
 
-uint64_t Array::storage_bytes() const {
+uint64_t Array::storage_bytes() {
   std::lock_guard<std::mutex> g(mu_);
+  (void)guard([&] { finish_parked(); });
   uint64_t n = 0;
   for (auto& f : frags_) n += f->file_size();
   return n;

@@ -6,6 +6,7 @@
 // <dir>/heap/<heap id>.thp (variable-length arrays).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "engine/error.h"
 #include "engine/fragment.h"
+#include "engine/fragment_writer.h"
 #include "engine/schema.h"
 #include "engine/var_heap.h"
 #include "engine/write_buffer.h"
@@ -21,6 +23,13 @@ namespace tessera {
 
 struct ArrayOptions {
   uint32_t writer_rank = 0;          // goes into fragment ids (MPI rank)
+  // true: every write returns only once its fragment is durable and published.
+  // false (HDF5's rule, used by the connector): fragments are written, filtered on the
+  // pool while the caller goes on, and readable at once, but synced and published under
+  // their final names only at flush() / close — a crash loses everything since the last
+  // flush and nothing before it, and a reader never sees a half-written fragment.
+  bool durable_writes = true;
+  size_t max_open_writers = 4;       // deferred mode: dense writes filtered concurrently
   uint64_t buffer_budget = 64 << 20; // spill the write buffer past this many bytes
   uint64_t direct_cells = 16384;     // box writes of at least min(this, tile cells) bypass the buffer
   static ArrayOptions from_env();    // TESSERA_WRITE_BUFFER_MB, TESSERA_DIRECT_WRITE_CELLS
@@ -76,8 +85,8 @@ class Array {
   // factor `ratio` of each other (LSM style); repeats until nothing qualifies.
   Status consolidate_auto(size_t min_run = 4, double ratio = 4.0);
 
-  std::vector<FragmentInfo> fragments() const;
-  uint64_t storage_bytes() const;  // bytes of all fragment files
+  std::vector<FragmentInfo> fragments();
+  uint64_t storage_bytes();  // bytes of all fragment files (written so far)
   size_t buffered_cells() const;
 
  private:
@@ -98,6 +107,14 @@ class Array {
   HeapBuilder* pending_heap();
   void require_var(bool var) const;
   void publish(const std::string& path, const std::vector<FragmentId>& replaced);
+  // Completes a writer: durable publish (durable_writes) or finish into unpublished_.
+  void complete(std::unique_ptr<FragmentWriter> w);
+  // Deferred mode: lets a dense writer keep filtering in the background.
+  void park(std::unique_ptr<FragmentWriter> w);
+  void finish_parked();
+  void publish_unpublished();
+  void flush_impl();
+  void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
 
   mutable std::mutex mu_;
   std::string dir_, frag_dir_;
@@ -108,7 +125,10 @@ class Array {
   std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells
   std::unique_ptr<HeapReader> heaps_;
   std::string heap_dir_;
-  std::vector<std::shared_ptr<Fragment>> frags_;  // oldest first
+  std::vector<std::shared_ptr<Fragment>> frags_;  // oldest first (published or not)
+  std::deque<std::unique_ptr<FragmentWriter>> parked_;  // dense writers still filtering
+  // Finished but unpublished fragments (deferred mode): (fragment, final path).
+  std::vector<std::pair<std::shared_ptr<Fragment>, std::string>> unpublished_;
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;
 };

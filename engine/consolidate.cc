@@ -33,7 +33,7 @@ Status Array::consolidate(size_t first, size_t last) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
-    spill();
+    flush_impl();
     if (first > last || last >= frags_.size())
       throw_error(Errc::kInvalidArgument, "consolidate: fragment range out of bounds");
     if (first == last) return;
@@ -45,7 +45,7 @@ Status Array::consolidate_all() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
-    spill();
+    flush_impl();
     if (frags_.size() > 1) consolidate_range(0, frags_.size() - 1);
   });
 }
@@ -54,7 +54,7 @@ Status Array::consolidate_auto(size_t min_run, double ratio) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
-    spill();
+    flush_impl();
     if (min_run < 2) min_run = 2;
     for (;;) {
       // Find the longest run of adjacent fragments of similar size.

@@ -23,6 +23,9 @@ class Fragment {
   static std::shared_ptr<Fragment> open(const std::string& path);
   const FragmentMeta& meta() const { return meta_; }
   const std::string& path() const { return path_; }
+  // The fragment file was renamed (a deferred publish): keeps messages accurate.
+  void set_path(std::string p) { path_ = std::move(p); }
+  File& file() { return file_; }
   uint64_t file_size() const { return file_size_; }
 
   // Decoded cells of dense entry i (cells of its box in cell order).

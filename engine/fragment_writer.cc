@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
 #include "engine/checksum.h"
@@ -58,16 +59,21 @@ void FragmentWriter::abort() {
   committed_ = true;  // nothing left to clean up
 }
 
-void FragmentWriter::submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref) {
+void FragmentWriter::submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
+                            TileStats* stats) {
   ref->raw_size = raw.size();
+  const Schema* schema = &schema_;
+  const uint64_t cells = raw.size() / schema_.elem_size;
   if (pipeline->empty() && raw.size() < (1u << 16)) {
     // Small unfiltered blobs: no point paying a thread hop.
+    if (stats) *stats = compute_stats(schema_, raw.data(), cells);
     std::promise<Encoded> p;
     uint64_t c = checksum64(raw.data(), raw.size());
     p.set_value(Encoded{std::move(raw), c});
     pending_.push_back({p.get_future(), ref});
   } else {
-    auto fut = pool_.submit([raw = std::move(raw), pipeline]() {
+    auto fut = pool_.submit([raw = std::move(raw), pipeline, stats, schema, cells]() {
+      if (stats) *stats = compute_stats(*schema, raw.data(), cells);  // the entry outlives the job
       Encoded e;
       if (pipeline->empty()) e.bytes = std::move(raw);
       else pipeline->encode(raw.data(), raw.size(), e.bytes);
@@ -100,11 +106,10 @@ void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::v
   e.kind = DenseEntry::kData;
   e.tile.assign(tile, tile + schema_.rank());
   e.box = box;
-  e.stats = compute_stats(schema_, data.data(), box.cells());
   meta_.extend_domain(box);
   meta_.cells += box.cells();
   dense_.push_back(std::move(e));
-  submit(std::move(data), &meta_.values_filters, &dense_.back().blob);
+  submit(std::move(data), &meta_.values_filters, &dense_.back().blob, &dense_.back().stats);
 }
 
 void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {
@@ -163,6 +168,27 @@ void FragmentWriter::flush_sparse_tile() {
 }
 
 std::string FragmentWriter::commit() {
+  write_footer();
+  out_.file().sync();
+  out_.file().close();
+  rename_durable(tmp_path_, final_path_);
+  committed_ = true;
+  return final_path_;
+}
+
+std::string FragmentWriter::finish() {
+  write_footer();
+  out_.file().close();
+  committed_ = true;  // the temporary file now belongs to the caller
+  return tmp_path_;
+}
+
+void FragmentWriter::publish_finished(File& f, const std::string& tmp_path, const std::string& final_path) {
+  f.sync();
+  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) throw_errno("publish fragment", final_path, errno);
+}
+
+void FragmentWriter::write_footer() {
   flush_sparse_tile();
   drain(0);
   meta_.dense.assign(dense_.begin(), dense_.end());
@@ -178,11 +204,6 @@ std::string FragmentWriter::commit() {
   std::memcpy(trailer + 24, &kFragVersion, 4);
   std::memcpy(trailer + 32, kFragEndMagic, 8);
   out_.append(trailer, sizeof trailer);
-  out_.file().sync();
-  out_.file().close();
-  rename_durable(tmp_path_, final_path_);
-  committed_ = true;
-  return final_path_;
 }
 
 }  // namespace tessera

@@ -29,8 +29,17 @@ class FragmentWriter {
   void add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n);
   void set_replaces(std::vector<FragmentId> ids) { meta_.replaces = std::move(ids); }
   bool empty() const { return meta_.dense.empty() && meta_.sparse.empty() && pending_sparse_ == 0; }
-  // Publishes the fragment; returns its final path.
+  // Publishes the fragment durably (finish + sync + rename + directory sync); returns its
+  // final path.
   std::string commit();
+  // Writes footer and trailer but neither syncs nor publishes: the complete fragment
+  // stays under its temporary name, which the caller now owns (see publish_finished).
+  // Returns the temporary path.
+  std::string finish();
+  const std::string& final_path() const { return final_path_; }
+  // Makes a finished fragment durable under its final name: fdatasync(fd), rename.  The
+  // caller fsyncs the directory once for a batch of these.
+  static void publish_finished(File& f, const std::string& tmp_path, const std::string& final_path);
   void abort();
 
   static std::string file_name(const FragmentId& id) { return id.name() + ".tfr"; }
@@ -44,8 +53,11 @@ class FragmentWriter {
     std::future<Encoded> encoded;
     BlobRef* ref;  // points into meta_ entries (stable: entries are deques below)
   };
+  void write_footer();
   void flush_sparse_tile();
-  void submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref);
+  // Filters `raw` on the pool (and computes `stats` there too, when given).
+  void submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
+              TileStats* stats = nullptr);
   void drain(size_t keep);
 
   std::string dir_, tmp_path_, final_path_;
