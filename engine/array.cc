@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "engine/bytes.h"
 #include "engine/checksum.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
@@ -21,22 +22,41 @@ const char kSchemaFile[] = "schema";
 const char kFragDir[] = "frag";
 const char kHeapDir[] = "heap";
 
-void write_schema(const std::string& dir, const Schema& s) {
-  std::vector<uint8_t> b = s.serialize();
-  uint64_t ck = checksum64(b.data(), b.size());
-  b.insert(b.end(), reinterpret_cast<uint8_t*>(&ck), reinterpret_cast<uint8_t*>(&ck) + 8);
-  write_file_atomic(join_path(dir, kSchemaFile), b.data(), b.size());
+// The schema file: u32 schema length, the schema, the id of the extent change it
+// records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
+void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id) {
+  std::vector<uint8_t> body = s.serialize();
+  ByteWriter w;
+  w.u32(static_cast<uint32_t>(body.size()));
+  w.bytes(body.data(), body.size());
+  w.u64(extent_id.ts);
+  w.u32(extent_id.rank);
+  w.u32(extent_id.seq);
+  w.u32(extent_id.gen);
+  w.u64(checksum64(w.buf().data(), w.size()));
+  write_file_atomic(join_path(dir, kSchemaFile), w.buf().data(), w.size());
 }
 
-Schema read_schema(const std::string& dir) {
+Schema read_schema(const std::string& dir, FragmentId* extent_id) {
   std::string path = join_path(dir, kSchemaFile);
+  std::string what = "array schema '" + path + "'";
   std::vector<uint8_t> b = read_file(path);
-  if (b.size() < 8) throw_error(Errc::kCorrupt, "array schema '" + path + "': file truncated");
+  if (b.size() < 8) throw_error(Errc::kCorrupt, what + ": file truncated");
   uint64_t ck;
   std::memcpy(&ck, b.data() + b.size() - 8, 8);
-  if (checksum64(b.data(), b.size() - 8) != ck)
-    throw_error(Errc::kCorrupt, "array schema '" + path + "': checksum mismatch");
-  return Schema::deserialize(b.data(), b.size() - 8, "array schema '" + path + "'");
+  if (checksum64(b.data(), b.size() - 8) != ck) throw_error(Errc::kCorrupt, what + ": checksum mismatch");
+  ByteReader r(b.data(), b.size() - 8, what);
+  uint32_t n = r.u32();
+  if (n > r.remaining()) r.fail("schema truncated");
+  Schema s = Schema::deserialize(b.data() + 4, n, what);
+  std::vector<uint8_t> skip(n);
+  r.bytes(skip.data(), n);
+  extent_id->ts = r.u64();
+  extent_id->rank = r.u32();
+  extent_id->seq = r.u32();
+  extent_id->gen = r.u32();
+  if (!r.done()) r.fail("trailing bytes");
+  return s;
 }
 
 // Many fragments mean many open files: lift the soft limit to the hard one once.
@@ -97,7 +117,7 @@ Status Array::create(const std::string& dir, const Schema& schema) {
     make_dirs(dir);
     make_dir(join_path(dir, kFragDir));
     if (schema.var) make_dir(join_path(dir, kHeapDir));
-    write_schema(dir, schema);
+    write_schema(dir, schema, FragmentId{});
     sync_dir(dir);
     sync_dir(parent_dir(dir));
   });
@@ -118,11 +138,25 @@ void Array::open_impl(bool writable) {
   raise_fd_limit();
   writable_ = writable;
   if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
-  schema_ = read_schema(dir_);
+  schema_ = read_schema(dir_, &extent_id_);
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
   load_fragments();
+  if (apply_extent_commits() && writable_) write_schema(dir_, schema_, extent_id_);  // repair
+}
+
+bool Array::apply_extent_commits() {
+  // A crash between publishing an extent change's fill fragment and rewriting the schema
+  // leaves the fragment newer than the schema's record: the fragment is the commit.
+  const Fragment* newest = nullptr;
+  for (auto& f : frags_)
+    if (f->meta().sets_extent && extent_id_ < f->meta().id) newest = f.get();
+  if (!newest) return false;
+  schema_.extent = newest->meta().extent;
+  extent_id_ = newest->meta().id;
+  buffer_->reset_layout(schema_);
+  return true;
 }
 
 Array::~Array() {
@@ -411,6 +445,10 @@ void Array::flush_impl() {
   finish_parked();
   spill();
   publish_unpublished();
+  if (schema_dirty_) {
+    write_schema(dir_, schema_, extent_id_);
+    schema_dirty_ = false;
+  }
 }
 
 void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
@@ -560,6 +598,7 @@ Status Array::set_extent(const Coords& extent) {
     next.extent = extent;
     next.validate();
     const Box old_dom = schema_.domain(), new_dom = next.domain();
+    FragmentId extent_id = next_id();  // newer than every fragment so far
     bool shrink = false;
     for (int d = 0; d < next.rank(); ++d) shrink |= extent[d] < schema_.extent[d];
     if (shrink && old_dom.cells() > 0) {
@@ -570,14 +609,15 @@ Status Array::set_extent(const Coords& extent) {
       std::vector<Box> cut;
       if (new_dom.cells() > 0) subtract(old_dom, new_dom, &cut);
       else cut.push_back(old_dom);
-      // One fill fragment per cut box (the cut boxes are disjoint, so each tile gets at
-      // most one piece per fragment), over just the tiles where some fragment holds data
-      // inside the cut — the cost follows the data, not its bounding box.
+      // One fill fragment over just the tiles where some fragment holds data inside the
+      // cut (the cost follows the data, not its bounding box).  It also records the new
+      // extent: publishing it is the commit point of the whole change (see
+      // apply_extent_commits), so a crash leaves the old state or the new one.
       Layout layout(schema_);
-      auto tile_less = [&layout](const Coords& x, const Coords& y) { return layout.compare_tiles(x.data(), y.data()) < 0; };
       const int r = schema_.rank();
+      std::vector<std::pair<Coords, Box>> pieces;
       for (const Box& c : cut) {
-        std::set<Coords, decltype(tile_less)> tiles(tile_less);
+        std::set<Coords> tiles;
         for (auto& f : frags_) {
           const FragmentMeta& m = f->meta();
           if (!m.has_domain || !m.domain.intersects(c)) continue;
@@ -594,18 +634,30 @@ Status Array::set_extent(const Coords& extent) {
             }
           }
         }
-        if (tiles.empty()) continue;
-        auto w = std::make_unique<FragmentWriter>(frag_dir_, next_id(), schema_);
         for (const Coords& t : tiles) {
           Box p;
-          if (intersect(layout.tile_box(t.data()), c, &p)) w->add_fill_tile(t.data(), p);
+          if (intersect(layout.tile_box(t.data()), c, &p)) pieces.push_back({t, p});
         }
+      }
+      if (!pieces.empty()) {
+        std::stable_sort(pieces.begin(), pieces.end(), [&](auto& x, auto& y) {
+          return layout.compare_tiles(x.first.data(), y.first.data()) < 0;
+        });
+        FragmentId id = next_id();
+        auto w = std::make_unique<FragmentWriter>(frag_dir_, id, schema_);
+        for (auto& [t, p] : pieces) w->add_fill_tile(t.data(), p);
+        w->set_extent(extent);
         complete(std::move(w));
+        extent_id = id;
       }
     }
-    write_schema(dir_, next);
     schema_ = next;
+    extent_id_ = extent_id;
     buffer_->reset_layout(schema_);
+    // Durable mode: the schema follows its fill fragment at once.  Deferred mode: at
+    // flush, after the fragments are published.
+    if (opts_.durable_writes) write_schema(dir_, schema_, extent_id_);
+    else schema_dirty_ = true;
   });
 }
 
@@ -613,9 +665,12 @@ Status Array::refresh() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     finish_parked();
-    schema_ = read_schema(dir_);
-    buffer_->reset_layout(schema_);
+    if (!schema_dirty_) {
+      schema_ = read_schema(dir_, &extent_id_);
+      buffer_->reset_layout(schema_);
+    }
     load_fragments();
+    apply_extent_commits();
   });
 }
 

@@ -114,6 +114,7 @@ class Array {
   void finish_parked();
   void publish_unpublished();
   void flush_impl();
+  bool apply_extent_commits();
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
 
   mutable std::mutex mu_;
@@ -129,6 +130,8 @@ class Array {
   std::deque<std::unique_ptr<FragmentWriter>> parked_;  // dense writers still filtering
   // Finished but unpublished fragments (deferred mode): (fragment, final path).
   std::vector<std::pair<std::shared_ptr<Fragment>, std::string>> unpublished_;
+  FragmentId extent_id_;       // the extent change the schema file records
+  bool schema_dirty_ = false;  // deferred mode: schema to write at flush
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;
 };

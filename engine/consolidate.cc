@@ -139,8 +139,8 @@ void Array::consolidate_range(size_t first, size_t last) {
     std::vector<std::vector<SparseRef>> sparse_in(in.size());
     for (size_t fi = 0; fi < in.size(); ++fi) {
       const FragmentMeta& m = in[fi]->meta();
-      long idx = m.find_dense(layout, tk.t.data());
-      if (idx >= 0) grow(m.dense[idx].box);
+      auto [d0, d1] = m.dense_range(layout, tk.t.data());
+      for (size_t idx = d0; idx < d1; ++idx) grow(m.dense[idx].box);
       for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
         if (!m.sparse[ti].mbr.intersects(tbox)) continue;
         auto t = in[fi]->sparse_tile(ti, layout);
@@ -168,8 +168,8 @@ void Array::consolidate_range(size_t first, size_t last) {
     // Paint oldest to newest.
     for (size_t fi = 0; fi < in.size(); ++fi) {
       const FragmentMeta& m = in[fi]->meta();
-      long idx = m.find_dense(layout, tk.t.data());
-      if (idx >= 0) {
+      auto [d0, d1] = m.dense_range(layout, tk.t.data());
+      for (size_t idx = d0; idx < d1; ++idx) {
         const DenseEntry& e = m.dense[idx];
         uint64_t shape[kMaxRank], estride[kMaxRank], off = 0;
         for (int d = 0; d < r; ++d) {

@@ -92,6 +92,8 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
     w.u32(f.seq);
     w.u32(f.gen);
   }
+  w.u8(sets_extent ? 1 : 0);
+  if (sets_extent) put_coords(w, extent);
   return std::move(w.buf());
 }
 
@@ -154,19 +156,30 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
     f.seq = r.u32();
     f.gen = r.u32();
   }
+  uint8_t se = r.u8();
+  if (se > 1) r.fail("bad extent flag");
+  m.sets_extent = se == 1;
+  if (m.sets_extent) m.extent = get_coords(r, m.rank);
   if (!r.done()) r.fail("trailing bytes in footer");
   return m;
 }
 
-long FragmentMeta::find_dense(const Layout& layout, const uint64_t* tile) const {
+std::pair<size_t, size_t> FragmentMeta::dense_range(const Layout& layout, const uint64_t* tile) const {
   size_t lo = 0, hi = dense.size();
-  while (lo < hi) {
+  while (lo < hi) {  // first entry with tile >= `tile`
     size_t mid = (lo + hi) / 2;
-    int c = layout.compare_tiles(dense[mid].tile.data(), tile);
-    if (c == 0) return static_cast<long>(mid);
-    if (c < 0) lo = mid + 1;
+    if (layout.compare_tiles(dense[mid].tile.data(), tile) < 0) lo = mid + 1;
     else hi = mid;
   }
+  size_t last = lo;
+  while (last < dense.size() && layout.compare_tiles(dense[last].tile.data(), tile) == 0) ++last;
+  return {lo, last};
+}
+
+long FragmentMeta::dense_at(const Layout& layout, const uint64_t* tile, const uint64_t* c) const {
+  auto [a, b] = dense_range(layout, tile);
+  for (size_t i = a; i < b; ++i)
+    if (dense[i].box.contains(c)) return static_cast<long>(i);
   return -1;
 }
 

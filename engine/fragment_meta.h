@@ -48,15 +48,22 @@ struct FragmentMeta {
   FilterPipeline values_filters, coords_filters;
   bool has_domain = false;
   Box domain;  // bounding box of every cell the fragment holds
-  std::vector<DenseEntry> dense;    // ascending tile order
+  std::vector<DenseEntry> dense;    // non-decreasing tile order; boxes disjoint
   std::vector<SparseEntry> sparse;  // global order
   std::vector<FragmentId> replaces; // fragments this one consolidated
+  // An extent change this fragment commits (its fill entries erase what the change cut
+  // off): the array's extent is `extent` unless the schema records a newer change.
+  bool sets_extent = false;
+  Coords extent;
   uint64_t cells = 0;               // cells held (dense + sparse)
 
   std::vector<uint8_t> serialize() const;
   static FragmentMeta deserialize(const uint8_t* p, size_t n, const std::string& what);
-  // Index of the dense entry for `tile`, or -1.
-  long find_dense(const Layout& layout, const uint64_t* tile) const;
+  // The [first, last) range of dense entries in `tile` (several disjoint boxes may share
+  // a tile: an extent shrink can cut an L-shaped region out of one).
+  std::pair<size_t, size_t> dense_range(const Layout& layout, const uint64_t* tile) const;
+  // The dense entry of `tile` containing cell c, or -1.
+  long dense_at(const Layout& layout, const uint64_t* tile, const uint64_t* c) const;
   void extend_domain(const Box& b);
 };
 

@@ -113,7 +113,7 @@ void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::v
 }
 
 void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {
-  if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) >= 0)
+  if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) > 0)
     throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
   DenseEntry e;
   e.kind = DenseEntry::kFill;

@@ -22,8 +22,14 @@ class FragmentWriter {
 
   // Cells of `box` (inside the tile's box) in cell order; tiles in ascending tile order.
   void add_dense_tile(const uint64_t* tile, const Box& box, std::vector<uint8_t> data);
-  // A box that reads as the fill value (used for extent shrinks).
+  // A box that reads as the fill value (used for extent shrinks).  Several disjoint fill
+  // boxes may share a tile (added consecutively).
   void add_fill_tile(const uint64_t* tile, const Box& box);
+  // Marks the fragment as committing an extent change (fragment_meta.h).
+  void set_extent(const Coords& extent) {
+    meta_.sets_extent = true;
+    meta_.extent = extent;
+  }
   // Cells strictly ascending in global order, across calls.  Cut into data tiles of the
   // schema's sparse capacity.
   void add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n);

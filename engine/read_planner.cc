@@ -109,22 +109,23 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
       const Fragment& f = *view_.fragments[*it];
       const FragmentMeta& m = f.meta();
       if (!m.domain.intersects(region)) continue;
-      long idx = m.find_dense(layout_, tile.data());
-      if (idx < 0) continue;
-      const DenseEntry& e = m.dense[idx];
-      std::shared_ptr<const std::vector<uint8_t>> data;
-      next.clear();
-      for (const Box& b : remaining) {
-        Box piece;
-        if (!intersect(b, e.box, &piece)) {
-          next.push_back(b);
-          continue;
+      auto [first, last] = m.dense_range(layout_, tile.data());
+      for (size_t idx = first; idx < last && !remaining.empty(); ++idx) {
+        const DenseEntry& e = m.dense[idx];
+        std::shared_ptr<const std::vector<uint8_t>> data;
+        next.clear();
+        for (const Box& b : remaining) {
+          Box piece;
+          if (!intersect(b, e.box, &piece)) {
+            next.push_back(b);
+            continue;
+          }
+          if (e.kind == DenseEntry::kData && !data) data = f.dense_tile(idx);
+          copy_box(sel, piece, data ? data->data() : nullptr, e.box, dst, ostride);
+          subtract(b, e.box, &next);
         }
-        if (e.kind == DenseEntry::kData && !data) data = f.dense_tile(idx);
-        copy_box(sel, piece, data ? data->data() : nullptr, e.box, dst, ostride);
-        subtract(b, e.box, &next);
+        remaining.swap(next);
       }
-      remaining.swap(next);
     }
     for (const Box& b : remaining) copy_box(sel, b, nullptr, b, dst, ostride);
     int d = rank_ - 1;
@@ -146,8 +147,7 @@ bool ReadPlanner::newer_dense_covers(size_t frag_index, const uint64_t* c) const
       layout_.tile_of(c, tile);
       have_tile = true;
     }
-    long idx = m.find_dense(layout_, tile);
-    if (idx >= 0 && m.dense[idx].box.contains(c)) return true;
+    if (m.dense_at(layout_, tile, c) >= 0) return true;
   }
   return false;
 }
@@ -249,8 +249,8 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
     const Fragment& f = *view_.fragments[fi];
     const FragmentMeta& m = f.meta();
     if (!m.domain.contains(c)) continue;
-    long idx = m.find_dense(layout_, tile);
-    if (idx >= 0 && m.dense[idx].box.contains(c)) {
+    long idx = m.dense_at(layout_, tile, c);
+    if (idx >= 0) {
       const DenseEntry& e = m.dense[idx];
       if (e.kind == DenseEntry::kFill) return false;
       auto data = f.dense_tile(idx);
