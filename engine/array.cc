@@ -21,10 +21,11 @@ namespace {
 const char kSchemaFile[] = "schema";
 const char kFragDir[] = "frag";
 const char kHeapDir[] = "heap";
+const char kJournalFile[] = "publish.journal";
 
 // The schema file: u32 schema length, the schema, the id of the extent change it
 // records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
-void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id) {
+void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true) {
   std::vector<uint8_t> body = s.serialize();
   ByteWriter w;
   w.u32(static_cast<uint32_t>(body.size()));
@@ -34,7 +35,7 @@ void write_schema(const std::string& dir, const Schema& s, const FragmentId& ext
   w.u32(extent_id.seq);
   w.u32(extent_id.gen);
   w.u64(checksum64(w.buf().data(), w.size()));
-  write_file_atomic(join_path(dir, kSchemaFile), w.buf().data(), w.size());
+  write_file_atomic(join_path(dir, kSchemaFile), w.buf().data(), w.size(), durable);
 }
 
 Schema read_schema(const std::string& dir, FragmentId* extent_id) {
@@ -110,16 +111,18 @@ ArrayOptions ArrayOptions::from_env() {
   return o;
 }
 
-Status Array::create(const std::string& dir, const Schema& schema) {
+Status Array::create(const std::string& dir, const Schema& schema, bool durable) {
   return guard([&] {
     schema.validate();
     if (path_exists(dir)) throw_errno("create array", dir, EEXIST);
     make_dirs(dir);
     make_dir(join_path(dir, kFragDir));
     if (schema.var) make_dir(join_path(dir, kHeapDir));
-    write_schema(dir, schema, FragmentId{});
-    sync_dir(dir);
-    sync_dir(parent_dir(dir));
+    write_schema(dir, schema, FragmentId{}, durable);
+    if (durable) {
+      sync_dir(dir);
+      sync_dir(parent_dir(dir));
+    }
   });
 }
 
@@ -142,6 +145,7 @@ void Array::open_impl(bool writable) {
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
+  recover_journal();
   load_fragments();
   if (apply_extent_commits() && writable_) write_schema(dir_, schema_, extent_id_);  // repair
 }
@@ -168,6 +172,7 @@ void Array::load_fragments() {
   std::set<std::string> known;
   for (auto& f : frags_) known.insert(f->path());
   for (auto& u : unpublished_) all.push_back(u.first);  // not in the listing yet
+  for (auto& f : recovered_) all.push_back(f);          // a read-only view of a journal
   for (const std::string& name : list_dir(frag_dir_)) {
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
@@ -430,25 +435,95 @@ void Array::finish_parked() {
   }
 }
 
-void Array::publish_unpublished() {
+// Publishing a flush's fragments must be atomic: with several fragments, a crash between
+// two renames would expose some writes of the batch without earlier ones.  So the batch
+// is written as a redo journal (synced) before the first rename; whoever opens the array
+// next finishes the renames (recover_journal), and the journal goes once all are done.
+void Array::stage_publish(bool synced) {
   if (unpublished_.empty()) return;
-  while (!unpublished_.empty()) {
-    auto& [f, final_path] = unpublished_.front();
-    FragmentWriter::publish_finished(f->file(), f->path(), final_path);
-    f->set_path(final_path);
-    unpublished_.erase(unpublished_.begin());
+  if (!synced)
+    for (auto& u : unpublished_) u.first->file().sync();
+  ByteWriter w;
+  w.bytes("TSRAJRNL", 8);
+  w.u32(1);
+  w.u64(unpublished_.size());
+  for (auto& [f, final_path] : unpublished_) {
+    w.str(f->path());
+    w.str(final_path);
   }
-  sync_dir(frag_dir_);
+  w.u64(checksum64(w.buf().data(), w.size()));
+  write_file_atomic(join_path(frag_dir_, kJournalFile), w.buf().data(), w.size(), !synced);
+  journal_staged_ = true;
+}
+
+void Array::finish_publish(bool synced) {
+  if (journal_staged_) {
+    for (auto& [f, final_path] : unpublished_) {
+      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
+      f->set_path(final_path);
+    }
+    unpublished_.clear();
+    if (!synced) sync_dir(frag_dir_);
+    remove_file(join_path(frag_dir_, kJournalFile));
+    journal_staged_ = false;
+  }
+  if (schema_dirty_) {
+    write_schema(dir_, schema_, extent_id_, !synced);
+    schema_dirty_ = false;
+  }
+}
+
+void Array::recover_journal() {
+  std::string path = join_path(frag_dir_, kJournalFile);
+  if (writable_) {
+    // A journal's own temporary file, left by a crash while it was being written.
+    const std::string stem = std::string(kJournalFile) + ".tmp.";
+    for (const std::string& name : list_dir(frag_dir_))
+      if (name.compare(0, stem.size(), stem) == 0) remove_file(join_path(frag_dir_, name));
+  }
+  if (!path_exists(path)) return;
+  std::vector<std::pair<std::string, std::string>> moves;
+  try {
+    std::vector<uint8_t> b = read_file(path);
+    if (b.size() < 8) throw_error(Errc::kCorrupt, "short");
+    uint64_t ck;
+    std::memcpy(&ck, b.data() + b.size() - 8, 8);
+    if (checksum64(b.data(), b.size() - 8) != ck) throw_error(Errc::kCorrupt, "checksum");
+    ByteReader r(b.data(), b.size() - 8, "publish journal '" + path + "'");
+    char magic[8];
+    r.bytes(magic, 8);
+    if (std::memcmp(magic, "TSRAJRNL", 8) != 0 || r.u32() != 1) r.fail("bad magic or version");
+    uint64_t n = r.count(8);
+    for (uint64_t i = 0; i < n; ++i) {
+      std::string from = r.str(), to = r.str();
+      moves.emplace_back(std::move(from), std::move(to));
+    }
+  } catch (const Error&) {
+    // A journal is synced before its first rename: a damaged one means no rename began.
+    if (writable_) remove_file(path);
+    return;
+  }
+  for (auto& [from, to] : moves) {
+    if (parent_dir(from) != frag_dir_ || parent_dir(to) != frag_dir_) continue;  // never leave the array
+    if (path_exists(from)) {
+      if (writable_) {
+        if (::rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
+      } else {
+        recovered_.push_back(Fragment::open(from));  // readers see the batch whole too
+      }
+    }
+  }
+  if (writable_) {
+    sync_dir(frag_dir_);
+    remove_file(path);
+  }
 }
 
 void Array::flush_impl() {
   finish_parked();
   spill();
-  publish_unpublished();
-  if (schema_dirty_) {
-    write_schema(dir_, schema_, extent_id_);
-    schema_dirty_ = false;
-  }
+  stage_publish(false);
+  finish_publish(false);
 }
 
 void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
@@ -585,6 +660,29 @@ Status Array::flush() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (writable_) flush_impl();
+  });
+}
+
+Status Array::prepare_flush() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_) return;
+    finish_parked();
+    spill();
+  });
+}
+
+Status Array::stage_prepared(bool synced) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (writable_) stage_publish(synced);
+  });
+}
+
+Status Array::publish_prepared(bool synced) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (writable_) finish_publish(synced);
   });
 }
 

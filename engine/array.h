@@ -45,7 +45,9 @@ struct FragmentInfo {
 
 class Array {
  public:
-  static Status create(const std::string& dir, const Schema& schema);
+  // durable = false: nothing is synced (the caller syncs the file system before it
+  // records the array anywhere, e.g. at its flush).
+  static Status create(const std::string& dir, const Schema& schema, bool durable = true);
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
                      std::unique_ptr<Array>* out);
   ~Array();  // flushes the write buffer (errors are lost: call flush() first to see them)
@@ -71,6 +73,15 @@ class Array {
 
   // Makes everything written so far durable (spills the write buffer into a fragment).
   Status flush();
+  // flush() in three steps, for a caller that flushes many arrays with a few file-system
+  // syncs (Container::sync) instead of one fsync per file:
+  //   prepare_flush()        every pending fragment written (unsynced);   then sync
+  //   stage_prepared(true)   the batch's publish journal written;         then sync
+  //   publish_prepared(true) renames done, journal removed, schema;       then sync
+  // With synced = false each step syncs what it wrote itself.
+  Status prepare_flush();
+  Status stage_prepared(bool synced);
+  Status publish_prepared(bool synced);
   // Grows or shrinks the current extent.  Cells cut off by a shrink read as the fill value
   // if the extent grows back (as in HDF5).
   Status set_extent(const Coords& extent);
@@ -112,7 +123,9 @@ class Array {
   // Deferred mode: lets a dense writer keep filtering in the background.
   void park(std::unique_ptr<FragmentWriter> w);
   void finish_parked();
-  void publish_unpublished();
+  void stage_publish(bool synced);
+  void finish_publish(bool synced);
+  void recover_journal();
   void flush_impl();
   bool apply_extent_commits();
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
@@ -132,6 +145,8 @@ class Array {
   std::vector<std::pair<std::shared_ptr<Fragment>, std::string>> unpublished_;
   FragmentId extent_id_;       // the extent change the schema file records
   bool schema_dirty_ = false;  // deferred mode: schema to write at flush
+  bool journal_staged_ = false;
+  std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;
 };

@@ -109,7 +109,11 @@ std::string Container::array_dir(uint64_t id) const {
   return join_path(join_path(path_, kArraysDir), name);
 }
 
-Status Container::create_array(const Schema& schema, uint64_t* id) {
+Status Container::sync() {
+  return guard([&] { sync_filesystem(path_); });
+}
+
+Status Container::create_array(const Schema& schema, uint64_t* id, bool durable) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
     schema.validate();
@@ -118,7 +122,7 @@ Status Container::create_array(const Schema& schema, uint64_t* id) {
     CatalogBatch b;
     b.put(kNextIdKey, std::to_string(next + 1));
     catalog_->commit(b);
-    Status st = Array::create(array_dir(next), schema);
+    Status st = Array::create(array_dir(next), schema, durable);
     if (!st.ok()) throw_error(st.code(), st.message());
     *id = next;
   });

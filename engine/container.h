@@ -27,7 +27,10 @@ class Container {
   Catalog& catalog() { return *catalog_; }
 
   // Array ids are allocated from a counter kept in the catalog.
-  Status create_array(const Schema& schema, uint64_t* id);
+  // durable = false: the array's files are not synced until the next sync().
+  Status create_array(const Schema& schema, uint64_t* id, bool durable = true);
+  // One syncfs(2) over the container's file system (see Array::prepare_flush).
+  Status sync();
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
   Status remove_array(uint64_t id);
   std::string array_dir(uint64_t id) const;

@@ -231,7 +231,7 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return data;
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t n) {
+void write_file_atomic(const std::string& path, const void* data, size_t n, bool durable) {
   // pid + counter keeps concurrent writers (threads or processes) off each other's temp file.
   static std::atomic<uint64_t> counter{0};
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
@@ -239,13 +239,26 @@ void write_file_atomic(const std::string& path, const void* data, size_t n) {
   try {
     File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
     f.pwrite_all(data, n, 0);
-    f.sync();
+    if (durable) f.sync();
     f.close();
-    rename_durable(tmp, path);
+    if (durable) {
+      rename_durable(tmp, path);
+    } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      throw_errno("rename to", path, errno);
+    }
   } catch (...) {
     ::unlink(tmp.c_str());  // best effort; the original error is what matters
     throw;
   }
+}
+
+void sync_filesystem(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("open for syncfs", path, errno);
+  int rc = ::syncfs(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw_errno("syncfs", path, err);
 }
 
 // ---- FileLock -----------------------------------------------------------------------------

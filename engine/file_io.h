@@ -66,8 +66,12 @@ std::vector<std::string> list_dir(const std::string& dir);
 std::string parent_dir(const std::string& path);
 std::string join_path(const std::string& a, const std::string& b);
 std::vector<uint8_t> read_file(const std::string& path);
-// tmp file in the same directory + fdatasync + rename_durable.
-void write_file_atomic(const std::string& path, const void* data, size_t n);
+// tmp file in the same directory + fdatasync + rename_durable.  With durable = false the
+// replacement is still atomic (rename) but not synced: the caller syncs later (syncfs).
+void write_file_atomic(const std::string& path, const void* data, size_t n, bool durable = true);
+// syncfs(2) on the file system holding `path`: one call makes every earlier write on it
+// durable — cheaper than thousands of fsyncs when a flush publishes many small files.
+void sync_filesystem(const std::string& path);
 
 // An advisory lock (flock) held for the object's lifetime.
 class FileLock {

@@ -183,8 +183,9 @@ std::string FragmentWriter::finish() {
   return tmp_path_;
 }
 
-void FragmentWriter::publish_finished(File& f, const std::string& tmp_path, const std::string& final_path) {
-  f.sync();
+void FragmentWriter::publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
+                                      bool already_synced) {
+  if (!already_synced) f.sync();
   if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) throw_errno("publish fragment", final_path, errno);
 }
 

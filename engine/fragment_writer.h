@@ -45,7 +45,8 @@ class FragmentWriter {
   const std::string& final_path() const { return final_path_; }
   // Makes a finished fragment durable under its final name: fdatasync(fd), rename.  The
   // caller fsyncs the directory once for a batch of these.
-  static void publish_finished(File& f, const std::string& tmp_path, const std::string& final_path);
+  static void publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
+                               bool already_synced = false);
   void abort();
 
   static std::string file_name(const FragmentId& id) { return id.name() + ".tfr"; }

@@ -283,7 +283,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       std::tie(parent, last) = f->resolve_parent(start, name, intermediate_groups(lcpl_id), &b);
       if (f->find_link(parent, last)) fail_arg("name '" + std::string(name) + "' already exists");
     }
-    check(f->container().create_array(schema, &rec.array_id));
+    check(f->container().create_array(schema, &rec.array_id, /*durable=*/false));
     try {
       d->oid = f->allocate_oid(b);
       f->put_object(b, d->oid, rec);

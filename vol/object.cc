@@ -146,7 +146,7 @@ struct Copier {
     src.flush_arrays();
     auto a = src.array(array_id);
     uint64_t id = 0;
-    check(dst.container().create_array(a->schema(), &id));
+    check(dst.container().create_array(a->schema(), &id, /*durable=*/false));
     new_arrays.push_back(id);
     std::string from = src.container().array_dir(array_id), to = dst.container().array_dir(id);
     check(tessera::guard([&] {

@@ -483,16 +483,28 @@ std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
   auto it = arrays_.find(array_id);
   if (it != arrays_.end()) return it->second;
   std::unique_ptr<tessera::Array> a;
-  check(container_->open_array(array_id, writable(), tessera::ArrayOptions::from_env(), &a));
+  tessera::ArrayOptions opts = tessera::ArrayOptions::from_env();
+  opts.durable_writes = false;  // published at flush/close (flush_arrays)
+  check(container_->open_array(array_id, writable(), opts, &a));
   std::shared_ptr<tessera::Array> sp(std::move(a));
   arrays_[array_id] = sp;
   return sp;
 }
 
 void SharedFile::flush_arrays() {
-  for (auto& [id, a] : arrays_) check(a->flush());
-  // Metadata commits are queued in memory until here (HDF5: durable after flush/close).
-  if (writable()) check(tessera::guard([&] { container_->catalog().sync(); }));
+  if (!writable()) return;
+  // HDF5's rule: everything is durable after a flush or close, not before.  Fragments and
+  // new arrays were written unsynced; one syncfs makes them all durable, each array's
+  // publish journal is then written and synced, the renames publish the batch (a crash
+  // mid-way is finished from the journal on the next open), a last syncfs makes them
+  // durable, and only then the catalog — which names the arrays — is synced.
+  for (auto& [id, a] : arrays_) check(a->prepare_flush());
+  check(container_->sync());
+  for (auto& [id, a] : arrays_) check(a->stage_prepared(true));
+  check(container_->sync());
+  for (auto& [id, a] : arrays_) check(a->publish_prepared(true));
+  check(container_->sync());
+  check(tessera::guard([&] { container_->catalog().sync(); }));
 }
 
 void SharedFile::drop_array(uint64_t array_id) {

@@ -20,6 +20,9 @@
 #include "engine/box.h"
 #include "engine/error.h"
 #include "engine/file_io.h"
+#include "engine/fragment.h"
+#include "engine/layout.h"
+#include "engine/schema.h"
 
 namespace tessera {
 namespace testutil {
@@ -286,6 +289,17 @@ inline uint64_t file_size(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return 0;
   return static_cast<uint64_t>(st.st_size);
+}
+
+// Opens the fragment file and decodes every tile it holds (each read verifies the tile's
+// checksum).  Throws tessera::Error on any damage.  The one place that depends on the
+// internal Fragment API.
+inline void read_every_tile(const std::string& path, const Schema& schema) {
+  auto f = Fragment::open(path);
+  Layout layout(schema);
+  for (size_t i = 0; i < f->meta().dense.size(); ++i)
+    if (f->meta().dense[i].kind == DenseEntry::kData) f->dense_tile(i);
+  for (size_t i = 0; i < f->meta().sparse.size(); ++i) f->sparse_tile(i, layout);
 }
 
 }  // namespace testutil

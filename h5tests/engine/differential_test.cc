@@ -1,0 +1,1255 @@
+// Randomized differential test of the array engine (engine/array.h) against a plain
+// in-memory model (test_util.h): ten configurations (ranks 1-4, element sizes 1/4/8/12,
+// tiles that do not divide the extent, no filter / shuffle+deflate / zstd / lz4, row- and
+// column-major orders, fill values) each run a few hundred random operations — box,
+// strided, interval-product and point writes, set_extent, flush, reopen, consolidation,
+// refresh, a long-lived reader — with full, box, strided and point reads checked after
+// every step.  Then deterministic tests: newest-wins across fragment kinds, covered tiles,
+// fill values, errors, a huge sparse domain, large buffered writes, known engine bugs.
+//
+// Every random run prints its seed.  Replay one configuration with
+//   TESSERA_TEST_SEED=<seed> TESSERA_TEST_SEED_EXACT=1 ./engine_tests --gtest_filter='Differential.<name>'
+// (without TESSERA_TEST_SEED_EXACT the value is a base seed from which each configuration
+// derives its own).  TESSERA_TEST_ITERS overrides the number of operations per configuration.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/array.h"
+#include "engine/container.h"
+#include "engine/file_io.h"
+#include "engine/fragment.h"
+#include "h5tests/engine/test_util.h"
+
+namespace tessera {
+namespace {
+
+using testutil::ArrayModel;
+using testutil::IndexSets;
+using testutil::Rng;
+using testutil::status_str;
+
+constexpr uint64_t kDefaultSeed = 0x7E55E7A;
+
+struct Config {
+  const char* name;
+  ElementKind kind;
+  uint32_t elem_size;
+  Coords tile, extent, max_extent, cap;  // cap bounds set_extent (== max_extent if bounded)
+  std::vector<Filter> filters;
+  Order cell_order = Order::kRowMajor, tile_order = Order::kRowMajor;
+  bool nonzero_fill = true;
+  uint64_t sparse_capacity = 10000;
+};
+
+Schema make_schema(const Config& c) {
+  Schema s;
+  s.extent = c.extent;
+  s.max_extent = c.max_extent;
+  s.tile_extent = c.tile;
+  s.elem_size = c.elem_size;
+  s.kind = c.kind;
+  if (c.nonzero_fill) {
+    s.fill.resize(c.elem_size);
+    for (uint32_t i = 0; i < c.elem_size; ++i) s.fill[i] = static_cast<uint8_t>(0xA5 ^ (i * 0x3B));
+  }
+  s.filters = FilterPipeline(c.filters, c.elem_size);
+  s.cell_order = c.cell_order;
+  s.tile_order = c.tile_order;
+  s.sparse_capacity = c.sparse_capacity;
+  return s;
+}
+
+uint64_t default_iters() { return testutil::env_u64("TESSERA_TEST_ITERS", testutil::kSanitized ? 200 : 400); }
+
+// One randomized run: a container with one array, driven by random operations; the model
+// follows every operation and every step ends with reads checked against the model.
+class DiffRun {
+ public:
+  DiffRun(const Config& cfg, uint64_t seed)
+      : cfg_(cfg), seed_(seed), rng_(seed), dir_("tessera_diff"),
+        model_(cfg.cap, cfg.extent, cfg.elem_size, make_schema(cfg).fill) {}
+
+  void run(uint64_t steps) {
+    const std::string cpath = dir_.sub("c.tsr");
+    ASSERT_TRUE(Container::create(cpath, Container::CreateMode::kExclusive, &cont_).ok());
+    Status st = cont_->create_array(make_schema(cfg_), &id_);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    randomize_options();
+    st = cont_->open_array(id_, true, opts_, &arr_);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    log("open " + opts_str());
+    durable_now();
+    for (step_ = 0; step_ < steps; ++step_) {
+      do_random_op();
+      if (!::testing::Test::HasFailure()) verify();
+      if (::testing::Test::HasFailure()) {
+        ADD_FAILURE() << "config " << cfg_.name << " seed " << seed_ << " failed at step " << step_
+                      << "; last operations:\n" << history();
+        return;
+      }
+    }
+    // Everything must survive a final close and reopen.
+    st = arr_->flush();
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    arr_.reset();
+    st = Array::open(cont_->array_dir(id_), false, ArrayOptions(), &arr_);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    ops_ = step_;
+    step_ = 0;  // also checks the long-lived reader
+    verify();
+    if (::testing::Test::HasFailure())
+      ADD_FAILURE() << "config " << cfg_.name << " seed " << seed_ << " failed after the final reopen; last operations:\n"
+                    << history();
+  }
+
+  uint64_t ops_done() const { return ops_; }
+  // What the run exercised (printed with the seed; a run that takes no direct writes or no
+  // spills would test much less than it claims).
+  struct Stats {
+    uint64_t direct = 0, buffered = 0, spills_mid_write = 0, points = 0, extents = 0, reopens = 0, consolidations = 0,
+             max_fragments = 0, sparse_tiles = 0, dense_tiles = 0;
+  } stats_;
+  std::string stats_str() const {
+    const Stats& s = stats_;
+    return "direct " + std::to_string(s.direct) + ", buffered " + std::to_string(s.buffered) + " (spilled mid-write " +
+           std::to_string(s.spills_mid_write) + "), point writes " + std::to_string(s.points) + ", set_extent " +
+           std::to_string(s.extents) + ", reopens " + std::to_string(s.reopens) + ", consolidations " +
+           std::to_string(s.consolidations) + ", max fragments " + std::to_string(s.max_fragments) +
+           ", max sparse/dense tiles " + std::to_string(s.sparse_tiles) + "/" + std::to_string(s.dense_tiles);
+  }
+
+ private:
+  // ---- bookkeeping ---------------------------------------------------------------------
+  void log(std::string s) {
+    hist_.push_back("#" + std::to_string(step_) + " " + s);
+    if (hist_.size() > 24) hist_.erase(hist_.begin());
+  }
+  std::string history() const {
+    std::string s;
+    for (auto& h : hist_) s += "  " + h + "\n";
+    return s;
+  }
+  std::string opts_str() const {
+    return "(budget=" + std::to_string(opts_.buffer_budget) + " direct_cells=" + std::to_string(opts_.direct_cells) +
+           (opts_.durable_writes ? " durable" : " deferred, max_open_writers=" + std::to_string(opts_.max_open_writers)) +
+           ")";
+  }
+  std::string coords(const Coords& c) const { return testutil::coords_str(c.data(), rank()); }
+  std::string sets_str(const IndexSets& s) const {
+    std::string out = "[";
+    for (int d = 0; d < rank(); ++d) {
+      out += d ? " x " : "";
+      out += "{";
+      for (size_t i = 0; i < s[d].size() && i < 12; ++i) out += (i ? "," : "") + std::to_string(s[d][i]);
+      if (s[d].size() > 12) out += ",...(" + std::to_string(s[d].size()) + ")";
+      out += "}";
+    }
+    return out + "]";
+  }
+  int rank() const { return model_.rank(); }
+  size_t es() const { return cfg_.elem_size; }
+  uint64_t tile_cells() const {
+    uint64_t n = 1;
+    for (uint64_t t : cfg_.tile) n *= t;
+    return n;
+  }
+
+  void randomize_options() {
+    opts_ = ArrayOptions();
+    switch (rng_.below(4)) {
+      case 0: opts_.buffer_budget = 64 << 20; break;
+      case 1: opts_.buffer_budget = 1; break;  // every buffered write spills
+      case 2: opts_.buffer_budget = 2048 + rng_.below(4096); break;
+      default: opts_.buffer_budget = 40000; break;
+    }
+    // Deferred publishing (the connector's mode) half of the time.
+    opts_.durable_writes = rng_.chance(0.5);
+    opts_.max_open_writers = 1 + rng_.below(4);
+    switch (rng_.below(4)) {
+      case 0: opts_.direct_cells = 16384; break;
+      case 1: opts_.direct_cells = 1; break;
+      case 2: opts_.direct_cells = 1 + rng_.below(16); break;
+      default: opts_.direct_cells = 1 + rng_.below(tile_cells()); break;
+    }
+  }
+
+  // ---- random selections (inside the current extent, which must be non-empty) ----------
+  struct Sel {
+    Selection sel;
+    IndexSets sets;
+    std::string desc;
+  };
+  Sel random_box(uint64_t max_len) {
+    Coords lo(rank()), hi(rank());
+    for (int d = 0; d < rank(); ++d) {
+      uint64_t e = model_.extent()[d];
+      lo[d] = rng_.below(e);
+      hi[d] = lo[d] + rng_.range(1, std::min(max_len, e - lo[d])) - 1;
+    }
+    return box_sel(lo, hi);
+  }
+  Sel large_box() {
+    Coords lo(rank()), hi(rank());
+    for (int d = 0; d < rank(); ++d) {
+      uint64_t e = model_.extent()[d];
+      uint64_t len = rng_.chance(0.3) ? e : rng_.range(std::max<uint64_t>(1, e / 2), e);
+      lo[d] = rng_.below(e - len + 1);
+      hi[d] = lo[d] + len - 1;
+    }
+    return box_sel(lo, hi);
+  }
+  Sel box_sel(const Coords& lo, const Coords& hi) {
+    Sel s;
+    s.sel = Selection::from_box(Box(lo, hi));
+    std::vector<std::vector<Interval>> iv(rank());
+    for (int d = 0; d < rank(); ++d) iv[d].push_back({lo[d], hi[d]});
+    s.sets = testutil::index_sets_of_intervals(iv);
+    s.desc = "box " + Box(lo, hi).to_string();
+    return s;
+  }
+  Sel hyperslab() {
+    Coords start(rank()), stride(rank()), count(rank()), block(rank());
+    for (int d = 0; d < rank(); ++d) {
+      uint64_t e = model_.extent()[d];
+      block[d] = rng_.range(1, std::min<uint64_t>(3, e));
+      stride[d] = block[d] + rng_.below(4);
+      start[d] = rng_.below(e - block[d] + 1);
+      uint64_t maxc = (e - start[d] - block[d]) / stride[d] + 1;
+      count[d] = rng_.range(1, std::min<uint64_t>(maxc, 12));
+      if (count[d] == 1 && rng_.chance(0.3)) stride[d] = rng_.range(1, block[d]);  // stride < block is fine for count 1
+    }
+    Sel s;
+    s.sel = Selection::from_hyperslab(start, stride, count, block);
+    s.sets = testutil::index_sets_of_hyperslab(start, stride, count, block);
+    s.desc = "hyperslab start" + coords(start) + " stride" + coords(stride) + " count" + coords(count) + " block" +
+             coords(block);
+    return s;
+  }
+  Sel intervals() {
+    std::vector<std::vector<Interval>> iv(rank());
+    for (int d = 0; d < rank(); ++d) {
+      uint64_t e = model_.extent()[d];
+      size_t k = rng_.range(1, 4);
+      for (size_t i = 0; i < k; ++i) {
+        uint64_t lo = rng_.below(e);
+        uint64_t hi = std::min(e - 1, lo + rng_.below(4));
+        iv[d].push_back({lo, hi});  // unsorted, overlapping and adjacent intervals are all allowed
+      }
+    }
+    Sel s;
+    s.sets = testutil::index_sets_of_intervals(iv);
+    s.sel = Selection::from_intervals(iv);
+    s.desc = "intervals " + sets_str(s.sets);
+    return s;
+  }
+  Sel random_read_sel() {
+    switch (rng_.below(3)) {
+      case 0: return random_box(1 + rng_.below(12));
+      case 1: return hyperslab();
+      default: return intervals();
+    }
+  }
+  Coords random_point() {
+    Coords c(rank());
+    for (int d = 0; d < rank(); ++d) c[d] = rng_.below(model_.extent()[d]);
+    return c;
+  }
+
+  // ---- operations ----------------------------------------------------------------------
+  void do_random_op() {
+    const bool empty = model_.empty();
+    uint64_t r = rng_.below(100);
+    if (empty && r < 55) r = 55 + rng_.below(45);  // nothing to write into: pick a non-write op
+    if (r < 16) write_sel(random_box(1 + rng_.below(4)));
+    else if (r < 28) write_sel(large_box());
+    else if (r < 37) write_sel(hyperslab());
+    else if (r < 44) write_sel(intervals());
+    else if (r < 55) write_points();
+    else if (r < 63) set_extent();
+    else if (r < 70) flush();
+    else if (r < 76) reopen();
+    else if (r < 84) consolidate();
+    else if (r < 88) refresh();
+    else if (r < 93) reader_check();
+    else if (r < 96) peek_durable();
+    else if (!empty) write_sel(random_box(2));
+    else flush();
+  }
+
+  // The durable state (what a fresh reader, or a crash, would see) is known exactly after a
+  // flush; in deferred mode it then stays put until the next flush, in durable mode every
+  // write or extent change makes parts of itself durable at once.
+  void durable_now() {
+    durable_model_ = std::make_unique<ArrayModel>(model_);
+  }
+  void changed() {
+    if (opts_.durable_writes) durable_model_.reset();
+  }
+
+  // Deferred mode: a fresh read-only handle sees exactly the last flushed state.
+  void peek_durable() {
+    if (!durable_model_) return;
+    log("read-only peek at the durable state");
+    std::unique_ptr<Array> ro;
+    Status st = Array::open(cont_->array_dir(id_), false, ArrayOptions(), &ro);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    EXPECT_EQ(ro->schema().extent, durable_model_->extent()) << "unflushed extent change visible to a reader";
+    if (!durable_model_->empty() && ro->schema().extent == durable_model_->extent())
+      check_sel(*ro, *durable_model_, full_sel(*durable_model_), "fresh reader (durable state)", false);
+  }
+
+  void write_sel(Sel s) {
+    changed();
+    const uint64_t n = testutil::product_cells(s.sets);
+    // Sometimes a padded source buffer with explicit strides.
+    std::vector<uint64_t> strides = testutil::dense_strides(s.sets);
+    bool padded = rng_.chance(0.25);
+    uint64_t total = n;
+    if (padded) {
+      uint64_t m = 1;
+      for (int d = rank() - 1; d >= 0; --d) {
+        strides[d] = m;
+        m *= s.sets[d].size() + rng_.below(3);
+      }
+      total = m;
+    }
+    std::vector<uint8_t> src(total * es());
+    rng_.fill(src.data(), src.size());
+    bool direct = s.sel.is_box() && n >= std::min(opts_.direct_cells, tile_cells());
+    log("write " + s.desc + (padded ? " (padded src)" : "") + (direct ? " [direct]" : " [buffered]"));
+    size_t before = arr_->fragments().size();
+    Status st = arr_->write(s.sel, src.data(), padded ? strides.data() : nullptr);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    model_.write(s.sets, src.data(), strides.data());
+    size_t after = arr_->fragments().size();
+    if (direct) {
+      ++stats_.direct;
+      EXPECT_EQ(after, before + 1) << "a direct write publishes exactly one fragment";
+    } else {
+      ++stats_.buffered;
+      stats_.spills_mid_write += after > before;
+    }
+  }
+
+  void write_points() {
+    changed();
+    size_t n = rng_.range(1, 60);
+    std::vector<uint64_t> c;
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0 && rng_.chance(0.2)) {  // a duplicate of an earlier point in the same call
+        size_t j = rng_.below(i);
+        c.insert(c.end(), c.begin() + j * rank(), c.begin() + (j + 1) * rank());
+      } else {
+        Coords p = random_point();
+        c.insert(c.end(), p.begin(), p.end());
+      }
+    }
+    std::vector<uint8_t> v(n * es());
+    rng_.fill(v.data(), v.size());
+    log("write_points n=" + std::to_string(n));
+    Status st = arr_->write_points(c.data(), n, v.data());
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    for (size_t i = 0; i < n; ++i) model_.set(&c[i * rank()], &v[i * es()]);  // later wins
+    ++stats_.points;
+  }
+
+  void set_extent() {
+    Coords e = model_.extent();
+    for (int d = 0; d < rank(); ++d) {
+      uint64_t cap = cfg_.cap[d];
+      uint64_t k = rng_.below(10);
+      if (k < 3) continue;                                 // keep
+      if (k < 6) e[d] = rng_.range(std::min(e[d] + 1, cap), cap);  // grow
+      else if (k < 9) e[d] = rng_.range(e[d] > 0 ? 1 : 0, e[d]);  // shrink (may stay)
+      else e[d] = rng_.chance(0.15) ? 0 : rng_.range(1, cap);      // anything, rarely empty
+    }
+    log("set_extent " + coords(e));
+    changed();
+    Status st = arr_->set_extent(e);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    model_.set_extent(e);
+    ++stats_.extents;
+    EXPECT_EQ(arr_->schema().extent, e);
+  }
+
+  void flush() {
+    log("flush");
+    Status st = arr_->flush();
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    durable_now();
+    EXPECT_EQ(arr_->buffered_cells(), 0u);
+  }
+
+  void reopen() {
+    bool flush_first = rng_.chance(0.5);
+    bool via_container = rng_.chance(0.5);
+    ++stats_.reopens;
+    if (flush_first) {
+      Status st = arr_->flush();
+      ASSERT_TRUE(st.ok()) << status_str(st);
+    }
+    arr_.reset();  // the destructor flushes whatever is still buffered
+    durable_now();
+    randomize_options();
+    log(std::string("reopen") + (via_container ? " via Container::open" : " via Array::open") +
+        (flush_first ? " (flushed first)" : " (destructor flush)") + " " + opts_str());
+    Status st;
+    if (via_container) {
+      cont_.reset();
+      st = Container::open(dir_.sub("c.tsr"), true, &cont_);
+      ASSERT_TRUE(st.ok()) << status_str(st);
+      st = cont_->open_array(id_, true, opts_, &arr_);
+    } else {
+      st = Array::open(cont_->array_dir(id_), true, opts_, &arr_);
+    }
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    EXPECT_EQ(arr_->schema().extent, model_.extent());
+    EXPECT_EQ(arr_->buffered_cells(), 0u);
+  }
+
+  void consolidate() {
+    size_t nfr = arr_->fragments().size() + (arr_->buffered_cells() > 0 ? 1 : 0);  // after the spill
+    uint64_t k = rng_.below(3);
+    Status st;
+    size_t expect = SIZE_MAX;
+    if (k == 0) {
+      log("consolidate_all (fragments " + std::to_string(nfr) + ")");
+      st = arr_->consolidate_all();
+      expect = std::min<size_t>(nfr, 1);
+    } else if (k == 1 && nfr >= 1) {
+      size_t first = rng_.below(nfr);
+      size_t last = std::min(nfr - 1, first + rng_.below(5));
+      log("consolidate(" + std::to_string(first) + ", " + std::to_string(last) + ") of " + std::to_string(nfr));
+      st = arr_->consolidate(first, last);
+      expect = nfr - (last - first);
+    } else {
+      size_t min_run = rng_.range(2, 4);
+      double ratio = 1.5 + static_cast<double>(rng_.below(7));
+      log("consolidate_auto(" + std::to_string(min_run) + ", " + std::to_string(ratio) + ") of " + std::to_string(nfr));
+      st = arr_->consolidate_auto(min_run, ratio);
+    }
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    durable_now();  // a consolidation flushes first
+    ++stats_.consolidations;
+    auto frags = arr_->fragments();
+    if (expect != SIZE_MAX) {
+      EXPECT_EQ(frags.size(), expect) << "fragment count after consolidation";
+    }
+    EXPECT_EQ(arr_->buffered_cells(), 0u);
+    // Merged inputs are removed; nothing temporary is left behind.
+    size_t tfr = 0;
+    for (const std::string& name : list_dir(join_path(cont_->array_dir(id_), "frag"))) {
+      EXPECT_FALSE(name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) << "stray temp file " << name;
+      tfr += name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0;
+    }
+    EXPECT_EQ(tfr, frags.size()) << "fragment files on disk vs live fragments";
+    for (size_t i = 1; i < frags.size(); ++i) EXPECT_TRUE(frags[i - 1].id < frags[i].id);
+  }
+
+  void refresh() {
+    log("refresh");
+    Status st = arr_->refresh();
+    ASSERT_TRUE(st.ok()) << status_str(st);
+  }
+
+  // A long-lived read-only handle sees exactly what was made durable as of its last
+  // refresh (or open), and keeps seeing that state until the next refresh — even when the
+  // writer consolidates and unlinks the fragments it has open, or changes the extent.
+  void reader_check() {
+    Status st = arr_->flush();
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    durable_now();
+    if (!reader_ || rng_.chance(0.25)) {
+      log("flush + open a read-only reader");
+      reader_.reset();
+      st = Array::open(cont_->array_dir(id_), false, ArrayOptions(), &reader_);
+    } else {
+      log("flush + refresh the read-only reader");
+      st = reader_->refresh();
+    }
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    reader_model_ = std::make_unique<ArrayModel>(model_);
+    check_reader();
+  }
+  void check_reader() {
+    EXPECT_EQ(reader_->schema().extent, reader_model_->extent());
+    if (!reader_model_->empty()) check_sel(*reader_, *reader_model_, full_sel(*reader_model_), "reader full read", false);
+  }
+
+  // ---- verification --------------------------------------------------------------------
+  Sel full_sel(const ArrayModel& m) {
+    Coords lo(rank(), 0), hi(rank());
+    for (int d = 0; d < rank(); ++d) hi[d] = m.extent()[d] - 1;
+    return box_sel(lo, hi);
+  }
+
+  void verify() {
+    auto frags = arr_->fragments();
+    stats_.max_fragments = std::max<uint64_t>(stats_.max_fragments, frags.size());
+    for (auto& f : frags) {
+      stats_.sparse_tiles = std::max(stats_.sparse_tiles, f.sparse_tiles);
+      stats_.dense_tiles = std::max(stats_.dense_tiles, f.dense_tiles);
+    }
+    if (reader_ && step_ % 4 == 0) check_reader();
+    if (model_.empty()) {
+      // Nothing can be selected; any point is out of the extent.
+      uint64_t p[kMaxRank] = {};
+      uint8_t v[64];
+      EXPECT_FALSE(arr_->read_points(p, 1, v).ok());
+      return;
+    }
+    check_sel(*arr_, model_, full_sel(model_), "full read", false);
+    check_sel(*arr_, model_, random_box(1 + rng_.below(8)), "box read", false);
+    check_sel(*arr_, model_, random_read_sel(), "strided read", rng_.chance(0.5));
+    check_points();
+  }
+
+  void check_sel(Array& a, const ArrayModel& model, Sel s, const char* what, bool strided_dst) {
+    const uint64_t n = testutil::product_cells(s.sets);
+    std::vector<uint64_t> strides = testutil::dense_strides(s.sets);
+    uint64_t total = n, base = 0;
+    if (strided_dst) {  // into a sub-region of a larger buffer
+      uint64_t m = 1;
+      for (int d = rank() - 1; d >= 0; --d) {
+        strides[d] = m;
+        m *= s.sets[d].size() + rng_.below(3);
+      }
+      base = rng_.below(5);
+      total = m + base;
+    }
+    std::vector<uint8_t> got(total * es()), want;
+    for (size_t i = 0; i < got.size(); ++i) got[i] = static_cast<uint8_t>(0x5C + i * 7);  // sentinel
+    want = got;
+    model.read(s.sets, want.data() + base * es(), strides.data());
+    Status st = a.read(s.sel, got.data() + base * es(), strided_dst ? strides.data() : nullptr);
+    ASSERT_TRUE(st.ok()) << what << " " << s.desc << ": " << status_str(st);
+    if (got == want) return;
+    // Locate the first bad cell for the message.
+    std::string where = "(outside the selection: a sentinel was overwritten)";
+    testutil::for_each_product(s.sets, [&](const uint64_t* c, const uint64_t* rk) {
+      if (where[0] != '(') return;
+      uint64_t o = base;
+      for (int d = 0; d < rank(); ++d) o += rk[d] * strides[d];
+      if (std::memcmp(&got[o * es()], &want[o * es()], es()) != 0)
+        where = "cell " + testutil::coords_str(c, rank()) + ": got " + testutil::hex(&got[o * es()], es()) +
+                ", want " + testutil::hex(&want[o * es()], es());
+    });
+    ADD_FAILURE() << what << " " << s.desc << (strided_dst ? " (strided dst)" : "") << " differs from the model at "
+                  << where << "; extent " << coords(model.extent()) << ", " << a.fragments().size()
+                  << " fragments, " << a.buffered_cells() << " buffered cells";
+  }
+
+  void check_points() {
+    size_t n = rng_.range(1, 40);
+    std::vector<uint64_t> c;
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0 && rng_.chance(0.2)) {
+        size_t j = rng_.below(i);
+        c.insert(c.end(), c.begin() + j * rank(), c.begin() + (j + 1) * rank());
+      } else {
+        Coords p = random_point();
+        c.insert(c.end(), p.begin(), p.end());
+      }
+    }
+    std::vector<uint8_t> got(n * es(), 0x77);
+    Status st = arr_->read_points(c.data(), n, got.data());
+    ASSERT_TRUE(st.ok()) << "read_points: " << status_str(st);
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t* want = model_.at(&c[i * rank()]);
+      if (std::memcmp(&got[i * es()], want, es()) != 0) {
+        ADD_FAILURE() << "read_points: point " << i << " " << testutil::coords_str(&c[i * rank()], rank()) << ": got "
+                      << testutil::hex(&got[i * es()], es()) << ", want " << testutil::hex(want, es());
+        return;
+      }
+    }
+  }
+
+  const Config cfg_;
+  const uint64_t seed_;
+  Rng rng_;
+  testutil::TempDir dir_;
+  ArrayModel model_;
+  std::unique_ptr<Container> cont_;
+  std::unique_ptr<Array> arr_;
+  std::unique_ptr<Array> reader_;              // long-lived read-only handle
+  std::unique_ptr<ArrayModel> reader_model_;  // what it must see
+  std::unique_ptr<ArrayModel> durable_model_;  // the durable state, when known
+  uint64_t id_ = 0;
+  ArrayOptions opts_;
+  uint64_t step_ = 0, ops_ = 0;
+  std::vector<std::string> hist_;
+};
+
+uint64_t config_seed(const char* name) {
+  uint64_t base = testutil::base_seed(kDefaultSeed);
+  if (testutil::env_u64("TESSERA_TEST_SEED_EXACT", 0)) return base;
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a of the configuration name
+  for (const char* p = name; *p; ++p) h = (h ^ static_cast<uint8_t>(*p)) * 1099511628211ULL;
+  return base ^ h;
+}
+
+void run_config(const Config& cfg) {
+  uint64_t seed = config_seed(cfg.name);
+  uint64_t iters = default_iters();
+  SCOPED_TRACE("Differential config " + std::string(cfg.name) + " seed " + std::to_string(seed) + " (replay: TESSERA_TEST_SEED=" +
+               std::to_string(seed) + " TESSERA_TEST_SEED_EXACT=1)");
+  auto t0 = std::chrono::steady_clock::now();
+  DiffRun run(cfg, seed);
+  run.run(iters);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ seed     ] Differential %s: seed %llu, %llu ops, %.2f s\n             %s\n", cfg.name,
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(run.ops_done()), secs,
+              run.stats_str().c_str());
+}
+
+using F = FilterType;
+const std::vector<Filter> kNone = {};
+const std::vector<Filter> kShuffleDeflate = {{F::kShuffle, 0}, {F::kDeflate, 4}};
+const std::vector<Filter> kZstd = {{F::kZstd, 0}};
+const std::vector<Filter> kLz4 = {{F::kLz4, 0}};
+constexpr uint64_t U = kUnlimited;
+
+// Regression: a schema without an explicit fill value (zeros, the HDF5 default) used to
+// hit undefined behaviour on open (memcpy to the null data() of the empty fill vector in
+// ByteReader), which aborts sanitizer builds.  Runs before the random configurations so a
+// sanitizer abort names it.
+TEST(Differential, ZeroFillSchemaOpens) {
+  testutil::TempDir t("tessera_diff_zerofill");
+  Schema s;
+  s.extent = {10};
+  s.max_extent = {10};
+  s.tile_extent = {4};
+  s.elem_size = 4;
+  ASSERT_TRUE(s.fill.empty());
+  ASSERT_TRUE(Array::create(t.sub("a"), s).ok());
+  std::unique_ptr<Array> a;
+  Status st = Array::open(t.sub("a"), false, ArrayOptions(), &a);
+  ASSERT_TRUE(st.ok()) << status_str(st);
+  std::vector<uint32_t> v(10, 1);
+  ASSERT_TRUE(a->read(Selection::from_box(Box({0}, {9})), v.data()).ok());
+  EXPECT_EQ(v, std::vector<uint32_t>(10, 0));
+}
+
+TEST(Differential, Rank1Elem1NoFilter) {
+  run_config({"Rank1Elem1NoFilter", ElementKind::kUInt, 1, {7}, {50}, {300}, {300}, kNone});
+}
+TEST(Differential, Rank1Elem8ZstdUnlimitedSmallSparseTiles) {
+  Config c{"Rank1Elem8ZstdUnlimitedSmallSparseTiles", ElementKind::kFloat, 8, {64}, {100}, {U}, {500}, kZstd};
+  c.sparse_capacity = 5;
+  run_config(c);
+}
+TEST(Differential, Rank2Elem4ShuffleDeflate) {
+  Config c{"Rank2Elem4ShuffleDeflate", ElementKind::kInt, 4, {5, 7}, {23, 31}, {40, U}, {40, 48}, kShuffleDeflate};
+  c.sparse_capacity = 13;
+  run_config(c);
+}
+TEST(Differential, Rank2Elem12Lz4ColMajor) {
+  run_config({"Rank2Elem12Lz4ColMajor", ElementKind::kOpaque, 12, {4, 6}, {17, 19}, {30, 30}, {30, 30}, kLz4,
+              Order::kColMajor, Order::kColMajor});
+}
+TEST(Differential, Rank2Elem1MixedOrdersZstd) {
+  Config c{"Rank2Elem1MixedOrdersZstd", ElementKind::kOpaque, 1, {8, 3}, {20, 25}, {U, 33}, {45, 33}, kZstd,
+           Order::kRowMajor, Order::kColMajor};
+  c.sparse_capacity = 17;
+  run_config(c);
+}
+TEST(Differential, Rank2TileLargerThanExtent) {
+  Config c{"Rank2TileLargerThanExtent", ElementKind::kUInt, 4, {64, 48}, {30, 20}, {U, U}, {60, 40}, kNone,
+           Order::kColMajor, Order::kRowMajor};
+  c.nonzero_fill = false;
+  c.sparse_capacity = 20;
+  run_config(c);
+}
+TEST(Differential, Rank3Elem4Zstd) {
+  Config c{"Rank3Elem4Zstd", ElementKind::kUInt, 4, {3, 4, 5}, {10, 9, 11}, {16, 16, 16}, {16, 16, 16}, kZstd,
+           Order::kColMajor, Order::kRowMajor};
+  c.sparse_capacity = 7;
+  run_config(c);
+}
+TEST(Differential, Rank3Elem12ShuffleDeflate) {
+  Config c{"Rank3Elem12ShuffleDeflate", ElementKind::kOpaque, 12, {4, 4, 4}, {8, 7, 9}, {U, 12, 13}, {14, 12, 13},
+           kShuffleDeflate, Order::kRowMajor, Order::kColMajor};
+  c.sparse_capacity = 9;
+  run_config(c);
+}
+TEST(Differential, Rank4Elem8Lz4ColMajor) {
+  Config c{"Rank4Elem8Lz4ColMajor", ElementKind::kInt, 8, {2, 3, 2, 3}, {5, 6, 4, 7}, {8, 8, 8, 8}, {8, 8, 8, 8},
+           kLz4, Order::kColMajor, Order::kColMajor};
+  c.sparse_capacity = 32;
+  run_config(c);
+}
+TEST(Differential, Rank4Elem1NoFilter) {
+  run_config({"Rank4Elem1NoFilter", ElementKind::kUInt, 1, {3, 3, 3, 3}, {7, 5, 6, 4}, {U, 9, 9, U}, {9, 9, 9, 8},
+              kNone});
+}
+
+// ---- deterministic tests ---------------------------------------------------------------
+
+
+class DifferentialFixed : public ::testing::Test {
+ protected:
+  // 2-D 8x8, tiles 4x4, 4-byte elements, non-zero fill.
+  void SetUp() override {
+    schema_.extent = {8, 8};
+    schema_.max_extent = {16, 16};
+    schema_.tile_extent = {4, 4};
+    schema_.elem_size = 4;
+    schema_.kind = ElementKind::kUInt;
+    schema_.fill = {0xEE, 0xEE, 0xEE, 0xEE};
+    dir_ = tmp_.sub("a");
+  }
+  void create(ArrayOptions o = ArrayOptions()) {
+    ASSERT_TRUE(Array::create(dir_, schema_).ok());
+    reopen(o);
+  }
+  void reopen(ArrayOptions o = ArrayOptions()) {
+    arr_.reset();
+    Status st = Array::open(dir_, true, o, &arr_);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+  }
+  static std::vector<uint8_t> u32s(const std::vector<uint32_t>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  }
+  // Reads the whole 8x8 (or current extent) array as u32.
+  std::vector<uint32_t> read_all() {
+    const Coords& e = arr_->schema().extent;
+    std::vector<uint32_t> v(e[0] * e[1]);
+    Status st = arr_->read(Selection::from_box(Box({0, 0}, {e[0] - 1, e[1] - 1})), v.data());
+    EXPECT_TRUE(st.ok()) << status_str(st);
+    return v;
+  }
+  std::vector<uint32_t> model_all(const ArrayModel& m) {
+    std::vector<uint32_t> v(m.extent()[0] * m.extent()[1]);
+    for (uint64_t i = 0; i < m.extent()[0]; ++i)
+      for (uint64_t j = 0; j < m.extent()[1]; ++j) {
+        uint64_t c[2] = {i, j};
+        std::memcpy(&v[i * m.extent()[1] + j], m.at(c), 4);
+      }
+    return v;
+  }
+  testutil::TempDir tmp_{"tessera_difffixed"};
+  std::string dir_;
+  Schema schema_;
+  std::unique_ptr<Array> arr_;
+};
+
+// Newest wins between a dense (direct) fragment, a sparse fragment, a dense piece made by a
+// spill, and the unflushed write buffer, in every order of three writers, each written over
+// overlapping cells; checked before and after consolidation and reopen.
+TEST_F(DifferentialFixed, NewestWinsAcrossFragmentKindsInAllOrders) {
+  enum Kind { kDense, kSparse, kSpilledDense, kBuffer };
+  const char* names[] = {"dense", "sparse", "spilled-dense", "buffer"};
+  int combos = 0;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      for (int c = 0; c < 4; ++c)
+        for (int finish = 0; finish < 3; ++finish) {
+          int seq[3] = {a, b, c};
+          std::string desc = std::string(names[a]) + "," + names[b] + "," + names[c] + " finish " + std::to_string(finish);
+          SCOPED_TRACE(desc);
+          testutil::TempDir run_dir("tessera_difffixed_run");
+          dir_ = run_dir.sub("a");
+          struct CloseFirst {  // the array must be closed before its directory goes away
+            std::unique_ptr<Array>& a;
+            ~CloseFirst() { a.reset(); }
+          } close_first{arr_};
+          ArrayOptions o;
+          o.direct_cells = 16;  // a whole 4x4 tile or more goes direct
+          create(o);
+          ArrayModel m({8, 8}, {8, 8}, 4, schema_.fill);
+          uint32_t val = 1;
+          for (int i = 0; i < 3; ++i) {
+            // Each writer is shifted a little so all three overlap partly.
+            uint64_t s = static_cast<uint64_t>(i);
+            switch (seq[i]) {
+              case kDense: {  // a 5x6 box over four tiles
+                Box bx({s, s}, {s + 4, s + 5});
+                std::vector<uint32_t> v(30);
+                for (auto& x : v) x = val++;
+                ASSERT_TRUE(arr_->write(Selection::from_box(bx), v.data()).ok());
+                std::vector<uint8_t> bytes = u32s(v);
+                IndexSets sets(2);
+                for (uint64_t k = s; k <= s + 4; ++k) sets[0].push_back(k);
+                for (uint64_t k = s; k <= s + 5; ++k) sets[1].push_back(k);
+                uint64_t st[2] = {6, 1};
+                m.write(sets, bytes.data(), st);
+                break;
+              }
+              case kSparse:
+              case kBuffer: {  // a diagonal band: never a full box inside a tile
+                std::vector<uint64_t> pts;
+                std::vector<uint32_t> v;
+                for (uint64_t k = 0; k < 8; ++k)
+                  for (uint64_t j : {k, (k + 1 + s) % 8}) {
+                    pts.push_back(k);
+                    pts.push_back(j);
+                    v.push_back(val++);
+                  }
+                ASSERT_TRUE(arr_->write_points(pts.data(), v.size(), v.data()).ok());
+                for (size_t k = 0; k < v.size(); ++k) m.set(&pts[2 * k], reinterpret_cast<uint8_t*>(&v[k]));
+                if (seq[i] == kSparse) {
+                  ASSERT_TRUE(arr_->flush().ok());
+                }
+                break;
+              }
+              case kSpilledDense: {  // a buffered 2x3 box that a spill stores as a dense piece
+                Box bx({s + 1, s + 1}, {s + 2, s + 3});
+                std::vector<uint32_t> v(6);
+                for (auto& x : v) x = val++;
+                ASSERT_TRUE(arr_->write(Selection::from_box(bx), v.data()).ok());
+                ASSERT_GT(arr_->buffered_cells(), 0u);
+                ASSERT_TRUE(arr_->flush().ok());
+                std::vector<uint8_t> bytes = u32s(v);
+                IndexSets sets{{s + 1, s + 2}, {s + 1, s + 2, s + 3}};
+                uint64_t st[2] = {3, 1};
+                m.write(sets, bytes.data(), st);
+                break;
+              }
+            }
+            ASSERT_EQ(read_all(), model_all(m)) << "after writer " << i;
+          }
+          if (finish == 1) {
+            ASSERT_TRUE(arr_->consolidate_all().ok());
+            EXPECT_LE(arr_->fragments().size(), 1u);
+          } else if (finish == 2) {
+            reopen(o);
+          }
+          ASSERT_EQ(read_all(), model_all(m));
+          // Point reads agree with box reads.
+          std::vector<uint64_t> pts;
+          for (uint64_t i = 0; i < 8; ++i)
+            for (uint64_t j = 0; j < 8; ++j) pts.insert(pts.end(), {i, j});
+          std::vector<uint32_t> pv(64);
+          ASSERT_TRUE(arr_->read_points(pts.data(), 64, pv.data()).ok());
+          EXPECT_EQ(pv, model_all(m));
+          ++combos;
+        }
+  EXPECT_EQ(combos, 4 * 4 * 4 * 3);
+}
+
+// A tile wholly covered by a newer fragment is answered from the newer one and the older
+// tile is never read: damaging the older tile's bytes does not disturb the read.
+TEST_F(DifferentialFixed, TileWhollyCoveredByNewerFragment) {
+  ArrayOptions o;
+  o.direct_cells = 1;
+  create(o);
+  std::vector<uint32_t> old_v(64), new_v(16);
+  for (uint32_t i = 0; i < 64; ++i) old_v[i] = 1000 + i;
+  for (uint32_t i = 0; i < 16; ++i) new_v[i] = 5000 + i;
+  ASSERT_TRUE(arr_->write(Selection::from_box(Box({0, 0}, {7, 7})), old_v.data()).ok());
+  ASSERT_TRUE(arr_->write(Selection::from_box(Box({4, 0}, {7, 3})), new_v.data()).ok());  // tile (1,0)
+  auto frags = arr_->fragments();
+  ASSERT_EQ(frags.size(), 2u);
+  ASSERT_EQ(frags[0].dense_tiles, 4u);
+  std::vector<uint32_t> want = old_v;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) want[(4 + i) * 8 + j] = new_v[i * 4 + j];
+  EXPECT_EQ(read_all(), want);
+
+  // Damage the older fragment's tile (1,0).
+  std::string old_path = frags[0].path;
+  auto f = Fragment::open(old_path);
+  long idx = -1;
+  for (size_t i = 0; i < f->meta().dense.size(); ++i)
+    if (f->meta().dense[i].tile == Coords{1, 0}) idx = static_cast<long>(i);
+  ASSERT_GE(idx, 0);
+  uint64_t off = f->meta().dense[idx].blob.offset + 3;
+  f.reset();
+  {
+    File w = File::open_rw(old_path, false);
+    uint8_t b;
+    w.pread_exact(&b, 1, off);
+    b ^= 0xFF;
+    w.pwrite_all(&b, 1, off);
+  }
+  {
+    auto g = Fragment::open(old_path);  // the damage is real ...
+    try {
+      g->dense_tile(static_cast<size_t>(idx));
+      ADD_FAILURE() << "damaged tile decoded without error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::kCorrupt);
+    }
+  }
+  reopen(o);  // fresh fragments: nothing cached
+  EXPECT_EQ(read_all(), want);  // ... but never read
+  std::vector<uint32_t> part(16);
+  ASSERT_TRUE(arr_->read(Selection::from_box(Box({4, 0}, {7, 3})), part.data()).ok());
+  EXPECT_EQ(part, new_v);
+  // The other tiles of the old fragment are still read and fine; a read that needs the
+  // damaged piece does not exist any more (it is wholly covered).
+  uint64_t p[2] = {5, 2};
+  uint32_t pv = 0;
+  ASSERT_TRUE(arr_->read_points(p, 1, &pv).ok());
+  EXPECT_EQ(pv, new_v[1 * 4 + 2]);
+}
+
+// Cells nobody wrote read as the fill value: in untouched tiles, around sparse cells, in
+// partially written tiles, after growing the extent, and after shrink + regrow.
+TEST_F(DifferentialFixed, FillValueWhereNothingWasWritten) {
+  const uint32_t fill = 0xEEEEEEEE;
+  ArrayOptions o;
+  o.direct_cells = 4;
+  create(o);
+  ArrayModel m({16, 16}, {8, 8}, 4, schema_.fill);
+  EXPECT_EQ(read_all(), std::vector<uint32_t>(64, fill));  // nothing at all written
+  uint32_t v4[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(arr_->write(Selection::from_box(Box({1, 1}, {2, 2})), v4).ok());  // direct, part of a tile
+  uint64_t pts[4] = {6, 6, 7, 1};
+  uint32_t pv[2] = {7, 8};
+  ASSERT_TRUE(arr_->write_points(pts, 2, pv).ok());
+  ASSERT_TRUE(arr_->flush().ok());
+  std::vector<uint32_t> want(64, fill);
+  want[1 * 8 + 1] = 1, want[1 * 8 + 2] = 2, want[2 * 8 + 1] = 3, want[2 * 8 + 2] = 4;
+  want[6 * 8 + 6] = 7, want[7 * 8 + 1] = 8;
+  EXPECT_EQ(read_all(), want);
+  uint64_t q[6] = {0, 0, 6, 5, 6, 6};
+  uint32_t qv[3];
+  ASSERT_TRUE(arr_->read_points(q, 3, qv).ok());
+  EXPECT_EQ(qv[0], fill);
+  EXPECT_EQ(qv[1], fill);
+  EXPECT_EQ(qv[2], 7u);
+
+  // Grow: the new cells are fill.
+  ASSERT_TRUE(arr_->set_extent({12, 10}).ok());
+  std::vector<uint32_t> big(120);
+  ASSERT_TRUE(arr_->read(Selection::from_box(Box({0, 0}, {11, 9})), big.data()).ok());
+  for (uint64_t i = 0; i < 12; ++i)
+    for (uint64_t j = 0; j < 10; ++j)
+      EXPECT_EQ(big[i * 10 + j], i < 8 && j < 8 ? want[i * 8 + j] : fill) << i << "," << j;
+
+  // Shrink over written cells, then regrow: the cut cells are fill again, like HDF5.
+  ASSERT_TRUE(arr_->set_extent({2, 10}).ok());
+  for (int reopen_between = 0; reopen_between < 2; ++reopen_between) {
+    if (reopen_between) reopen(o);
+    ASSERT_TRUE(arr_->set_extent({8, 8}).ok());
+    std::vector<uint32_t> w2(64, fill);
+    w2[1 * 8 + 1] = 1, w2[1 * 8 + 2] = 2;
+    EXPECT_EQ(read_all(), w2);
+    ASSERT_TRUE(arr_->consolidate_all().ok());
+    EXPECT_EQ(read_all(), w2);
+    ASSERT_TRUE(arr_->set_extent({2, 10}).ok());
+  }
+}
+
+// Coordinates far apart in a huge (unlimited) domain: global-order keys no longer pack into
+// 64 bits (another sort path), tiles are scattered, and a dense model is impossible — the
+// model here is a map of written cells.
+TEST(Differential, HugeSparseDomain) {
+  const uint64_t seed = config_seed("HugeSparseDomain");
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (replay: TESSERA_TEST_SEED=" + std::to_string(seed) +
+               " TESSERA_TEST_SEED_EXACT=1)");
+  Rng rng(seed);
+  testutil::TempDir t("tessera_diff_huge");
+  Schema s;
+  s.extent = {uint64_t{1} << 40, uint64_t{1} << 36};
+  s.max_extent = {kUnlimited, kUnlimited};
+  s.tile_extent = {1 << 12, 1 << 10};
+  s.elem_size = 8;
+  s.kind = ElementKind::kUInt;
+  s.fill.assign(8, 0xCD);
+  s.filters = FilterPipeline({{FilterType::kZstd, 1}}, 8);
+  s.sparse_capacity = 6;
+  ASSERT_TRUE(Array::create(t.sub("a"), s).ok());
+  ArrayOptions o;
+  o.direct_cells = 9;  // boxes of >= 9 cells go direct
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(t.sub("a"), true, o, &a).ok());
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> model;
+  std::vector<std::pair<uint64_t, uint64_t>> anchors;  // places data was written near
+  uint64_t next_val = 1;
+  auto far = [&](int d) { return rng.below(s.extent[d] - 8); };
+  auto want = [&](uint64_t i, uint64_t j) {
+    auto it = model.find({i, j});
+    return it == model.end() ? 0xCDCDCDCDCDCDCDCDull : it->second;
+  };
+  const uint64_t steps = testutil::kSanitized ? 60 : 200;
+  for (uint64_t step = 0; step < steps && !HasFailure(); ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    uint64_t r = rng.below(100);
+    if (r < 40) {  // points: fresh far coordinates, near earlier data, duplicates
+      size_t n = rng.range(1, 30);
+      std::vector<uint64_t> c;
+      std::vector<uint64_t> v;
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t x, y;
+        if (!anchors.empty() && rng.chance(0.5)) {
+          auto an = anchors[rng.below(anchors.size())];
+          x = an.first + rng.below(6), y = an.second + rng.below(6);
+        } else {
+          x = far(0), y = far(1);
+          anchors.push_back({x, y});
+        }
+        c.insert(c.end(), {x, y});
+        v.push_back(next_val++);
+        if (rng.chance(0.2)) {  // a duplicate: the later one wins
+          c.insert(c.end(), {x, y});
+          v.push_back(next_val++);
+        }
+      }
+      ASSERT_TRUE(a->write_points(c.data(), v.size(), v.data()).ok());
+      for (size_t i = 0; i < v.size(); ++i) model[{c[2 * i], c[2 * i + 1]}] = v[i];
+    } else if (r < 65) {  // small boxes (buffered below 9 cells, direct from 9)
+      uint64_t x, y;
+      if (!anchors.empty() && rng.chance(0.6)) {
+        auto an = anchors[rng.below(anchors.size())];
+        x = an.first, y = an.second;
+      } else {
+        x = far(0), y = far(1);
+        anchors.push_back({x, y});
+      }
+      uint64_t h = rng.range(1, 5), w = rng.range(1, 5);
+      std::vector<uint64_t> v(h * w);
+      for (auto& e : v) e = next_val++;
+      ASSERT_TRUE(a->write(Selection::from_box(Box({x, y}, {x + h - 1, y + w - 1})), v.data()).ok());
+      for (uint64_t i = 0; i < h; ++i)
+        for (uint64_t j = 0; j < w; ++j) model[{x + i, y + j}] = v[i * w + j];
+    } else if (r < 75) {
+      ASSERT_TRUE(a->flush().ok());
+    } else if (r < 83) {
+      Status st = rng.chance(0.5) ? a->consolidate_all() : a->consolidate_auto(2, 4.0);
+      ASSERT_TRUE(st.ok()) << status_str(st);
+    } else if (r < 90) {
+      a.reset();
+      ASSERT_TRUE(Array::open(t.sub("a"), true, o, &a).ok());
+    } else {  // grow the extent (a shrink would cost time proportional to the data's bounding box)
+      Coords e = a->schema().extent;
+      e[rng.below(2)] += rng.range(1, 1000);
+      ASSERT_TRUE(a->set_extent(e).ok());
+      s.extent = e;
+    }
+    // Written cells (all of them every 25 steps, else a sample), plus random unwritten
+    // ones, by point read ...
+    std::vector<uint64_t> c;
+    const bool all = step % 25 == 24 || step + 1 == steps;
+    for (auto& [k, v] : model)
+      if (all || rng.chance(100.0 / static_cast<double>(model.size()))) c.insert(c.end(), {k.first, k.second});
+    for (int i = 0; i < 20; ++i) c.insert(c.end(), {far(0), far(1)});
+    std::vector<uint64_t> got(c.size() / 2);
+    ASSERT_TRUE(a->read_points(c.data(), got.size(), got.data()).ok());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], want(c[2 * i], c[2 * i + 1])) << "point (" << c[2 * i] << "," << c[2 * i + 1] << ")";
+    // ... and boxes and strided selections around data.
+    for (int k = 0; k < 3 && !anchors.empty(); ++k) {
+      auto an = anchors[rng.below(anchors.size())];
+      uint64_t x0 = an.first >= 2 ? an.first - 2 : 0, y0 = an.second >= 2 ? an.second - 2 : 0;
+      Selection sel = k == 2 ? Selection::from_hyperslab({x0, y0}, {2, 3}, {5, 4}, {1, 2})
+                             : Selection::from_box(Box({x0, y0}, {x0 + 9, y0 + 9}));
+      std::vector<uint64_t> v(sel.cells());
+      ASSERT_TRUE(a->read(sel, v.data()).ok());
+      size_t idx = 0;
+      for (const Interval& iv : sel.dim(0).ivs)
+        for (uint64_t i = iv.lo; i <= iv.hi; ++i)
+          for (const Interval& jv : sel.dim(1).ivs)
+            for (uint64_t j = jv.lo; j <= jv.hi; ++j, ++idx)
+              ASSERT_EQ(v[idx], want(i, j)) << "cell (" << i << "," << j << ") of a read near an anchor";
+    }
+  }
+  std::printf("[ seed     ] Differential HugeSparseDomain: seed %llu, %zu cells written, %zu fragments\n",
+              static_cast<unsigned long long>(seed), model.size(), a->fragments().size());
+}
+
+// Buffered writes larger than the write buffer's 64K-cell chunks, with budgets that make it
+// spill between chunks of one call, in both cell orders; overwritten by later writes.
+TEST(Differential, LargeBufferedWritesSpillBetweenChunks) {
+  for (Order order : {Order::kRowMajor, Order::kColMajor})
+    for (uint64_t budget : {uint64_t{64} << 20, uint64_t{300000}, uint64_t{1}}) {
+      SCOPED_TRACE("budget " + std::to_string(budget) + (order == Order::kRowMajor ? " row-major" : " col-major"));
+      testutil::TempDir t("tessera_diff_large");
+      Schema s;
+      s.extent = {400, 410};
+      s.max_extent = {400, 410};
+      s.tile_extent = {32, 48};
+      s.elem_size = 4;
+      s.fill = {1, 2, 3, 4};
+      s.cell_order = order;
+      s.tile_order = order;
+      s.filters = FilterPipeline({{FilterType::kLz4, 0}}, 4);
+      ASSERT_TRUE(Array::create(t.sub("a"), s).ok());
+      ArrayOptions o;
+      o.buffer_budget = budget;
+      std::unique_ptr<Array> a;
+      ASSERT_TRUE(Array::open(t.sub("a"), true, o, &a).ok());
+      ArrayModel m({400, 410}, {400, 410}, 4, s.fill);
+      Rng rng(budget + static_cast<uint64_t>(order));
+      // 1. A strided write of 400 x 205 = 82000 cells (two chunks).
+      Coords start{0, 1}, stride{1, 2}, count{400, 205}, block{1, 1};
+      std::vector<uint32_t> v(400 * 205);
+      for (auto& x : v) x = static_cast<uint32_t>(rng.gen()());
+      ASSERT_TRUE(a->write(Selection::from_hyperslab(start, stride, count, block), v.data()).ok());
+      IndexSets sets = testutil::index_sets_of_hyperslab(start, stride, count, block);
+      std::vector<uint64_t> st = testutil::dense_strides(sets);
+      m.write(sets, reinterpret_cast<uint8_t*>(v.data()), st.data());
+      // 2. 70000 points, many repeated (later wins), over the same region.
+      std::vector<uint64_t> c;
+      std::vector<uint32_t> pv(70000);
+      for (size_t i = 0; i < pv.size(); ++i) {
+        if (i > 0 && rng.chance(0.3)) {
+          size_t j = rng.below(i);
+          c.insert(c.end(), {c[2 * j], c[2 * j + 1]});
+        } else {
+          c.insert(c.end(), {rng.below(400), rng.below(410)});
+        }
+        pv[i] = static_cast<uint32_t>(rng.gen()());
+      }
+      ASSERT_TRUE(a->write_points(c.data(), pv.size(), pv.data()).ok());
+      for (size_t i = 0; i < pv.size(); ++i) m.set(&c[2 * i], reinterpret_cast<uint8_t*>(&pv[i]));
+      // 3. An interval product of 300 x 250 = 75000 cells.
+      std::vector<std::vector<Interval>> iv = {{{0, 99}, {150, 349}}, {{5, 104}, {200, 349}}};
+      IndexSets isets = testutil::index_sets_of_intervals(iv);
+      std::vector<uint32_t> w(testutil::product_cells(isets));
+      for (auto& x : w) x = static_cast<uint32_t>(rng.gen()());
+      ASSERT_TRUE(a->write(Selection::from_intervals(iv), w.data()).ok());
+      std::vector<uint64_t> ist = testutil::dense_strides(isets);
+      m.write(isets, reinterpret_cast<uint8_t*>(w.data()), ist.data());
+
+      for (int pass = 0; pass < 3; ++pass) {
+        SCOPED_TRACE(pass == 0 ? "before flush" : pass == 1 ? "after flush" : "after consolidate_all + reopen");
+        if (pass == 1) {
+          ASSERT_TRUE(a->flush().ok());
+        }
+        if (pass == 2) {
+          ASSERT_TRUE(a->consolidate_all().ok());
+          a.reset();
+          ASSERT_TRUE(Array::open(t.sub("a"), false, o, &a).ok());
+        }
+        std::vector<uint32_t> got(400 * 410);
+        ASSERT_TRUE(a->read(Selection::from_box(Box({0, 0}, {399, 409})), got.data()).ok());
+        IndexSets all = testutil::index_sets_of_intervals({{{0, 399}}, {{0, 409}}});
+        std::vector<uint32_t> want(400 * 410);
+        std::vector<uint64_t> ast = testutil::dense_strides(all);
+        m.read(all, reinterpret_cast<uint8_t*>(want.data()), ast.data());
+        size_t bad = 0;
+        while (bad < got.size() && got[bad] == want[bad]) ++bad;
+        ASSERT_EQ(bad, got.size()) << "first difference at (" << bad / 410 << "," << bad % 410 << ")";
+      }
+    }
+}
+
+// Regression: shrinking the extent used to write fill pieces over every tile of the data's
+// bounding box inside the cut region (two cells 10^7 apart: 900k fill entries, a 74 MB
+// fragment, 700 MB of memory); it must follow the tiles that hold data.
+TEST(Differential, ShrinkCostFollowsDataNotBoundingBox) {
+  testutil::TempDir t("tessera_diff_shrink");
+  Schema s;
+  s.extent = {100001};
+  s.max_extent = {kUnlimited};
+  s.tile_extent = {10};
+  s.elem_size = 8;
+  s.fill.assign(8, 0xEE);
+  ASSERT_TRUE(Array::create(t.sub("a"), s).ok());
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(t.sub("a"), true, ArrayOptions(), &a).ok());
+  uint64_t pts[2] = {0, 100000}, v[2] = {1, 2};
+  ASSERT_TRUE(a->write_points(pts, 2, v).ok());
+  ASSERT_TRUE(a->flush().ok());
+  ASSERT_TRUE(a->set_extent({10000}).ok());
+  ASSERT_TRUE(a->set_extent({100001}).ok());
+  uint64_t got[2];
+  ASSERT_TRUE(a->read_points(pts, 2, got).ok());
+  EXPECT_EQ(got[0], 1u);
+  EXPECT_EQ(got[1], 0xEEEEEEEEEEEEEEEEull);  // cut, then regrown: fill
+  auto frags = a->fragments();
+  ASSERT_GE(frags.size(), 2u);
+  const FragmentInfo& fill = frags.back();
+  EXPECT_LE(fill.dense_tiles, 16u) << "a shrink over 2 written cells wrote " << fill.dense_tiles
+                                   << " fill entries (" << fill.file_size << " bytes)";
+  EXPECT_LE(a->storage_bytes(), 64u * 1024) << "2 cells of data take " << a->storage_bytes() << " bytes";
+}
+
+// Misuse returns a Status, never crashes, and leaves the data alone.
+TEST_F(DifferentialFixed, ErrorsAreStatusesAndChangeNothing) {
+  create();
+  std::vector<uint32_t> v(64);
+  for (uint32_t i = 0; i < 64; ++i) v[i] = i * 3 + 1;
+  ASSERT_TRUE(arr_->write(Selection::from_box(Box({0, 0}, {7, 7})), v.data()).ok());
+  ASSERT_TRUE(arr_->flush().ok());
+  std::vector<uint32_t> buf(512, 0);
+  auto expect_err = [&](const Status& st, Errc code, const char* what) {
+    EXPECT_FALSE(st.ok()) << what;
+    EXPECT_EQ(st.code(), code) << what << ": " << status_str(st);
+    EXPECT_FALSE(st.message().empty()) << what;
+  };
+  // Out of extent (the maximum extent is 16, the current 8).
+  expect_err(arr_->write(Selection::from_box(Box({0, 0}, {8, 7})), buf.data()), Errc::kInvalidArgument, "write box");
+  expect_err(arr_->write(Selection::from_box(Box({7, 7}, {7, 20})), buf.data()), Errc::kInvalidArgument, "write box 2");
+  expect_err(arr_->read(Selection::from_box(Box({0, 8}, {0, 8})), buf.data()), Errc::kInvalidArgument, "read box");
+  expect_err(arr_->write(Selection::from_hyperslab({0, 0}, {4, 1}, {3, 1}, {1, 1}), buf.data()),
+             Errc::kInvalidArgument, "write hyperslab");
+  expect_err(arr_->read(Selection::from_intervals({{{0, 1}, {9, 9}}, {{0, 0}}}), buf.data()), Errc::kInvalidArgument,
+             "read intervals");
+  uint64_t pts[6] = {1, 1, 2, 8, 3, 3};
+  expect_err(arr_->write_points(pts, 3, buf.data()), Errc::kInvalidArgument, "write_points");
+  expect_err(arr_->read_points(pts, 3, buf.data()), Errc::kInvalidArgument, "read_points");
+  uint64_t huge[2] = {UINT64_MAX, 0};
+  expect_err(arr_->read_points(huge, 1, buf.data()), Errc::kInvalidArgument, "read_points max");
+  // Wrong rank.
+  expect_err(arr_->write(Selection::from_box(Box({0}, {3})), buf.data()), Errc::kInvalidArgument, "write rank 1");
+  expect_err(arr_->read(Selection::from_box(Box({0, 0, 0}, {1, 1, 1})), buf.data()), Errc::kInvalidArgument,
+             "read rank 3");
+  expect_err(arr_->set_extent({8}), Errc::kInvalidArgument, "set_extent rank");
+  // Beyond the maximum extent.
+  expect_err(arr_->set_extent({17, 8}), Errc::kInvalidArgument, "set_extent > max");
+  EXPECT_EQ(arr_->schema().extent, (Coords{8, 8}));
+  // Bad consolidation ranges.
+  expect_err(arr_->consolidate(0, 5), Errc::kInvalidArgument, "consolidate range");
+  expect_err(arr_->consolidate(1, 0), Errc::kInvalidArgument, "consolidate first > last");
+  EXPECT_EQ(read_all(), v);
+  EXPECT_EQ(arr_->buffered_cells(), 0u);
+
+  // A read-only array refuses every mutation.
+  std::unique_ptr<Array> ro;
+  ASSERT_TRUE(Array::open(dir_, false, ArrayOptions(), &ro).ok());
+  expect_err(ro->write(Selection::from_box(Box({0, 0}, {0, 0})), buf.data()), Errc::kInvalidArgument, "ro write");
+  expect_err(ro->write(Selection::from_box(Box({0, 0}, {7, 7})), buf.data()), Errc::kInvalidArgument, "ro write big");
+  expect_err(ro->write_points(pts, 1, buf.data()), Errc::kInvalidArgument, "ro write_points");
+  expect_err(ro->set_extent({4, 4}), Errc::kInvalidArgument, "ro set_extent");
+  expect_err(ro->consolidate_all(), Errc::kInvalidArgument, "ro consolidate_all");
+  expect_err(ro->consolidate(0, 0), Errc::kInvalidArgument, "ro consolidate");
+  expect_err(ro->consolidate_auto(), Errc::kInvalidArgument, "ro consolidate_auto");
+  EXPECT_TRUE(ro->flush().ok());
+  EXPECT_EQ(ro->buffered_cells(), 0u);
+  std::vector<uint32_t> rv(64);
+  ASSERT_TRUE(ro->read(Selection::from_box(Box({0, 0}, {7, 7})), rv.data()).ok());
+  EXPECT_EQ(rv, v);
+  ro.reset();
+
+  // So does an array opened writable through a read-only container.
+  testutil::TempDir t2("tessera_difffixed_c");
+  std::string cpath = t2.sub("c");
+  uint64_t id = 0;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(cpath, Container::CreateMode::kExclusive, &c).ok());
+    ASSERT_TRUE(c->create_array(schema_, &id).ok());
+  }
+  std::unique_ptr<Container> c;
+  ASSERT_TRUE(Container::open(cpath, false, &c).ok());
+  expect_err(c->create_array(schema_, &id), Errc::kInvalidArgument, "ro container create_array");
+  ASSERT_TRUE(c->open_array(id, true, ArrayOptions(), &ro).ok());
+  expect_err(ro->write(Selection::from_box(Box({0, 0}, {7, 7})), buf.data()), Errc::kInvalidArgument,
+             "write via ro container");
+  // Missing arrays / containers.
+  std::unique_ptr<Array> missing;
+  EXPECT_EQ(c->open_array(id + 100, false, ArrayOptions(), &missing).code(), Errc::kNotFound);
+  std::unique_ptr<Container> c2;
+  EXPECT_EQ(Container::open(t2.sub("nope"), false, &c2).code(), Errc::kNotFound);
+  // An invalid schema.
+  Schema bad = schema_;
+  bad.tile_extent = {0, 4};
+  std::unique_ptr<Container> cw;
+  ASSERT_TRUE(Container::create(t2.sub("c2"), Container::CreateMode::kExclusive, &cw).ok());
+  expect_err(cw->create_array(bad, &id), Errc::kInvalidArgument, "bad schema");
+}
+
+}  // namespace
+}  // namespace tessera
