@@ -25,7 +25,10 @@ const char kJournalFile[] = "publish.journal";
 
 // The schema file: u32 schema length, the schema, the id of the extent change it
 // records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
-void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true) {
+// fresh = true: the array is new and referenced by nothing yet, so the file is written in
+// place (no temporary file to allocate) and not synced; the caller syncs later.
+void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true,
+                  bool fresh = false) {
   std::vector<uint8_t> body = s.serialize();
   ByteWriter w;
   w.u32(static_cast<uint32_t>(body.size()));
@@ -35,6 +38,12 @@ void write_schema(const std::string& dir, const Schema& s, const FragmentId& ext
   w.u32(extent_id.seq);
   w.u32(extent_id.gen);
   w.u64(checksum64(w.buf().data(), w.size()));
+  if (fresh) {
+    File f = File::open_rw(join_path(dir, kSchemaFile), /*create=*/true, /*exclusive=*/true);
+    f.pwrite_all(w.buf().data(), w.size(), 0);
+    f.close();
+    return;
+  }
   write_file_atomic(join_path(dir, kSchemaFile), w.buf().data(), w.size(), durable);
 }
 
@@ -115,10 +124,10 @@ Status Array::create(const std::string& dir, const Schema& schema, bool durable)
   return guard([&] {
     schema.validate();
     if (path_exists(dir)) throw_errno("create array", dir, EEXIST);
-    make_dirs(dir);
+    make_dir(dir);  // the parent exists (a container's arrays/ directory, or the caller's)
     make_dir(join_path(dir, kFragDir));
     if (schema.var) make_dir(join_path(dir, kHeapDir));
-    write_schema(dir, schema, FragmentId{}, durable);
+    write_schema(dir, schema, FragmentId{}, durable, /*fresh=*/!durable);
     if (durable) {
       sync_dir(dir);
       sync_dir(parent_dir(dir));
@@ -443,6 +452,14 @@ void Array::stage_publish(bool synced) {
   if (unpublished_.empty()) return;
   if (!synced)
     for (auto& u : unpublished_) u.first->file().sync();
+  // One fragment needs no journal: its rename is atomic by itself (and every new file
+  // costs: inode allocation dominates flushing many small datasets).
+  if (unpublished_.size() == 1) {
+    journal_staged_ = true;
+    single_ = true;
+    return;
+  }
+  single_ = false;
   ByteWriter w;
   w.bytes("TSRAJRNL", 8);
   w.u32(1);
@@ -464,7 +481,7 @@ void Array::finish_publish(bool synced) {
     }
     unpublished_.clear();
     if (!synced) sync_dir(frag_dir_);
-    remove_file(join_path(frag_dir_, kJournalFile));
+    if (!single_) remove_file(join_path(frag_dir_, kJournalFile));
     journal_staged_ = false;
   }
   if (schema_dirty_) {

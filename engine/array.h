@@ -146,6 +146,7 @@ class Array {
   FragmentId extent_id_;       // the extent change the schema file records
   bool schema_dirty_ = false;  // deferred mode: schema to write at flush
   bool journal_staged_ = false;
+  bool single_ = false;  // the staged batch is one fragment: no journal file
   std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;
