@@ -25,10 +25,7 @@ const char kJournalFile[] = "publish.journal";
 
 // The schema file: u32 schema length, the schema, the id of the extent change it
 // records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
-// fresh = true: the array is new and referenced by nothing yet, so the file is written in
-// place (no temporary file to allocate) and not synced; the caller syncs later.
-void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true,
-                  bool fresh = false) {
+std::vector<uint8_t> schema_file_bytes(const Schema& s, const FragmentId& extent_id) {
   std::vector<uint8_t> body = s.serialize();
   ByteWriter w;
   w.u32(static_cast<uint32_t>(body.size()));
@@ -38,19 +35,10 @@ void write_schema(const std::string& dir, const Schema& s, const FragmentId& ext
   w.u32(extent_id.seq);
   w.u32(extent_id.gen);
   w.u64(checksum64(w.buf().data(), w.size()));
-  if (fresh) {
-    File f = File::open_rw(join_path(dir, kSchemaFile), /*create=*/true, /*exclusive=*/true);
-    f.pwrite_all(w.buf().data(), w.size(), 0);
-    f.close();
-    return;
-  }
-  write_file_atomic(join_path(dir, kSchemaFile), w.buf().data(), w.size(), durable);
+  return std::move(w.buf());
 }
 
-Schema read_schema(const std::string& dir, FragmentId* extent_id) {
-  std::string path = join_path(dir, kSchemaFile);
-  std::string what = "array schema '" + path + "'";
-  std::vector<uint8_t> b = read_file(path);
+Schema parse_schema_file(const std::vector<uint8_t>& b, const std::string& what, FragmentId* extent_id) {
   if (b.size() < 8) throw_error(Errc::kCorrupt, what + ": file truncated");
   uint64_t ck;
   std::memcpy(&ck, b.data() + b.size() - 8, 8);
@@ -67,6 +55,25 @@ Schema read_schema(const std::string& dir, FragmentId* extent_id) {
   extent_id->gen = r.u32();
   if (!r.done()) r.fail("trailing bytes");
   return s;
+}
+
+// fresh = true: the array is new and referenced by nothing yet, so the file is written in
+// place (no temporary file to allocate) and not synced; the caller syncs later.
+void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true,
+                  bool fresh = false) {
+  std::vector<uint8_t> b = schema_file_bytes(s, extent_id);
+  if (fresh) {
+    File f = File::open_rw(join_path(dir, kSchemaFile), /*create=*/true, /*exclusive=*/true);
+    f.pwrite_all(b.data(), b.size(), 0);
+    f.close();
+    return;
+  }
+  write_file_atomic(join_path(dir, kSchemaFile), b.data(), b.size(), durable);
+}
+
+Schema read_schema(const std::string& dir, FragmentId* extent_id) {
+  std::string path = join_path(dir, kSchemaFile);
+  return parse_schema_file(read_file(path), "array schema '" + path + "'", extent_id);
 }
 
 // Many fragments mean many open files: lift the soft limit to the hard one once.
@@ -449,12 +456,12 @@ void Array::finish_parked() {
 // is written as a redo journal (synced) before the first rename; whoever opens the array
 // next finishes the renames (recover_journal), and the journal goes once all are done.
 void Array::stage_publish(bool synced) {
-  if (unpublished_.empty()) return;
+  if (unpublished_.empty() && !schema_dirty_) return;
   if (!synced)
     for (auto& u : unpublished_) u.first->file().sync();
-  // One fragment needs no journal: its rename is atomic by itself (and every new file
-  // costs: inode allocation dominates flushing many small datasets).
-  if (unpublished_.size() == 1) {
+  // One fragment and no extent change need no journal: a rename is atomic by itself (and
+  // every new file costs: inode allocation dominates flushing many small datasets).
+  if (unpublished_.size() == 1 && !schema_dirty_) {
     journal_staged_ = true;
     single_ = true;
     return;
@@ -468,26 +475,29 @@ void Array::stage_publish(bool synced) {
     w.str(f->path());
     w.str(final_path);
   }
+  // An extent change belongs to the batch: the schema it ends with is replayed with it.
+  w.u8(schema_dirty_ ? 1 : 0);
+  if (schema_dirty_) w.blob(schema_file_bytes(schema_, extent_id_));
   w.u64(checksum64(w.buf().data(), w.size()));
   write_file_atomic(join_path(frag_dir_, kJournalFile), w.buf().data(), w.size(), !synced);
   journal_staged_ = true;
 }
 
 void Array::finish_publish(bool synced) {
-  if (journal_staged_) {
-    for (auto& [f, final_path] : unpublished_) {
-      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
-      f->set_path(final_path);
-    }
-    unpublished_.clear();
-    if (!synced) sync_dir(frag_dir_);
-    if (!single_) remove_file(join_path(frag_dir_, kJournalFile));
-    journal_staged_ = false;
+  if (!journal_staged_) return;
+  for (auto& [f, final_path] : unpublished_) {
+    FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
+    f->set_path(final_path);
   }
+  unpublished_.clear();
+  // The schema before the journal goes: until then a crash replays both.
   if (schema_dirty_) {
     write_schema(dir_, schema_, extent_id_, !synced);
     schema_dirty_ = false;
   }
+  if (!synced) sync_dir(frag_dir_);
+  if (!single_) remove_file(join_path(frag_dir_, kJournalFile));
+  journal_staged_ = false;
 }
 
 void Array::recover_journal() {
@@ -500,6 +510,7 @@ void Array::recover_journal() {
   }
   if (!path_exists(path)) return;
   std::vector<std::pair<std::string, std::string>> moves;
+  std::vector<uint8_t> schema_bytes;
   try {
     std::vector<uint8_t> b = read_file(path);
     if (b.size() < 8) throw_error(Errc::kCorrupt, "short");
@@ -515,6 +526,11 @@ void Array::recover_journal() {
       std::string from = r.str(), to = r.str();
       moves.emplace_back(std::move(from), std::move(to));
     }
+    if (r.u8() == 1) {
+      schema_bytes = r.blob();
+      FragmentId id;
+      parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &id);  // validate
+    }
   } catch (const Error&) {
     // A journal is synced before its first rename: a damaged one means no rename began.
     if (writable_) remove_file(path);
@@ -529,6 +545,11 @@ void Array::recover_journal() {
         recovered_.push_back(Fragment::open(from));  // readers see the batch whole too
       }
     }
+  }
+  if (!schema_bytes.empty()) {
+    schema_ = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &extent_id_);
+    buffer_->reset_layout(schema_);
+    if (writable_) write_file_atomic(join_path(dir_, kSchemaFile), schema_bytes.data(), schema_bytes.size());
   }
   if (writable_) {
     sync_dir(frag_dir_);

@@ -35,6 +35,9 @@ std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
                                         " is not supported (this build reads version 1)");
   f->file_.pread_exact(trailer, sizeof trailer, f->file_size_ - kFragTrailerSize);
   if (std::memcmp(trailer + 32, kFragEndMagic, 8) != 0) corrupt(path, "file truncated or trailer damaged");
+  uint32_t tver;
+  std::memcpy(&tver, trailer + 24, 4);
+  if (tver != ver) corrupt(path, "trailer version differs from the header's");
   uint64_t foff, fsz, fck;
   std::memcpy(&foff, trailer, 8);
   std::memcpy(&fsz, trailer + 8, 8);
