@@ -26,9 +26,9 @@ uint64_t Schema::tile_cells() const {
 }
 
 const uint8_t* Schema::fill_value() const {
-  static const uint8_t zeros[256] = {};
+  static const uint8_t zeros[1 << 20] = {};  // elem_size <= 1 MiB (validate); zero pages cost nothing
   if (!fill.empty()) return fill.data();
-  return zeros;  // validate() limits elem_size for the zero default
+  return zeros;
 }
 
 void Schema::validate() const {
@@ -47,7 +47,6 @@ void Schema::validate() const {
   }
   if (elem_size == 0 || elem_size > (1u << 20)) bad("element size must be 1..1048576 bytes");
   if (tc * elem_size > (uint64_t{1} << 32)) bad("a tile may hold at most 4 GiB");
-  if (fill.empty() && elem_size > 256) bad("element size over 256 bytes needs an explicit fill value");
   if (!fill.empty() && fill.size() != elem_size) bad("fill value size differs from element size");
   if (kind == ElementKind::kFloat && elem_size != 4 && elem_size != 8) bad("float elements must be 4 or 8 bytes");
   if ((kind == ElementKind::kInt || kind == ElementKind::kUInt) &&

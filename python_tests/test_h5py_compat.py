@@ -168,11 +168,21 @@ def _normalise(value):
     return json.loads(json.dumps(value))
 
 
+def _without_compat(env: dict) -> dict:
+    """Drops only the compat library from LD_PRELOAD (a sanitizer runtime must stay first)."""
+    kept = [p for p in env.get("LD_PRELOAD", "").split(":") if p and "libtessera_compat" not in p]
+    if kept:
+        env["LD_PRELOAD"] = ":".join(kept)
+    else:
+        env.pop("LD_PRELOAD", None)
+    return env
+
+
 def _native_env(preload: bool) -> dict:
     env = dict(os.environ)
     env.pop("HDF5_VOL_CONNECTOR", None)
     if not preload:
-        env.pop("LD_PRELOAD", None)
+        _without_compat(env)
     return env
 
 
@@ -237,8 +247,7 @@ def test_object_references_match_native(tessera_env, tmp_path):
 def test_without_the_library_tessera_fails(tessera_env, tmp_path):
     """The same scenario without LD_PRELOAD fails on tessera (HDF5 refuses the v1 calls):
     the passing runs above are the library's work, not an accident of the environment."""
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
+    env = _without_compat(dict(os.environ))
     d = tmp_path / "no_preload"
     d.mkdir()
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "navigation", str(d)],

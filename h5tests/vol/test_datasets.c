@@ -359,7 +359,7 @@ static void sc_selections(hid_t f, log_t *L, int chunked)
     H5Sselect_hyperslab(ms, H5S_SELECT_SET, pst, NULL, pcn, NULL);
     H5Soffset_simple(ms, moff);
     rd(L, ds, H5T_NATIVE_INT32, ms, fs, r, sizeof r);
-    wr(L, ds, H5T_NATIVE_INT32, ms, fs, pv);
+    wr(L, ds, H5T_NATIVE_INT32, ms, fs, v); /* ms addresses the whole R x C memory space */
     H5Sselect_hyperslab(fs, H5S_SELECT_SET, s1, NULL, c1, NULL);
     H5Sselect_hyperslab(fs, H5S_SELECT_OR, s3, NULL, c3, NULL);
     hssize_t uoff[2] = {5, 0};
