@@ -254,21 +254,14 @@ void Array::check_selection(const Selection& sel) const {
 Status Array::write(const Selection& sel, const void* src, const uint64_t* src_strides) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     require_var(false);
     check_selection(sel);
     if (sel.empty()) return;
     const int r = schema_.rank();
     uint64_t sstride[kMaxRank];
-    if (src_strides) {
-      std::copy(src_strides, src_strides + r, sstride);
-    } else {
-      uint64_t s = 1;
-      for (int d = r - 1; d >= 0; --d) {
-        sstride[d] = s;
-        s *= sel.dim(d).count;
-      }
-    }
+    if (src_strides) std::copy(src_strides, src_strides + r, sstride);
+    else sel.dense_strides(sstride);
     const auto* p = static_cast<const uint8_t*>(src);
     if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
       write_dense(sel, p, sstride);
@@ -351,6 +344,10 @@ void Array::check_points(const uint64_t* coords, size_t n) const {
                                                 std::to_string(d));
 }
 
+void Array::require_writable() const {
+  if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+}
+
 void Array::require_var(bool var) const {
   if (schema_.var != var)
     throw_error(Errc::kInvalidArgument, var ? "array holds fixed-size cells: use write/read"
@@ -360,7 +357,7 @@ void Array::require_var(bool var) const {
 Status Array::write_points(const uint64_t* coords, size_t n, const void* values) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     require_var(false);
     check_points(coords, n);
     buffer_->add(coords, static_cast<const uint8_t*>(values), n);
@@ -617,16 +614,13 @@ HeapBuilder* Array::pending_heap() {
 Status Array::write_var(const Selection& sel, const uint64_t* lengths, const void* data) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     require_var(true);
     check_selection(sel);
     if (sel.empty()) return;
     const uint64_t n = sel.cells();
-    uint64_t sstride[kMaxRank], s = 1;
-    for (int d = schema_.rank() - 1; d >= 0; --d) {
-      sstride[d] = s;
-      s *= sel.dim(d).count;
-    }
+    uint64_t sstride[kMaxRank];
+    sel.dense_strides(sstride);
     if (sel.is_box() && n >= std::min(opts_.direct_cells, schema_.tile_cells())) {
       HeapBuilder heap(next_id());
       std::vector<uint8_t> desc = make_descriptors(&heap, n, lengths, data);
@@ -642,7 +636,7 @@ Status Array::write_var(const Selection& sel, const uint64_t* lengths, const voi
 Status Array::write_points_var(const uint64_t* coords, size_t n, const uint64_t* lengths, const void* data) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     require_var(true);
     check_points(coords, n);
     std::vector<uint8_t> desc = make_descriptors(pending_heap(), n, lengths, data);
@@ -727,7 +721,7 @@ Status Array::publish_prepared(bool synced) {
 Status Array::set_extent(const Coords& extent) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     Schema next = schema_;
     if (extent.size() != next.extent.size()) throw_error(Errc::kInvalidArgument, "set_extent: rank differs");
     finish_parked();  // the fill fragments must be newer than every write before them

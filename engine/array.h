@@ -117,6 +117,7 @@ class Array {
   void check_points(const uint64_t* coords, size_t n) const;
   HeapBuilder* pending_heap();
   void require_var(bool var) const;
+  void require_writable() const;
   void publish(const std::string& path, const std::vector<FragmentId>& replaced);
   // Completes a writer: durable publish (durable_writes) or finish into unpublished_.
   void complete(std::unique_ptr<FragmentWriter> w);

@@ -190,6 +190,14 @@ bool Selection::is_box() const {
   return true;
 }
 
+void Selection::dense_strides(uint64_t* out) const {
+  uint64_t s = 1;
+  for (int d = rank() - 1; d >= 0; --d) {
+    out[d] = s;
+    s *= dims_[d].count;
+  }
+}
+
 bool Selection::position_of(const uint64_t* c, uint64_t* pos) const {
   uint64_t p = 0;
   for (size_t d = 0; d < dims_.size(); ++d) {

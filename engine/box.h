@@ -72,6 +72,8 @@ class Selection {
   bool is_box() const;
   // Row-major rank of a selected cell; false if not selected.
   bool position_of(const uint64_t* c, uint64_t* pos) const;
+  // Element strides of a dense row-major buffer of the selection's shape.
+  void dense_strides(uint64_t* out) const;
 
  private:
   void finish();

@@ -32,7 +32,7 @@ struct TileKey {
 Status Array::consolidate(size_t first, size_t last) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     flush_impl();
     if (first > last || last >= frags_.size())
       throw_error(Errc::kInvalidArgument, "consolidate: fragment range out of bounds");
@@ -44,7 +44,7 @@ Status Array::consolidate(size_t first, size_t last) {
 Status Array::consolidate_all() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     flush_impl();
     if (frags_.size() > 1) consolidate_range(0, frags_.size() - 1);
   });
@@ -53,7 +53,7 @@ Status Array::consolidate_all() {
 Status Array::consolidate_auto(size_t min_run, double ratio) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+    require_writable();
     flush_impl();
     if (min_run < 2) min_run = 2;
     for (;;) {

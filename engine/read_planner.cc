@@ -17,15 +17,8 @@ void ReadPlanner::read(const Selection& sel, uint8_t* dst, const uint64_t* dst_s
   if (sel.rank() != rank_) throw_error(Errc::kInvalidArgument, "selection rank differs from the array's");
   if (sel.empty()) return;
   uint64_t ostride[kMaxRank];
-  if (dst_strides) {
-    std::copy(dst_strides, dst_strides + rank_, ostride);
-  } else {
-    uint64_t s = 1;
-    for (int d = rank_ - 1; d >= 0; --d) {
-      ostride[d] = s;
-      s *= sel.dim(d).count;
-    }
-  }
+  if (dst_strides) std::copy(dst_strides, dst_strides + rank_, ostride);
+  else sel.dense_strides(ostride);
   dense_pass(sel, dst, ostride);
   sparse_pass(sel, dst, ostride);
 }

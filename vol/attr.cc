@@ -88,11 +88,7 @@ using AttrList = std::vector<std::pair<std::string, AttrRecord>>;
 
 AttrList ordered_attrs(SharedFile& f, uint64_t owner, H5_index_t idx, H5_iter_order_t order) {
   AttrList v = f.attrs(owner);  // sorted by name
-  if (idx == H5_INDEX_CRT_ORDER)
-    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.corder < b.second.corder; });
-  else if (idx != H5_INDEX_NAME)
-    fail_arg("unknown index type");
-  if (order == H5_ITER_DEC) std::reverse(v.begin(), v.end());
+  order_by_index(v, idx, order);
   return v;
 }
 

@@ -51,11 +51,7 @@ uint64_t token_to_oid(const H5O_token_t* token) {
 std::vector<std::pair<std::string, LinkRecord>> ordered_links(SharedFile& f, uint64_t group, H5_index_t idx,
                                                               H5_iter_order_t order) {
   auto v = f.links(group);  // sorted by name
-  if (idx == H5_INDEX_CRT_ORDER)
-    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.corder < b.second.corder; });
-  else if (idx != H5_INDEX_NAME)
-    fail_arg("unknown index type");
-  if (order == H5_ITER_DEC) std::reverse(v.begin(), v.end());
+  order_by_index(v, idx, order);
   return v;
 }
 

@@ -9,6 +9,7 @@
 #include <hdf5.h>
 #include <H5VLconnector.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -72,6 +73,17 @@ std::string join(const std::string& parent, const std::string& name);
 // relative to obj; BY_IDX: the n-th link of the named group; BY_TOKEN: the token.
 // `path_out`, if given, receives the object's absolute path when known.
 uint64_t locate(Obj* obj, const H5VL_loc_params_t* lp, std::string* path_out = nullptr);
+
+// Orders (name, record) pairs that arrive sorted by name for BY_IDX access and
+// iteration: by name or by the records' creation order, increasing or decreasing.
+template <class Record>
+void order_by_index(std::vector<std::pair<std::string, Record>>& v, H5_index_t idx, H5_iter_order_t order) {
+  if (idx == H5_INDEX_CRT_ORDER)
+    std::stable_sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.corder < b.second.corder; });
+  else if (idx != H5_INDEX_NAME)
+    fail_arg("unknown index type");
+  if (order == H5_ITER_DEC) std::reverse(v.begin(), v.end());
+}
 
 // The links of a group ordered for BY_IDX access (name or creation order, inc/dec).
 std::vector<std::pair<std::string, LinkRecord>> ordered_links(SharedFile& f, uint64_t group, H5_index_t idx,
