@@ -228,7 +228,9 @@ void* object_open(void* obj, const H5VL_loc_params_t* lp, H5I_type_t* opened_typ
     std::lock_guard<std::recursive_mutex> lk(o->file->mu());
     std::string path;
     uint64_t oid = locate_checked(o, lp, &path);
-    if (path.empty()) path = find_path(*o->file, oid);
+    // Opened by token: the path is found lazily (GET_NAME searches the file), since a
+    // search here would cost a walk of the whole file per open (attribute iteration
+    // opens its owner by token).
     void* out = open_object_oid(o->file, oid, path, opened_type);
     static_cast<Obj*>(out)->handle = o->handle;
     return out;
