@@ -51,12 +51,6 @@ bool intermediate_groups(hid_t lcpl) {
   return lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_create_intermediate_group(lcpl, &crt) >= 0 && crt;
 }
 
-H5T_cset_t link_cset(hid_t lcpl) {
-  H5T_cset_t c = H5T_CSET_ASCII;
-  if (lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_char_encoding(lcpl, &c) < 0) c = H5T_CSET_ASCII;
-  return c;
-}
-
 // SharedFile::require_writable prefixes the operation, which report() adds already.
 void require_write_intent(SharedFile& f) {
   if (!f.writable()) fail_arg("file '" + f.name() + "' is open read-only (no write intent)");
@@ -147,19 +141,33 @@ void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection&
   else scatter(m.space, mes, packed.data(), out);
 }
 
+// What a fixed-size transfer needs: element sizes on both sides, whether the types are
+// equal (no conversion), and whether the memory selection is one contiguous run (then at
+// byte offset `off` in the buffer).
+struct Transfer {
+  size_t fes, mes;
+  bool eq, contig;
+  size_t off;
+};
+
+Transfer plan_transfer(const DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs) {
+  Transfer t{H5Tget_size(d.type), H5Tget_size(mtype), false, false, 0};
+  if (t.mes == 0) fail_arg("invalid memory datatype");
+  htri_t eq = H5Tequal(mtype, d.type);
+  if (eq < 0) fail_arg("invalid memory datatype");
+  t.eq = eq > 0;
+  t.contig = m.block || memory_contiguous(m.space, t.mes, fs.n, &t.off);
+  return t;
+}
+
 void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
   MemSide m;
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL read buffer");
   if (d.array->schema().var) return read_var(d, mtype, m, fs, dxpl, static_cast<uint8_t*>(buf));
-  const size_t fes = H5Tget_size(d.type), mes = H5Tget_size(mtype);
-  if (mes == 0) fail_arg("invalid memory datatype");
-  htri_t eq = H5Tequal(mtype, d.type);
-  if (eq < 0) fail_arg("invalid memory datatype");
+  const auto [fes, mes, eq, contig, off] = plan_transfer(d, mtype, m, fs);
   auto* out = static_cast<uint8_t*>(buf);
-  size_t off = 0;
-  bool contig = m.block || memory_contiguous(m.space, mes, fs.n, &off);
   if (eq && contig) {
     read_selection(*d.array, fs, out + off);
     return;
@@ -186,13 +194,8 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL write buffer");
   if (d.array->schema().var) return write_var(d, mtype, m, fs, static_cast<const uint8_t*>(buf));
-  const size_t fes = H5Tget_size(d.type), mes = H5Tget_size(mtype);
-  if (mes == 0) fail_arg("invalid memory datatype");
-  htri_t eq = H5Tequal(mtype, d.type);
-  if (eq < 0) fail_arg("invalid memory datatype");
+  const auto [fes, mes, eq, contig, off] = plan_transfer(d, mtype, m, fs);
   const auto* in = static_cast<const uint8_t*>(buf);
-  size_t off = 0;
-  bool contig = m.block || memory_contiguous(m.space, mes, fs.n, &off);
   if (eq && contig) {
     write_selection(*d.array, fs, in + off);
     return;
@@ -288,11 +291,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       d->oid = f->allocate_oid(b);
       f->put_object(b, d->oid, rec);
       if (name) {
-        LinkRecord l;
-        l.type = H5L_TYPE_HARD;
-        l.target = d->oid;
-        l.cset = link_cset(lcpl_id);
-        f->add_link(b, parent, last, l);
+        f->add_link(b, parent, last, LinkRecord::hard(d->oid, lcpl_id));
       }
       f->commit(b);
     } catch (...) {

@@ -72,14 +72,7 @@ void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char
       if (lcpl_id != H5P_DEFAULT && lcpl_id >= 0 && H5Pget_create_intermediate_group(lcpl_id, &inter) < 0)
         fail_arg("cannot read the link creation property list");
       auto [parent, last] = f.resolve_parent(start, name, inter != 0, &b);
-      LinkRecord l;
-      l.type = H5L_TYPE_HARD;
-      l.target = oid;
-      if (lcpl_id != H5P_DEFAULT && lcpl_id >= 0) {
-        H5T_cset_t cset = H5T_CSET_ASCII;
-        if (H5Pget_char_encoding(lcpl_id, &cset) >= 0) l.cset = cset;
-      }
-      f.add_link(b, parent, last, l);
+      f.add_link(b, parent, last, LinkRecord::hard(oid, lcpl_id));
       path = join(base, name);
     }
     f.commit(b);

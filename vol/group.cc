@@ -17,12 +17,7 @@ bool lcpl_intermediate(hid_t lcpl) {
   return H5Pget_create_intermediate_group(lcpl, &crt) >= 0 && crt != 0;
 }
 
-H5T_cset_t lcpl_cset(hid_t lcpl) {
-  if (lcpl == H5P_DEFAULT || lcpl < 0) return H5T_CSET_ASCII;
-  H5T_cset_t c = H5T_CSET_ASCII;
-  if (H5Pget_char_encoding(lcpl, &c) < 0) return H5T_CSET_ASCII;
-  return c;
-}
+H5T_cset_t lcpl_cset(hid_t lcpl) { return LinkRecord::hard(0, lcpl).cset; }
 
 void require_plist(hid_t id, hid_t cls, const char* what) {
   if (id == H5P_DEFAULT) return;
@@ -124,11 +119,7 @@ void* group_create(void* obj, const H5VL_loc_params_t* lp, const char* name, hid
     }
     auto [parent, last] = f.resolve_parent(loc, name, lcpl_intermediate(lcpl_id), &b);
     uint64_t g = f.create_group_record(b, gcpl_id);
-    LinkRecord l;
-    l.type = H5L_TYPE_HARD;
-    l.target = g;
-    l.cset = lcpl_cset(lcpl_id);
-    f.add_link(b, parent, last, l);
+    f.add_link(b, parent, last, LinkRecord::hard(g, lcpl_id));
     f.commit(b);
     auto* go = new GroupObj(H5I_GROUP, file, g, join(base, name));
     go->handle = o->handle;

@@ -260,11 +260,7 @@ herr_t object_copy(void* src_obj, const H5VL_loc_params_t* lp1, const char* src_
     Copier c{sf, df, b, flags, {}, {}};
     try {
       uint64_t to = c.copy(from, 0);
-      LinkRecord l;
-      l.type = H5L_TYPE_HARD;
-      l.target = to;
-      l.cset = lcpl_cset(lcpl_id);
-      df.add_link(b, parent, last, l);
+      df.add_link(b, parent, last, LinkRecord::hard(to, lcpl_id));
       df.commit(b);
     } catch (...) {
       for (uint64_t id : c.new_arrays) (void)df.container().remove_array(id);

@@ -90,6 +90,14 @@ std::string LinkRecord::serialize() const {
   return std::string(w.buf().begin(), w.buf().end());
 }
 
+LinkRecord LinkRecord::hard(uint64_t target, hid_t lcpl) {
+  LinkRecord l;
+  l.type = H5L_TYPE_HARD;
+  l.target = target;
+  if (lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_char_encoding(lcpl, &l.cset) < 0) l.cset = H5T_CSET_ASCII;
+  return l;
+}
+
 LinkRecord LinkRecord::deserialize(const std::string& s) {
   auto r = reader(s, "link");
   LinkRecord l;
@@ -434,10 +442,7 @@ std::pair<uint64_t, std::string> SharedFile::resolve_parent(uint64_t start, cons
     if (!l) {
       if (!create_intermediate || !b) fail_arg("parent group '" + parent + "' of '" + path + "' doesn't exist");
       uint64_t g = create_group_record(*b, H5P_DEFAULT);
-      LinkRecord hard;
-      hard.type = H5L_TYPE_HARD;
-      hard.target = g;
-      add_link(*b, cur, part, hard);
+      add_link(*b, cur, part, LinkRecord::hard(g));
       cur = g;
       continue;
     }

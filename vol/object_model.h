@@ -54,6 +54,8 @@ struct LinkRecord {
   H5T_cset_t cset = H5T_CSET_ASCII;
   std::string serialize() const;
   static LinkRecord deserialize(const std::string& s);
+  // A hard link to `target`, with the name encoding an lcpl asks for (H5P_DEFAULT: ASCII).
+  static LinkRecord hard(uint64_t target, hid_t lcpl = H5P_DEFAULT);
 };
 
 struct AttrRecord {
