@@ -243,6 +243,8 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
   return vol_call_ptr(__func__, "attribute create", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o || !attr_name || !*attr_name) fail_arg("no attribute name");
+    require_plist(acpl_id, H5P_ATTRIBUTE_CREATE, "attribute creation");
+    require_loc_lapl(loc_params);
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());
     f.require_writable("attribute create");
@@ -455,6 +457,7 @@ herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_s
   herr_t ret = 0;
   herr_t st = vol_call(__func__, "attribute operation", [&] {
     if (!obj || !args || !loc_params) fail_arg("NULL arguments");
+    require_loc_lapl(loc_params);
     auto* o = static_cast<Obj*>(obj);
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());

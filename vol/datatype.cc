@@ -46,10 +46,13 @@ void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::
 }
 
 void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t type_id,
-                      hid_t lcpl_id, hid_t tcpl_id, hid_t /*tapl_id*/, hid_t /*dxpl_id*/, void** /*req*/) {
+                      hid_t lcpl_id, hid_t tcpl_id, hid_t tapl_id, hid_t /*dxpl_id*/, void** /*req*/) {
   return vol_call_ptr(__func__, "datatype commit", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o || !loc_params) fail_arg("NULL location");
+    require_plist(lcpl_id, H5P_LINK_CREATE, "link creation");
+    require_plist(tcpl_id, H5P_DATATYPE_CREATE, "datatype creation");
+    require_plist(tapl_id, H5P_DATATYPE_ACCESS, "datatype access");
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());
     f.require_writable("datatype commit");
