@@ -45,7 +45,8 @@ void Schema::validate() const {
     if (tc > (uint64_t{1} << 40) / tile_extent[d]) bad("tile has too many cells");
     tc *= tile_extent[d];
   }
-  if (elem_size == 0 || elem_size > (1u << 20)) bad("element size must be 1..1048576 bytes");
+  if (elem_size == 0 || elem_size > (1u << 28)) bad("element size must be 1 byte .. 256 MiB");
+  if (fill.empty() && elem_size > (1u << 20)) bad("elements over 1 MiB need an explicit fill value");
   if (tc * elem_size > (uint64_t{1} << 32)) bad("a tile may hold at most 4 GiB");
   if (!fill.empty() && fill.size() != elem_size) bad("fill value size differs from element size");
   if (kind == ElementKind::kFloat && elem_size != 4 && elem_size != 8) bad("float elements must be 4 or 8 bytes");

@@ -139,8 +139,8 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
   } else if (fv == H5D_FILL_VALUE_USER_DEFINED) {
     s.fill.assign(es, 0);
     if (H5Pget_fill_value(dcpl, type, s.fill.data()) < 0) fail_arg("cannot convert the fill value to the dataset type");
-  } else if (es > 256) {
-    s.fill.assign(es, 0);  // the engine's implicit zero fill covers only small elements
+  } else if (es > (1u << 20)) {
+    s.fill.assign(es, 0);  // the engine's implicit zero fill covers elements up to 1 MiB
   }
 
   std::vector<tessera::Filter> filters;
