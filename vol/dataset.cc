@@ -299,6 +299,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       throw;
     }
     d->array = f->array(rec.array_id);
+    d->handle = o->handle;  // H5F_OBJ_LOCAL counts objects per file handle
     return d.release();
   });
 }
@@ -314,6 +315,7 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* n
     std::string n = name ? name : ".";
     uint64_t oid = o->file->resolve(start, n);
     auto* d = static_cast<DatasetObj*>(dataset_open_oid(o->file, oid, join(base, n)));
+    d->handle = o->handle;
     if (dapl_id != H5P_DEFAULT) {
       hid_t c = H5Pcopy(dapl_id);
       if (c >= 0) {

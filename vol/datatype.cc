@@ -79,7 +79,9 @@ void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char
       path = join(base, name);
     }
     f.commit(b);
-    return datatype_open_oid(o->file, oid, path);
+    auto* t = static_cast<Obj*>(datatype_open_oid(o->file, oid, path));
+    t->handle = o->handle;  // H5F_OBJ_LOCAL counts objects per file handle
+    return t;
   });
 }
 
@@ -93,7 +95,9 @@ void* datatype_open(void* obj, const H5VL_loc_params_t* loc_params, const char* 
     std::string base;
     uint64_t start = locate(o, loc_params, &base);
     uint64_t oid = f.resolve(start, name);
-    return datatype_open_oid(o->file, oid, join(base, name));
+    auto* t = static_cast<Obj*>(datatype_open_oid(o->file, oid, join(base, name)));
+    t->handle = o->handle;  // H5F_OBJ_LOCAL counts objects per file handle
+    return t;
   });
 }
 
