@@ -44,12 +44,7 @@ hid_t group_cpl(SharedFile& f, uint64_t group, const ObjectRecord& r) {
   return H5Pcopy(H5P_GROUP_CREATE_DEFAULT);
 }
 
-// HDF5 hands group callbacks a file object for the root group, so treat both as Obj.
-Obj* as_group(void* obj) {
-  auto* o = static_cast<Obj*>(obj);
-  if (!o) fail_arg("NULL object");
-  return o;
-}
+
 
 void fill_info(SharedFile& f, uint64_t g, H5G_info_t* info) {
   ObjectRecord r = f.object(g);
@@ -149,7 +144,7 @@ void* group_open(void* obj, const H5VL_loc_params_t* lp, const char* name, hid_t
 herr_t group_get(void* obj, H5VL_group_get_args_t* args, hid_t, void**) {
   return vol_call(__func__, "group get", [&] {
     if (!args) fail_arg("NULL arguments");
-    Obj* g = as_group(obj);
+    Obj* g = as_obj(obj);  // a file object stands for the root group
     SharedFile& f = *g->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     switch (args->op_type) {
@@ -190,7 +185,7 @@ herr_t group_get(void* obj, H5VL_group_get_args_t* args, hid_t, void**) {
 herr_t group_specific(void* obj, H5VL_group_specific_args_t* args, hid_t, void**) {
   return vol_call(__func__, "group specific", [&] {
     if (!args) fail_arg("NULL arguments");
-    Obj* g = as_group(obj);
+    Obj* g = as_obj(obj);  // a file object stands for the root group
     switch (args->op_type) {
       case H5VL_GROUP_MOUNT:
       case H5VL_GROUP_UNMOUNT:

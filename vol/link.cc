@@ -179,11 +179,6 @@ herr_t iterate(Obj* o, const H5VL_loc_params_t* lp, H5VL_link_iterate_args_t& it
   return rc;
 }
 
-Obj* as_obj(void* p) {
-  if (!p) fail_arg("NULL location");
-  return static_cast<Obj*>(p);
-}
-
 }  // namespace
 
 herr_t link_create(H5VL_link_create_args_t* args, void* obj, const H5VL_loc_params_t* lp, hid_t lcpl_id,
@@ -330,18 +325,8 @@ herr_t link_get(void* obj, const H5VL_loc_params_t* lp, H5VL_link_get_args_t* ar
 herr_t link_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_link_specific_args_t* args, hid_t, void**) {
   // Iteration returns the callback's own value (positive stops early), so it is not
   // wrapped in vol_call's 0/-1.
-  if (args && args->op_type == H5VL_LINK_ITER) {
-    try {
-      Obj* o = as_obj(obj);
-      std::lock_guard<std::recursive_mutex> lk(o->file->mu());
-      herr_t rc = iterate(o, lp, args->args.iterate);
-      if (rc < 0) TESSERA_VOL_ERROR(kBadArgument, "link iterate: the callback failed (returned %d)", rc);
-      return rc;
-    } catch (...) {
-      report(__func__, "link iterate");
-      return -1;
-    }
-  }
+  if (args && args->op_type == H5VL_LINK_ITER)
+    return vol_call_iterate(__func__, "link iterate", obj, [&](Obj* o) { return iterate(o, lp, args->args.iterate); });
   return vol_call(__func__, "link specific", [&] {
     if (!args) fail_arg("NULL arguments");
     Obj* o = as_obj(obj);

@@ -28,11 +28,6 @@ extern void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, cons
 
 namespace {
 
-Obj* as_obj(void* p) {
-  if (!p) fail_arg("NULL object");
-  return static_cast<Obj*>(p);
-}
-
 H5O_type_t otype(ObjType t) {
   switch (t) {
     case ObjType::kGroup: return H5O_TYPE_GROUP;
@@ -334,18 +329,8 @@ herr_t object_visit(Obj* o, const H5VL_loc_params_t* lp, H5VL_object_visit_args_
 }  // namespace
 
 herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_specific_args_t* args, hid_t, void**) {
-  if (args && args->op_type == H5VL_OBJECT_VISIT) {  // returns the callback's value
-    try {
-      Obj* o = as_obj(obj);
-      std::lock_guard<std::recursive_mutex> lk(o->file->mu());
-      herr_t rc = object_visit(o, lp, args->args.visit);
-      if (rc < 0) TESSERA_VOL_ERROR(kBadArgument, "object visit: the callback failed (returned %d)", rc);
-      return rc;
-    } catch (...) {
-      report(__func__, "object visit");
-      return -1;
-    }
-  }
+  if (args && args->op_type == H5VL_OBJECT_VISIT)  // returns the callback's value
+    return vol_call_iterate(__func__, "object visit", obj, [&](Obj* o) { return object_visit(o, lp, args->args.visit); });
   return vol_call(__func__, "object specific", [&] {
     if (!args) fail_arg("NULL arguments");
     require_loc_lapl(lp);

@@ -31,6 +31,11 @@ AttrObj::~AttrObj() {
   if (acpl >= 0) H5Pclose(acpl);
 }
 
+Obj* as_obj(void* p) {
+  if (!p) fail_arg("NULL object");
+  return static_cast<Obj*>(p);
+}
+
 std::string join(const std::string& parent, const std::string& name) {
   if (!name.empty() && name[0] == '/') return name;
   if (parent.empty() || parent == "/") return "/" + name;

@@ -66,6 +66,9 @@ struct AttrObj : Obj {
   hid_t acpl = H5I_INVALID_HID;
 };
 
+// The object HDF5 passes to a callback; throws for NULL.
+Obj* as_obj(void* p);
+
 // Joins a parent path and a name into an absolute path.
 std::string join(const std::string& parent, const std::string& name);
 
@@ -100,6 +103,23 @@ herr_t vol_call(const char* func, const char* what, F&& f) noexcept {
   try {
     f();
     return 0;
+  } catch (...) {
+    report(func, what);
+    return -1;
+  }
+}
+// For iterate/visit: runs f (which returns the user callback's value — positive stops
+// early, negative is the callback's failure) with the container locked, and reports
+// exceptions and callback failures on the error stack.
+template <class F>
+herr_t vol_call_iterate(const char* func, const char* what, void* obj, F&& f) noexcept {
+  try {
+    Obj* o = as_obj(obj);
+    std::lock_guard<std::recursive_mutex> lk(o->file->mu());
+    herr_t rc = f(o);
+    if (rc < 0) push_error_at(__FILE__, __LINE__, func, ErrorKind::kBadArgument,
+                              "%s: the callback failed (returned %d)", what, rc);
+    return rc;
   } catch (...) {
     report(func, what);
     return -1;
