@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "vol/dcpl.h"
+#include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/selection.h"
 #include "vol/tessera_vol.h"
@@ -237,6 +238,8 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
   return vol_call_ptr(__func__, "dataset create", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o) fail_arg("NULL location");
+    ExternalHop hop(o, loc_params, name, false);  // creating through an external link
+    o = hop.obj, loc_params = hop.lp, name = hop.name;
     std::shared_ptr<SharedFile> f = o->file;
     std::lock_guard<std::recursive_mutex> g(f->mu());
     require_write_intent(*f);
@@ -309,6 +312,8 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* n
   return vol_call_ptr(__func__, "dataset open", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o) fail_arg("NULL location");
+    ExternalHop hop(o, loc_params, name, true, dapl_id);
+    o = hop.obj, loc_params = hop.lp, name = hop.name;
     std::lock_guard<std::recursive_mutex> g(o->file->mu());
     std::string base;
     uint64_t start = locate(o, loc_params, &base);

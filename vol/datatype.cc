@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "vol/error.h"
+#include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
@@ -50,6 +51,8 @@ void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char
   return vol_call_ptr(__func__, "datatype commit", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o || !loc_params) fail_arg("NULL location");
+    ExternalHop hop(o, loc_params, name, false);  // committing through an external link
+    o = hop.obj, loc_params = hop.lp, name = hop.name;
     require_plist(lcpl_id, H5P_LINK_CREATE, "link creation");
     require_plist(tcpl_id, H5P_DATATYPE_CREATE, "datatype creation");
     require_plist(tapl_id, H5P_DATATYPE_ACCESS, "datatype access");
@@ -85,11 +88,13 @@ void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char
   });
 }
 
-void* datatype_open(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t /*tapl_id*/,
+void* datatype_open(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t tapl_id,
                     hid_t /*dxpl_id*/, void** /*req*/) {
   return vol_call_ptr(__func__, "datatype open", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o || !loc_params || !name) fail_arg("NULL location or name");
+    ExternalHop hop(o, loc_params, name, true, tapl_id);
+    o = hop.obj, loc_params = hop.lp, name = hop.name;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());
     std::string base;

@@ -6,6 +6,7 @@
 // corder_valid) follows the group's gcpl, as in native HDF5.
 #include <cstring>
 
+#include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
@@ -94,6 +95,8 @@ void* group_create(void* obj, const H5VL_loc_params_t* lp, const char* name, hid
   return vol_call_ptr(__func__, "group create", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o) fail_arg("NULL location");
+    ExternalHop hop(o, lp, name, false);  // creating through an external link
+    o = hop.obj, lp = hop.lp, name = hop.name;
     auto file = o->file;
     SharedFile& f = *file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
@@ -129,6 +132,8 @@ void* group_open(void* obj, const H5VL_loc_params_t* lp, const char* name, hid_t
     if (!name) fail_arg("NULL group name");
     require_plist(gapl_id, H5P_GROUP_ACCESS, "group access");
     require_loc_lapl(lp);
+    ExternalHop hop(o, lp, name, true, gapl_id);
+    o = hop.obj, lp = hop.lp, name = hop.name;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     std::string base;
@@ -145,6 +150,11 @@ herr_t group_get(void* obj, H5VL_group_get_args_t* args, hid_t, void**) {
   return vol_call(__func__, "group get", [&] {
     if (!args) fail_arg("NULL arguments");
     Obj* g = as_obj(obj);  // a file object stands for the root group
+    std::optional<ExternalHop> hop;
+    if (args->op_type == H5VL_GROUP_GET_INFO) {
+      hop.emplace(g, &args->args.get_info.loc_params, nullptr, true);
+      g = hop->obj;
+    }
     SharedFile& f = *g->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     switch (args->op_type) {
@@ -166,14 +176,15 @@ herr_t group_get(void* obj, H5VL_group_get_args_t* args, hid_t, void**) {
         return;
       }
       case H5VL_GROUP_GET_INFO: {
+        const H5VL_loc_params_t& lp = *hop->lp;
         auto& a = args->args.get_info;
-        require_loc_lapl(&a.loc_params);
+        require_loc_lapl(&lp);
         uint64_t target;
-        if (a.loc_params.type == H5VL_OBJECT_BY_IDX) {
-          uint64_t parent = f.resolve(g->oid, a.loc_params.loc_data.loc_by_idx.name);
-          require_index(f, parent, a.loc_params.loc_data.loc_by_idx.idx_type);
+        if (lp.type == H5VL_OBJECT_BY_IDX) {
+          uint64_t parent = f.resolve(g->oid, lp.loc_data.loc_by_idx.name);
+          require_index(f, parent, lp.loc_data.loc_by_idx.idx_type);
         }
-        target = locate(g, &a.loc_params);
+        target = locate(g, &lp);
         fill_info(f, target, a.ginfo);
         return;
       }

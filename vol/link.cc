@@ -2,11 +2,13 @@
 // iterate and visit.
 //
 // External links are stored and reported (H5Lget_info2, H5Lget_val, H5Lunpack_elink_val)
-// but never traversed.  Iteration hands the callback a group ID made with
+// and followed by every path-taking callback through ExternalHop (elink.h); iteration and
+// visiting report them without following them, like HDF5.  Iteration hands the callback a group ID made with
 // H5VLwrap_register over a GroupObj of its own, released after the iteration.
 #include <cstring>
 #include <set>
 
+#include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
@@ -151,6 +153,8 @@ herr_t visit_group(Visit& v, uint64_t group, const std::string& prefix, int dept
 
 herr_t iterate(Obj* o, const H5VL_loc_params_t* lp, H5VL_link_iterate_args_t& it) {
   require_loc_lapl(lp);
+  ExternalHop hop(o, lp, nullptr, true);  // iterating a group reached through an external link
+  o = hop.obj, lp = hop.lp;
   SharedFile& f = *o->file;
   std::string path;
   uint64_t g = locate(o, lp, &path);
@@ -189,6 +193,8 @@ herr_t link_create(H5VL_link_create_args_t* args, void* obj, const H5VL_loc_para
     Obj* o = static_cast<Obj*>(obj);
     if (!o && args->op_type == H5VL_LINK_CREATE_HARD) o = static_cast<Obj*>(args->args.hard.curr_obj);
     if (!o) fail_arg("NULL location");
+    ExternalHop hop(o, lp, nullptr, false);  // creating a link through an external link
+    o = hop.obj, lp = hop.lp;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     require_plist(lcpl_id, H5P_LINK_CREATE, "link creation");
@@ -245,6 +251,8 @@ void copy_or_move(void* src_obj, const H5VL_loc_params_t* lp1, void* dst_obj, co
   require_loc_lapl(lp2);
   Obj* src = as_obj(src_obj);
   Obj* dst = dst_obj ? static_cast<Obj*>(dst_obj) : src;
+  ExternalHop shop(src, lp1, nullptr, false), dhop(dst, lp2, nullptr, false);
+  src = shop.obj, lp1 = shop.lp, dst = dhop.obj, lp2 = dhop.lp;
   SharedFile& f = *src->file;
   if (dst->file != src->file) fail_arg("links cannot be copied or moved between files");
   std::lock_guard<std::recursive_mutex> lk(f.mu());
@@ -287,7 +295,9 @@ herr_t link_move(void* src_obj, const H5VL_loc_params_t* lp1, void* dst_obj, con
 herr_t link_get(void* obj, const H5VL_loc_params_t* lp, H5VL_link_get_args_t* args, hid_t, void**) {
   return vol_call(__func__, "link get", [&] {
     if (!args) fail_arg("NULL arguments");
-    Obj* o = as_obj(obj);
+    ExternalHop hop(as_obj(obj), lp, nullptr, false);
+    Obj* o = hop.obj;
+    lp = hop.lp;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     LinkAt at = link_at(o, lp);
@@ -329,7 +339,9 @@ herr_t link_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_link_specific_
     return vol_call_iterate(__func__, "link iterate", obj, [&](Obj* o) { return iterate(o, lp, args->args.iterate); });
   return vol_call(__func__, "link specific", [&] {
     if (!args) fail_arg("NULL arguments");
-    Obj* o = as_obj(obj);
+    ExternalHop hop(as_obj(obj), lp, nullptr, false);
+    Obj* o = hop.obj;
+    lp = hop.lp;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     switch (args->op_type) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/file_io.h"
+#include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
@@ -220,6 +221,8 @@ void* object_open(void* obj, const H5VL_loc_params_t* lp, H5I_type_t* opened_typ
   return vol_call_ptr(__func__, "object open", [&]() -> void* {
     Obj* o = as_obj(obj);
     require_loc_lapl(lp);
+    ExternalHop hop(o, lp, nullptr, true);
+    o = hop.obj, lp = hop.lp;
     std::lock_guard<std::recursive_mutex> lk(o->file->mu());
     std::string path;
     uint64_t oid = locate_checked(o, lp, &path);
@@ -241,6 +244,9 @@ herr_t object_copy(void* src_obj, const H5VL_loc_params_t* lp1, const char* src_
     if (!src_name || !dst_name) fail_arg("NULL object name");
     require_plist(ocpypl_id, H5P_OBJECT_COPY, "object copy");
     require_plist(lcpl_id, H5P_LINK_CREATE, "link creation");
+    ExternalHop shop(src, lp1, src_name, true), dhop(dst, lp2, dst_name, false);
+    src = shop.obj, lp1 = shop.lp, src_name = shop.name;
+    dst = dhop.obj, lp2 = dhop.lp, dst_name = dhop.name;
     SharedFile& sf = *src->file;
     SharedFile& df = *dst->file;
     std::lock_guard<std::recursive_mutex> lk(sf.mu());
@@ -267,7 +273,9 @@ herr_t object_copy(void* src_obj, const H5VL_loc_params_t* lp1, const char* src_
 herr_t object_get(void* obj, const H5VL_loc_params_t* lp, H5VL_object_get_args_t* args, hid_t, void**) {
   return vol_call(__func__, "object get", [&] {
     if (!args) fail_arg("NULL arguments");
-    Obj* o = as_obj(obj);
+    ExternalHop hop(as_obj(obj), lp, nullptr, true);
+    Obj* o = hop.obj;
+    lp = hop.lp;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     switch (args->op_type) {
@@ -302,6 +310,8 @@ herr_t object_get(void* obj, const H5VL_loc_params_t* lp, H5VL_object_get_args_t
 namespace {
 
 herr_t object_visit(Obj* o, const H5VL_loc_params_t* lp, H5VL_object_visit_args_t& a) {
+  ExternalHop hop(o, lp, nullptr, true);
+  o = hop.obj, lp = hop.lp;
   SharedFile& f = *o->file;
   std::string path;
   uint64_t start = locate_checked(o, lp, &path);
@@ -334,7 +344,9 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_speci
   return vol_call(__func__, "object specific", [&] {
     if (!args) fail_arg("NULL arguments");
     require_loc_lapl(lp);
-    Obj* o = as_obj(obj);
+    ExternalHop hop(as_obj(obj), lp, nullptr, true);
+    Obj* o = hop.obj;
+    lp = hop.lp;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     switch (args->op_type) {
@@ -382,7 +394,9 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_speci
 herr_t object_optional(void* obj, const H5VL_loc_params_t* lp, H5VL_optional_args_t* args, hid_t, void**) {
   return vol_call(__func__, "object optional", [&] {
     if (!args) fail_arg("NULL arguments");
-    Obj* o = as_obj(obj);
+    ExternalHop hop(as_obj(obj), lp, nullptr, true);
+    Obj* o = hop.obj;
+    lp = hop.lp;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     auto* na = static_cast<H5VL_native_object_optional_args_t*>(args->args);

@@ -38,6 +38,7 @@ Obj* as_obj(void* p) {
 
 std::string join(const std::string& parent, const std::string& name) {
   if (!name.empty() && name[0] == '/') return name;
+  if (name == ".") return parent.empty() ? "/" : parent;  // the location itself (an external link's target)
   if (parent.empty() || parent == "/") return "/" + name;
   return parent + "/" + name;
 }
