@@ -91,6 +91,7 @@ class Walker {
     if (--budget_ < 0) fail_arg("too many soft or external links while resolving '" + name + "'");
     if (l.type == H5L_TYPE_SOFT) return walk(p, l.soft_path);
     if (l.type != H5L_TYPE_EXTERNAL) fail_unsupported("traversal of user-defined link '" + name + "'");
+    if (l.target == kRawLinkValue) fail_arg("external link '" + name + "' has a malformed value");
     auto tf = open_external_file(*p.file, p.path, l, lapl_);
     crossed = true;
     return walk(Place{tf, kRootOid, "/"}, l.ext_obj);

@@ -14,6 +14,10 @@
 
 namespace tessera_vol {
 
+// LinkRecord::target of an external link whose value is not a well-formed external link
+// value (H5Lcreate_ud accepts any bytes): soft_path then holds the raw value.
+inline constexpr uint64_t kRawLinkValue = 1;
+
 class ExternalHop {
  public:
   // `o`, `lp`, `name`: the callback's location (name may be NULL: the location alone).

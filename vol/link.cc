@@ -83,6 +83,7 @@ void remove_link_keep_open(SharedFile& f, const LinkAt& at) {
 
 // External link value as HDF5 encodes it: flags byte, file name, NUL, object path, NUL.
 std::string elink_value(const LinkRecord& l) {
+  if (l.target == kRawLinkValue) return l.soft_path;
   std::string v(1, '\0');
   v += l.soft_path;
   v.push_back('\0');
@@ -220,15 +221,24 @@ herr_t link_create(H5VL_link_create_args_t* args, void* obj, const H5VL_loc_para
         break;
       case H5VL_LINK_CREATE_UD: {
         if (args->args.ud.type != H5L_TYPE_EXTERNAL)
-          fail_unsupported("user-defined link type " + std::to_string(static_cast<int>(args->args.ud.type)));
+          fail_unsupported("user-defined link class " + std::to_string(static_cast<int>(args->args.ud.type)) +
+                           ": tessera stores only the external link class (a connector cannot call a "
+                           "registered class's callbacks)");
         const char* buf = static_cast<const char*>(args->args.ud.buf);
         size_t n = args->args.ud.buf_size;
-        if (!buf || n < 3 || buf[n - 1] != '\0') fail_arg("malformed external link value");
+        if (!buf && n > 0) fail_arg("NULL link value");
         l.type = H5L_TYPE_EXTERNAL;
-        l.soft_path = std::string(buf + 1);
-        size_t off = 1 + l.soft_path.size() + 1;
-        if (off >= n) fail_arg("malformed external link value");
-        l.ext_obj = std::string(buf + off);
+        // HDF5 stores an external link's value without checking it (H5Lcreate_ud): a value
+        // that is not "flags, file, NUL, object, NUL" is kept raw and fails on traversal.
+        size_t flen = n > 1 ? strnlen(buf + 1, n - 1) : 0;
+        size_t off = 1 + flen + 1;
+        if (n >= 3 && buf[0] == 0 && off < n && buf[n - 1] == '\0' && strnlen(buf + off, n - off) == n - off - 1) {
+          l.soft_path.assign(buf + 1, flen);
+          l.ext_obj.assign(buf + off);
+        } else {
+          l.target = kRawLinkValue;
+          if (n) l.soft_path.assign(buf, n);
+        }
         break;
       }
       default: fail_unsupported("link create type " + std::to_string(static_cast<int>(args->op_type)));

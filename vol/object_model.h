@@ -48,7 +48,7 @@ struct ObjectRecord {
 struct LinkRecord {
   H5L_type_t type = H5L_TYPE_HARD;
   uint64_t target = 0;      // hard
-  std::string soft_path;    // soft: the path; external: file name
+  std::string soft_path;    // soft: the path; external: file name (raw value if target == 1, elink.h)
   std::string ext_obj;      // external: object path in that file
   int64_t corder = 0;
   H5T_cset_t cset = H5T_CSET_ASCII;

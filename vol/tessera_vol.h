@@ -27,6 +27,9 @@ inline constexpr unsigned kConnectorVersion = 1;
 // introspect get_cap_flags callback (H5Pget_vol_cap_flags calls the callback), and the
 // API test suite skips tests by them.  Both must report this one constant.
 // What tessera implements (each flag is a promise the API test suite holds us to).
+// EXTERNAL_LINKS: followed into tessera containers (elink.h).  UD_LINKS: H5Lcreate_ud works
+// for HDF5's one built-in user-defined class, external links; other registered classes are
+// refused, since a connector cannot reach their callbacks.
 inline constexpr uint64_t kCapFlags =
     H5VL_CAP_FLAG_FILE_BASIC | H5VL_CAP_FLAG_FILE_MORE | H5VL_CAP_FLAG_GROUP_BASIC | H5VL_CAP_FLAG_GROUP_MORE |
     H5VL_CAP_FLAG_DATASET_BASIC | H5VL_CAP_FLAG_DATASET_MORE | H5VL_CAP_FLAG_ATTR_BASIC |
@@ -34,7 +37,7 @@ inline constexpr uint64_t kCapFlags =
     H5VL_CAP_FLAG_OBJECT_MORE | H5VL_CAP_FLAG_HARD_LINKS | H5VL_CAP_FLAG_SOFT_LINKS | H5VL_CAP_FLAG_ITERATE |
     H5VL_CAP_FLAG_BY_IDX | H5VL_CAP_FLAG_CREATION_ORDER | H5VL_CAP_FLAG_GET_PLIST |
     H5VL_CAP_FLAG_FLUSH_REFRESH | H5VL_CAP_FLAG_STORED_DATATYPES | H5VL_CAP_FLAG_STORAGE_SIZE |
-    H5VL_CAP_FLAG_FILL_VALUES | H5VL_CAP_FLAG_FILTERS | H5VL_CAP_FLAG_EXTERNAL_LINKS;
+    H5VL_CAP_FLAG_FILL_VALUES | H5VL_CAP_FLAG_FILTERS | H5VL_CAP_FLAG_EXTERNAL_LINKS | H5VL_CAP_FLAG_UD_LINKS;
 
 // The connector class (defined in connector.cc).
 extern const H5VL_class_t kTesseraClass;
