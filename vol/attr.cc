@@ -239,11 +239,12 @@ void iterate(Obj* o, const H5VL_loc_params_t* lp, const H5VL_attr_iterate_args_t
 }  // namespace
 
 void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* attr_name, hid_t type_id,
-                  hid_t space_id, hid_t acpl_id, hid_t /*aapl_id*/, hid_t /*dxpl_id*/, void** /*req*/) {
+                  hid_t space_id, hid_t acpl_id, hid_t aapl_id, hid_t /*dxpl_id*/, void** /*req*/) {
   return vol_call_ptr(__func__, "attribute create", [&]() -> void* {
     auto* o = static_cast<Obj*>(obj);
     if (!o || !attr_name || !*attr_name) fail_arg("no attribute name");
     require_plist(acpl_id, H5P_ATTRIBUTE_CREATE, "attribute creation");
+    require_plist(aapl_id, H5P_ATTRIBUTE_ACCESS, "attribute access");
     require_loc_lapl(loc_params);
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());
