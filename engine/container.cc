@@ -94,6 +94,23 @@ Status Container::open(const std::string& path, bool writable, std::unique_ptr<C
   });
 }
 
+Status Container::open_shadow(const std::string& path, std::unique_ptr<Container>* out) {
+  return guard([&] {
+    check_header(path);
+    std::unique_ptr<Container> c(new Container());
+    c->path_ = path;
+    c->writable_ = true;
+    c->shadow_ = true;
+    c->catalog_ = Catalog::open(path, Catalog::Mode::kShadow, false);
+    *out = std::move(c);
+  });
+}
+
+uint64_t Container::committed_epoch() const {
+  auto v = catalog_->get(kEpochKey);
+  return v ? std::strtoull(v->c_str(), nullptr, 10) : 0;
+}
+
 Status Container::remove(const std::string& path) {
   return guard([&] {
     if (!is_container(path)) throw_error(Errc::kNotFound, "'" + path + "' is not a tessera container");
@@ -122,20 +139,26 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     CatalogBatch b;
     b.put(kNextIdKey, std::to_string(next + 1));
     catalog_->commit(b);
-    Status st = Array::create(array_dir(next), schema, durable);
-    if (!st.ok()) throw_error(st.code(), st.message());
+    if (!shadow_) {
+      Status st = Array::create(array_dir(next), schema, durable);
+      if (!st.ok()) throw_error(st.code(), st.message());
+    }
     *id = next;
   });
 }
 
 Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out) {
-  return Array::open(array_dir(id), writable && writable_, opts, out);
+  ArrayOptions o = opts;
+  Status st = guard([&] { o.committed_epoch = committed_epoch(); });
+  if (!st.ok()) return st;
+  if (shadow_) o.shadow = true;
+  return Array::open(array_dir(id), writable && writable_, o, out);
 }
 
 Status Container::remove_array(uint64_t id) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
-    remove_tree(array_dir(id));
+    if (!shadow_) remove_tree(array_dir(id));
   });
 }
 

@@ -18,12 +18,22 @@ class Container {
   enum class CreateMode { kTruncate, kExclusive };
   static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out);
   static Status open(const std::string& path, bool writable, std::unique_ptr<Container>* out);
+  // MPI ranks other than 0 of a parallel file: a writable view whose catalog is a shadow
+  // (catalog.h) and whose array creation/removal only allocates ids — rank 0 runs the same
+  // calls and does the disk work.  Rank 0 must have created or opened the container first.
+  static Status open_shadow(const std::string& path, std::unique_ptr<Container>* out);
   // True for a directory holding a valid container header; never throws.
   static bool is_container(const std::string& path);
   static Status remove(const std::string& path);
 
   const std::string& path() const { return path_; }
   bool writable() const { return writable_; }
+  bool shadow() const { return shadow_; }
+  // Parallel commits (docs/parallel.md): the last epoch whose per-rank publish journals
+  // are committed.  open_array passes it on, so recovery rolls those journals forward and
+  // later ones back.
+  static constexpr const char* kEpochKey = "sys/epoch";
+  uint64_t committed_epoch() const;
   Catalog& catalog() { return *catalog_; }
 
   // Array ids are allocated from a counter kept in the catalog.
@@ -39,6 +49,7 @@ class Container {
   Container() = default;
   std::string path_;
   bool writable_ = false;
+  bool shadow_ = false;
   std::unique_ptr<Catalog> catalog_;
 };
 
