@@ -2,6 +2,7 @@
 #include "vol/object_model.h"
 
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -571,6 +572,16 @@ void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {
   if (shrink) commit_epoch();
 }
 
+namespace {
+// Crash tests (python_tests/test_mpi_kill.py): TESSERA_TEST_KILL_AT=<step>:<rank> makes
+// that rank SIGKILL itself at that step of an epoch commit ("staged": journals durable,
+// epoch not committed; "committed": epoch record durable, nothing renamed yet).
+void test_kill_point(const char* step, int rank) {
+  static const char* spec = std::getenv("TESSERA_TEST_KILL_AT");
+  if (spec && std::string(spec) == std::string(step) + ":" + std::to_string(rank)) std::raise(SIGKILL);
+}
+}  // namespace
+
 void SharedFile::commit_epoch() {
   Parallel& p = *par_;
   std::vector<std::shared_ptr<tessera::Array>> list;
@@ -596,6 +607,7 @@ void SharedFile::commit_epoch() {
     for (auto& a : list) check(a->stage_prepared(true, e));
     check(container_->sync());
   });
+  test_kill_point("staged", p.rank());
   // 3. The commit point: rank 0 makes the epoch record durable, with the metadata queued
   //    since the last commit.  Journals of epochs up to it roll forward after a crash,
   //    later ones roll back, so the epoch is all ranks' data or none of it.
@@ -606,6 +618,7 @@ void SharedFile::commit_epoch() {
     if (p.root()) check(tessera::guard([&] { container_->catalog().sync(); }));
   });
   epoch_ = e;
+  test_kill_point("committed", p.rank());
   // 4. Renames (rank 0 also writes changed schemas); agreeing doubles as the barrier
   //    before the others look at the directory.
   p.agree([&] {
