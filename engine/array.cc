@@ -543,6 +543,12 @@ void Array::recover_journal() {
   }
   recover_one_journal(join_path(frag_dir_, kJournalFile));
   for (const std::string& p : rank_journals) recover_one_journal(p);
+  if (writable_ && opts_.sole_writer) {
+    // Fragments a crashed writer never staged (".<id>.<pid>.<n>.tmp"): never published.
+    for (const std::string& name : list_dir(frag_dir_))
+      if (name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0)
+        remove_file(join_path(frag_dir_, name));
+  }
 }
 
 // Rolls one journal forward (serial journals always; per-rank journals when their epoch

@@ -40,6 +40,10 @@ struct ArrayOptions {
   // up to this one forward and later ones back (Container::open_array fills it in).
   bool collective = false;
   bool shadow = false;
+  // No other writer can be at work on the array (the opener holds the container's writer
+  // lock, or is MPI rank 0 opening before the others): temporary fragment files left in
+  // it after journal recovery are a crashed writer's garbage and are removed.
+  bool sole_writer = false;
   uint64_t committed_epoch = 0;
   static ArrayOptions from_env();    // TESSERA_WRITE_BUFFER_MB, TESSERA_DIRECT_WRITE_CELLS
 };

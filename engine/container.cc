@@ -140,6 +140,9 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     b.put(kNextIdKey, std::to_string(next + 1));
     catalog_->commit(b);
     if (!shadow_) {
+      // The counter is the authority: a directory under an id it never handed out durably
+      // is what a writer that crashed before its flush left behind.
+      if (path_exists(array_dir(next))) remove_tree(array_dir(next));
       Status st = Array::create(array_dir(next), schema, durable);
       if (!st.ok()) throw_error(st.code(), st.message());
     }
@@ -152,6 +155,7 @@ Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opt
   Status st = guard([&] { o.committed_epoch = committed_epoch(); });
   if (!st.ok()) return st;
   if (shadow_) o.shadow = true;
+  else o.sole_writer = writable && writable_;  // we hold the catalog's writer lock
   return Array::open(array_dir(id), writable && writable_, o, out);
 }
 

@@ -573,12 +573,15 @@ void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {
 }
 
 namespace {
-// Crash tests (python_tests/test_mpi_kill.py): TESSERA_TEST_KILL_AT=<step>:<rank> makes
-// that rank SIGKILL itself at that step of an epoch commit ("staged": journals durable,
-// epoch not committed; "committed": epoch record durable, nothing renamed yet).
-void test_kill_point(const char* step, int rank) {
+// Crash tests (python_tests/test_mpi_kill.py): TESSERA_TEST_KILL_AT=<step>:<rank>[:<epoch>]
+// makes that rank SIGKILL itself at that step of an epoch commit.  "staged": its journals
+// are durable but no rank has agreed yet, so the epoch can never commit; "committed": the
+// epoch record is durable and this rank has renamed nothing.
+void test_kill_point(const char* step, int rank, uint64_t epoch) {
   static const char* spec = std::getenv("TESSERA_TEST_KILL_AT");
-  if (spec && std::string(spec) == std::string(step) + ":" + std::to_string(rank)) std::raise(SIGKILL);
+  if (!spec) return;
+  std::string at = std::string(step) + ":" + std::to_string(rank);
+  if (spec == at || spec == at + ":" + std::to_string(epoch)) std::raise(SIGKILL);
 }
 }  // namespace
 
@@ -606,8 +609,8 @@ void SharedFile::commit_epoch() {
   p.agree([&] {
     for (auto& a : list) check(a->stage_prepared(true, e));
     check(container_->sync());
+    test_kill_point("staged", p.rank(), e);  // before the others know: never committed
   });
-  test_kill_point("staged", p.rank());
   // 3. The commit point: rank 0 makes the epoch record durable, with the metadata queued
   //    since the last commit.  Journals of epochs up to it roll forward after a crash,
   //    later ones roll back, so the epoch is all ranks' data or none of it.
@@ -618,7 +621,7 @@ void SharedFile::commit_epoch() {
     if (p.root()) check(tessera::guard([&] { container_->catalog().sync(); }));
   });
   epoch_ = e;
-  test_kill_point("committed", p.rank());
+  test_kill_point("committed", p.rank(), e);
   // 4. Renames (rank 0 also writes changed schemas); agreeing doubles as the barrier
   //    before the others look at the directory.
   p.agree([&] {
