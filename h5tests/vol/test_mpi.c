@@ -205,6 +205,20 @@ static void run(const char *path, int tessera)
     expect(f >= 0, "%s: parallel create of %s", who, path);
     if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2); /* nothing below could stay collective */
 
+    /* The fapl round-trips: the driver is still MPI-IO, on a congruent communicator. */
+    hid_t fa = H5Fget_access_plist(f);
+    MPI_Comm fc = MPI_COMM_NULL;
+    MPI_Info fi = MPI_INFO_NULL;
+    int cmp = MPI_UNEQUAL;
+    expect(H5Pget_driver(fa) == H5FD_MPIO && H5Pget_fapl_mpio(fa, &fc, &fi) >= 0, "%s: fapl lost MPI-IO", who);
+    if (fc != MPI_COMM_NULL) {
+        MPI_Comm_compare(fc, MPI_COMM_WORLD, &cmp);
+        MPI_Comm_free(&fc);
+    }
+    if (fi != MPI_INFO_NULL) MPI_Info_free(&fi);
+    expect(cmp == MPI_CONGRUENT, "%s: fapl communicator is not congruent with MPI_COMM_WORLD", who);
+    H5Pclose(fa);
+
     /* Collective metadata: a group path and an attribute, identical on every rank. */
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
