@@ -5,6 +5,11 @@
 // H5Fopen calls of one container share state (HDF5 semantics).  Records live in the
 // engine's crash-safe catalog; every multi-record change is one atomic catalog batch.
 //
+// Parallel files (an MPI-IO fapl; parallel.h, docs/parallel.md): every rank holds a
+// SharedFile with the same records — rank 0's catalog persists them, the others' are
+// shadows — and the array/flush/extent calls below become collective, with flush as an
+// epoch commit across ranks.
+//
 // Catalog keys (hex16 = 16 lowercase hex digits of an object id):
 //   sys/next_oid                 next object id (decimal text)
 //   o/<hex16>                    ObjectRecord of a group, dataset or committed datatype
