@@ -233,3 +233,46 @@ TEST(Epoch, ShadowRankNeverWritesSchemaOrFillFragments) {
   ASSERT_TRUE(r1->publish_prepared(false).ok());
   EXPECT_EQ(read_file(dir + "/schema"), before);
 }
+
+TEST(Epoch, SerialConsolidationMergesEveryRanksFragments) {
+  std::string dir = tmpdir() + "/a";
+  ASSERT_TRUE(Array::create(dir, schema()).ok());
+  std::vector<int32_t> want = model(true);
+  {
+    std::unique_ptr<Array> r0, r1;
+    ASSERT_TRUE(Array::open(dir, true, rank_opts(0), &r0).ok());
+    ASSERT_TRUE(Array::open(dir, true, rank_opts(1), &r1).ok());
+    write_part(*r0, 0);
+    write_part(*r1, 1);
+    auto commit = [&](uint64_t e) {
+      for (Array* a : {r0.get(), r1.get()}) {
+        ASSERT_TRUE(a->prepare_flush().ok());
+        ASSERT_TRUE(a->stage_prepared(false, e).ok());
+      }
+      uint64_t ts = std::max(r0->last_timestamp(), r1->last_timestamp());
+      for (Array* a : {r0.get(), r1.get()}) {
+        a->raise_timestamp(ts);
+        ASSERT_TRUE(a->publish_prepared(false).ok());
+      }
+    };
+    commit(1);
+    // Epoch 2: rank 1 overwrites part of rank 0's rows; newer must win after merging.
+    std::vector<int32_t> v(4 * 4, 77);
+    ASSERT_TRUE(r1->write(Selection::from_box(Box({2, 2}, {5, 5})), v.data()).ok());
+    for (uint64_t i = 2; i <= 5; ++i)
+      for (uint64_t j = 2; j <= 5; ++j) want[i * 32 + j] = 77;
+    commit(2);
+  }
+  std::unique_ptr<Array> a;
+  ArrayOptions o;
+  o.committed_epoch = 2;
+  ASSERT_TRUE(Array::open(dir, true, o, &a).ok());
+  ASSERT_EQ(a->fragments().size(), 5u);
+  EXPECT_EQ(read_all(*a), want);
+  ASSERT_TRUE(a->consolidate_all().ok());
+  EXPECT_EQ(a->fragments().size(), 1u);
+  EXPECT_EQ(read_all(*a), want);
+  a.reset();
+  ASSERT_TRUE(Array::open(dir, false, o, &a).ok());
+  EXPECT_EQ(read_all(*a), want);
+}
