@@ -217,3 +217,39 @@ def test_mpio_reopen_appends_in_a_new_epoch():
     before = [[r] * 10 for r in range(SIZE)]
     after = [[r] * 5 + [100 + (r - 1) % SIZE] * 5 for r in range(SIZE)]
     assert results == [(before, after, 1)] * SIZE, results
+
+
+def test_mpio_failures_are_the_same_on_every_rank_and_leave_the_file_usable():
+    """A failing collective fails on every rank with one message; nobody hangs."""
+    d = _tmpdir()
+    path = os.path.join(d, "err.h5")
+    try:
+        try:
+            with h5py.File(path, "w", driver="mpio", comm=COMM) as f:
+                f.create_dataset("x", (4,), "i4")
+            msgs = []
+            try:
+                h5py.File(path, "w-", driver="mpio", comm=COMM)  # exists: every rank fails
+                msgs.append("created")
+            except Exception as exc:
+                msgs.append(type(exc).__name__)
+            with h5py.File(path, "r+", driver="mpio", comm=COMM) as f:
+                try:
+                    f.create_dataset("x", (4,), "i4")  # name exists on every rank
+                    msgs.append("created")
+                except Exception as exc:
+                    msgs.append(type(exc).__name__)
+                f["x"][RANK % 4] = RANK + 1  # still usable afterwards
+            with h5py.File(path, "r", driver="mpio", comm=COMM) as f:
+                data = f["x"][...].tolist()
+            local = (msgs, data)
+        except Exception as exc:
+            local = ("error", repr(exc))
+        results = COMM.allgather(local)
+    finally:
+        _cleanup(d)
+    assert SIZE <= 4  # so that element r is written by rank r alone
+    want_data = [r + 1 if r < SIZE else 0 for r in range(4)]
+    msgs = results[0][0] if isinstance(results[0][0], list) else None
+    assert msgs is not None and "created" not in msgs, results
+    assert all(r == (msgs, want_data) for r in results), results
