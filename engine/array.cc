@@ -171,7 +171,7 @@ void Array::open_impl(bool writable) {
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
-  // A shadow rank opens only after rank 0 has recovered the array (the connector orders it).
+  // A shadow rank never recovers: rank 0 recovered every array at file open.
   if (!opts_.shadow) recover_journal();
   load_fragments();
   if (apply_extent_commits() && writable_ && !opts_.shadow) write_schema(dir_, schema_, extent_id_);  // repair

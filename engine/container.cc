@@ -155,8 +155,35 @@ Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opt
   Status st = guard([&] { o.committed_epoch = committed_epoch(); });
   if (!st.ok()) return st;
   if (shadow_) o.shadow = true;
-  else o.sole_writer = writable && writable_;  // we hold the catalog's writer lock
+  // We hold the catalog's writer lock; but ranks of a parallel file (collective) may
+  // have temporary files in any array at any time: their cleanup is recover_arrays'.
+  else if (!o.collective) o.sole_writer = writable && writable_;
   return Array::open(array_dir(id), writable && writable_, o, out);
+}
+
+Status Container::recover_arrays() {
+  return guard([&] {
+    if (!writable_ || shadow_) throw_error(Errc::kInvalidArgument, "recover_arrays needs the writer");
+    const std::string root = join_path(path_, kArraysDir);
+    for (const std::string& name : list_dir(root)) {
+      if (name.size() != 16 || name.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+      bool needed = false;
+      const std::string frag = join_path(join_path(root, name), "frag");
+      if (!is_directory(frag)) continue;
+      for (const std::string& f : list_dir(frag)) {
+        bool journal = f.find(".journal") != std::string::npos;
+        bool tmp = f.size() > 4 && f.compare(f.size() - 4, 4, ".tmp") == 0;
+        if (journal || tmp) {
+          needed = true;
+          break;
+        }
+      }
+      if (!needed) continue;
+      std::unique_ptr<Array> a;  // durable mode: nothing pending, so closing writes nothing
+      Status st = open_array(std::strtoull(name.c_str(), nullptr, 16), true, ArrayOptions{}, &a);
+      if (!st.ok()) throw_error(st.code(), st.message());
+    }
+  });
 }
 
 Status Container::remove_array(uint64_t id) {

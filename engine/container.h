@@ -43,6 +43,12 @@ class Container {
   Status sync();
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
   Status remove_array(uint64_t id);
+  // Finishes every array's crash recovery now (publish journals rolled forward or back,
+  // orphan temporary fragments removed) instead of at each array's first open.  A
+  // parallel file's rank 0 calls it at open, so that the ranks may later open arrays
+  // independently of each other.  Only arrays whose frag/ holds a journal or a temporary
+  // file are opened.
+  Status recover_arrays();
   std::string array_dir(uint64_t id) const;
 
  private:

@@ -2,9 +2,10 @@
 
 Each case runs python_tests/mpi_kill_writer.py under `mpirun -n 2` (a subprocess: this
 file runs in the serial pytest stage), SIGKILLs rank 1 at some point of epoch 2, and then
-opens the container serially — read-only first (the view must already be right), then
-read-write (recovery rolls committed per-rank journals forward, others back) — and checks
-that dataset x holds exactly epoch 1's data or exactly epoch 2's.
+opens the container — serially read-only first (the view must already be right), then in
+parallel read-write (rank 0's recovery rolls committed per-rank journals forward, others
+back), then serially again — and checks that dataset x holds exactly epoch 1's data or
+exactly epoch 2's, and the metadata of the same epoch.
 """
 from __future__ import annotations
 
@@ -57,17 +58,20 @@ def test_killed_rank_leaves_a_whole_epoch(tmp_path, mode, hook, want):
     assert proc.returncode != 0, "the victim rank was not killed:\n" + proc.stdout + proc.stderr
     assert (tmp_path / "killed.h5.epoch1").exists(), "epoch 1 never completed:\n" + proc.stderr
     assert not (tmp_path / "killed.h5.epoch2").exists()
-    # Read-only view first (no recovery on disk), then a writable open that recovers.
-    for open_mode in ("r", "r+", "r"):
+    # Read-only view first (no recovery on disk), then a parallel writable open (rank 0
+    # recovers every array at open; all ranks must see the same), then serial opens.
+    epoch, _, _ = _epoch_seen(path, "r")
+    assert epoch == want, ("r", epoch, proc.stderr[-2000:])
+    re = _mpirun(path, "reopen", None)
+    assert re.returncode == 0, re.stdout + re.stderr
+    assert f"SEEN [{want}]" in re.stdout, re.stdout
+    for open_mode in ("r+", "r"):
         epoch, has_y, y = _epoch_seen(path, open_mode)
         assert epoch == want, (open_mode, epoch, proc.stderr[-2000:])
         # Metadata follows the same epoch: "y" exists exactly when epoch 2 committed.
         assert has_y == (want == 2), (open_mode, has_y)
         if has_y:
             assert y == list(range(10))
-    # The writable open recovered every array it opened (x, and y when committed): no
-    # journals or temporary fragments are left there.
-    arrays = ["0000000000000001"] + (["0000000000000002"] if want == 2 else [])
-    leftovers = [p.name for a in arrays for p in (path / "arrays" / a / "frag").iterdir()
-                 if p.name.endswith(".journal") or p.name.endswith(".tmp")]
+    # The parallel open recovered every array: no journals or temporary fragments remain.
+    leftovers = [p.name for p in path.rglob("*") if p.name.endswith(".journal") or p.name.endswith(".tmp")]
     assert leftovers == []

@@ -225,6 +225,8 @@ void SharedFile::open_container_parallel(const std::string& name, unsigned flags
       check(tessera::Container::create(name, mode, &container_));
     } else {
       check(tessera::Container::open(name, rw, &container_));
+      // Recovery happens here, once, so that later array opens need no ordering.
+      if (rw) check(container_->recover_arrays());
     }
   });
   p.agree([&] {
@@ -528,19 +530,13 @@ std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
   tessera::ArrayOptions opts = tessera::ArrayOptions::from_env();
   opts.durable_writes = false;  // published at flush/close (flush_arrays)
   if (par_) {
-    // Each rank writes fragments named by its rank.  Rank 0 opens first: a writable open
-    // recovers the array's journals, which the others must not see half done.
+    // Each rank writes fragments named by its rank.  Not collective: recovery was done
+    // at file open (recover_arrays), so a rank may open a dataset the others never open
+    // (h5py's `if rank == 0: print(f["x"][...])`).
     opts.writer_rank = static_cast<uint32_t>(par_->rank());
     opts.collective = true;
-    par_->agree([&] {
-      if (par_->root()) check(container_->open_array(array_id, writable(), opts, &a));
-    });
-    par_->agree([&] {
-      if (!par_->root()) check(container_->open_array(array_id, writable(), opts, &a));
-    });
-  } else {
-    check(container_->open_array(array_id, writable(), opts, &a));
   }
+  check(container_->open_array(array_id, writable(), opts, &a));
   std::shared_ptr<tessera::Array> sp(std::move(a));
   arrays_[array_id] = sp;
   return sp;
@@ -587,27 +583,38 @@ void test_kill_point(const char* step, int rank, uint64_t epoch) {
 
 void SharedFile::commit_epoch() {
   Parallel& p = *par_;
-  std::vector<std::shared_ptr<tessera::Array>> list;
-  for (auto& [id, a] : arrays_) list.push_back(a);  // same ids, same order on every rank
+  // Ranks may have opened different datasets: agree on the union of open arrays (sorted
+  // ids), and let a rank stand in with zeros for an array it does not have open.
+  std::vector<uint64_t> ids;
+  for (auto& [id, a] : arrays_) ids.push_back(id);
+  ids = p.union_of(ids);
+  std::vector<std::shared_ptr<tessera::Array>> list;  // parallel to ids; null: not open here
+  for (uint64_t id : ids) {
+    auto it = arrays_.find(id);
+    list.push_back(it == arrays_.end() ? nullptr : it->second);
+  }
   // 1. Every rank turns its pending writes into finished fragments under temporary names.
   p.agree([&] {
-    for (auto& a : list) check(a->prepare_flush());
+    for (auto& a : list)
+      if (a) check(a->prepare_flush());
     check(container_->sync());
   });
   // Later writes on any rank sort after everything written before this point.
   std::vector<uint64_t> ts, pub, mine;
   for (auto& a : list) {
-    ts.push_back(a->last_timestamp());
-    pub.push_back(a->unpublished_count());
+    ts.push_back(a ? a->last_timestamp() : 0);
+    pub.push_back(a ? a->unpublished_count() : 0);
   }
   mine = pub;
   p.max(ts);
   p.sum(pub);
-  for (size_t i = 0; i < list.size(); ++i) list[i]->raise_timestamp(ts[i]);
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i]) list[i]->raise_timestamp(ts[i]);
   // 2. Every rank stages its batch: a per-rank journal tagged with the epoch, durable.
   const uint64_t e = epoch_ + 1;
   p.agree([&] {
-    for (auto& a : list) check(a->stage_prepared(true, e));
+    for (auto& a : list)
+      if (a) check(a->stage_prepared(true, e));
     check(container_->sync());
     test_kill_point("staged", p.rank(), e);  // before the others know: never committed
   });
@@ -625,14 +632,15 @@ void SharedFile::commit_epoch() {
   // 4. Renames (rank 0 also writes changed schemas); agreeing doubles as the barrier
   //    before the others look at the directory.
   p.agree([&] {
-    for (auto& a : list) check(a->publish_prepared(true));
+    for (auto& a : list)
+      if (a) check(a->publish_prepared(true));
     check(container_->sync());
   });
   // 5. Every rank picks up the fragments the others published.
   if (p.size() > 1)
     p.agree([&] {
       for (size_t i = 0; i < list.size(); ++i)
-        if (pub[i] > mine[i]) check(list[i]->refresh());
+        if (list[i] && pub[i] > mine[i]) check(list[i]->refresh());
     });
 }
 

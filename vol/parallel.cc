@@ -2,6 +2,7 @@
 // serial HDF5 no fapl can ask for MPI-IO, so from_fapl always answers nullptr.
 #include "vol/parallel.h"
 
+#include <algorithm>
 #include <exception>
 #include <string>
 
@@ -83,6 +84,24 @@ void Parallel::sum(std::vector<uint64_t>& v) {
             "MPI_Allreduce");
 }
 
+std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) {
+  int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
+  mpi_check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, impl_->comm), "MPI_Allgather");
+  int total = 0;
+  for (int r = 0; r < size_; ++r) {
+    displs[static_cast<size_t>(r)] = total;
+    total += counts[static_cast<size_t>(r)];
+  }
+  std::vector<uint64_t> all(static_cast<size_t>(total));
+  mpi_check(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T,
+                           impl_->comm),
+            "MPI_Allgatherv");
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
 #else  // serial HDF5
 
 struct Parallel::Impl {};
@@ -91,6 +110,7 @@ Parallel::~Parallel() = default;
 void Parallel::agree(const std::function<void()>& f) { f(); }
 void Parallel::max(std::vector<uint64_t>&) {}
 void Parallel::sum(std::vector<uint64_t>&) {}
+std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) { return mine; }
 
 #endif
 

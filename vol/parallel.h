@@ -35,6 +35,8 @@ class Parallel {
   // Element-wise maximum / sum over all ranks, in place.
   void max(std::vector<uint64_t>& v);
   void sum(std::vector<uint64_t>& v);
+  // The sorted union of every rank's values.
+  std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine);
 
  private:
   Parallel() = default;

@@ -253,3 +253,29 @@ def test_mpio_failures_are_the_same_on_every_rank_and_leave_the_file_usable():
     msgs = results[0][0] if isinstance(results[0][0], list) else None
     assert msgs is not None and "created" not in msgs, results
     assert all(r == (msgs, want_data) for r in results), results
+
+
+def test_mpio_one_rank_may_open_and_use_a_dataset_alone():
+    """h5py's `if rank == 0: f["x"][...]`: dataset open and I/O are not collective."""
+    d = _tmpdir()
+    path = os.path.join(d, "alone.h5")
+    try:
+        try:
+            with h5py.File(path, "w", driver="mpio", comm=COMM) as f:
+                f.create_dataset("x", (SIZE,), "i4", fillvalue=FILL)
+                f.create_dataset("y", (4,), "i4", fillvalue=FILL)
+            with h5py.File(path, "r+", driver="mpio", comm=COMM) as f:
+                if RANK == SIZE - 1:  # only this rank opens x and writes it
+                    f["x"][...] = np.arange(SIZE) * 10
+                f["y"][RANK % 4] = RANK  # every rank writes y
+                f.flush()
+                x = f["x"][...].tolist()  # everyone sees the last rank's write now
+                peek = f["y"][...].tolist() if RANK == 0 else None
+            local = (x, peek if RANK == 0 else "skip")
+        except Exception as exc:
+            local = ("error", repr(exc))
+        results = COMM.allgather(local)
+    finally:
+        _cleanup(d)
+    y = [r if r < SIZE else FILL for r in range(4)]
+    assert results == [(list(range(0, 10 * SIZE, 10)), y)] + [(list(range(0, 10 * SIZE, 10)), "skip")] * (SIZE - 1), results
