@@ -279,3 +279,28 @@ def test_mpio_one_rank_may_open_and_use_a_dataset_alone():
         _cleanup(d)
     y = [r if r < SIZE else FILL for r in range(4)]
     assert results == [(list(range(0, 10 * SIZE, 10)), y)] + [(list(range(0, 10 * SIZE, 10)), "skip")] * (SIZE - 1), results
+
+
+def test_mpio_variable_length_strings_from_every_rank():
+    """Variable-length cells: each rank's bytes live in heap files named by its rank."""
+    d = _tmpdir()
+    path = os.path.join(d, "vlen.h5")
+    words = [f"rank{r}-" + "x" * (r * 7 + i) for r in range(SIZE) for i in range(5)]
+    try:
+        try:
+            with h5py.File(path, "w", driver="mpio", comm=COMM) as f:
+                ds = f.create_dataset("s", (5 * SIZE,), dtype=h5py.string_dtype())
+                ds[RANK * 5:(RANK + 1) * 5] = words[RANK * 5:(RANK + 1) * 5]
+                f.flush()
+                got = [s.decode() for s in ds[...]]
+            serial = None
+            if RANK == 0:
+                with h5py.File(path, "r") as f:
+                    serial = [s.decode() for s in f["s"][...]]
+            local = (got, COMM.bcast(serial, root=0))
+        except Exception as exc:
+            local = ("error", repr(exc))
+        results = COMM.allgather(local)
+    finally:
+        _cleanup(d)
+    assert results == [(words, words)] * SIZE, results
