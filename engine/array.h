@@ -116,6 +116,13 @@ class Array {
   // Size-tiered: merges runs of >= `min_run` adjacent fragments whose sizes are within a
   // factor `ratio` of each other (LSM style); repeats until nothing qualifies.
   Status consolidate_auto(size_t min_run = 4, double ratio = 4.0);
+  // Parallel consolidation (MPI tools): part `part` of `parts` writes the merge of all
+  // fragments restricted to its share of the tiles (contiguous ranges in tile order), as
+  // an unpublished fragment that replaces every input.  The parts together are the
+  // merge; they must be published as one epoch (stage_prepared with an epoch) so that
+  // no reader ever sees some parts without the others.  Every part must see the same
+  // fragments (open or refresh the array after the last commit).
+  Status consolidate_part(uint32_t part, uint32_t parts);
 
   std::vector<FragmentInfo> fragments();
   uint64_t storage_bytes();  // bytes of all fragment files (written so far)
@@ -131,7 +138,8 @@ class Array {
   void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void maybe_spill();
   void spill();
-  void consolidate_range(size_t first, size_t last);
+  // part/parts: see consolidate_part; parts == 1 publishes at once (serial).
+  void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1);
   std::vector<uint8_t> make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths, const void* data);
   void resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
                            std::vector<uint8_t>* data);

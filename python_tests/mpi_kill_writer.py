@@ -3,7 +3,8 @@ and one rank SIGKILLed — while writing (KILL_MODE=write) or inside the epoch c
 (TESSERA_TEST_KILL_AT=staged:<rank>:2 / committed:<rank>:2, hooks in the connector).
 
 usage: mpirun -n N python mpi_kill_writer.py PATH VICTIM_RANK KILL_MODE
-(KILL_MODE "reopen": no kill; open the container r+ in parallel and print what x holds.)
+(KILL_MODE "reopen": no kill; open the container r+ in parallel and print what x holds;
+ "none": no kill, both epochs complete.)
 Epoch e writes value e into every element; epoch 2 also creates dataset "y".
 """
 import os

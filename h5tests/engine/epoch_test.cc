@@ -276,3 +276,36 @@ TEST(Epoch, SerialConsolidationMergesEveryRanksFragments) {
   ASSERT_TRUE(Array::open(dir, false, o, &a).ok());
   EXPECT_EQ(read_all(*a), want);
 }
+
+TEST(Epoch, ParallelConsolidationPartsPublishTogether) {
+  std::string dir = tmpdir() + "/a";
+  ASSERT_TRUE(Array::create(dir, schema()).ok());
+  std::unique_ptr<Array> r0, r1;
+  ASSERT_TRUE(Array::open(dir, true, rank_opts(0), &r0).ok());
+  ASSERT_TRUE(Array::open(dir, true, rank_opts(1), &r1).ok());
+  auto epoch = [&](uint64_t e) {
+    for (Array* a : {r0.get(), r1.get()}) {
+      ASSERT_TRUE(a->prepare_flush().ok());
+      ASSERT_TRUE(a->stage_prepared(false, e).ok());
+    }
+    for (Array* a : {r0.get(), r1.get()}) ASSERT_TRUE(a->publish_prepared(false).ok());
+    for (Array* a : {r0.get(), r1.get()}) ASSERT_TRUE(a->refresh().ok());
+  };
+  write_part(*r0, 0);
+  write_part(*r1, 1);
+  // Pending writes must be committed before a part can merge.
+  EXPECT_FALSE(r0->consolidate_part(0, 2).ok());
+  epoch(1);
+  ASSERT_EQ(r0->fragments().size(), 4u);
+  ASSERT_TRUE(r0->consolidate_part(0, 2).ok());
+  ASSERT_TRUE(r1->consolidate_part(1, 2).ok());
+  // Unpublished parts change nothing yet, not even for the rank that wrote one.
+  EXPECT_EQ(r0->fragments().size(), 4u);
+  EXPECT_EQ(read_all(*r0), model(true));
+  epoch(2);
+  for (Array* a : {r0.get(), r1.get()}) {
+    EXPECT_EQ(a->fragments().size(), 2u);
+    EXPECT_EQ(read_all(*a), model(true));
+  }
+  EXPECT_EQ(count_names(dir + "/frag", ".tfr"), 2u);  // rank 0 removed the inputs
+}
