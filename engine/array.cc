@@ -22,6 +22,16 @@ const char kSchemaFile[] = "schema";
 const char kFragDir[] = "frag";
 const char kHeapDir[] = "heap";
 const char kJournalFile[] = "publish.journal";
+// Parallel commits: one journal per writer rank, "publish-r<rank>.journal" (docs/format.md).
+const char kRankJournalPrefix[] = "publish-r";
+const char kJournalSuffix[] = ".journal";
+
+bool is_rank_journal(const std::string& name) {
+  const size_t p = sizeof kRankJournalPrefix - 1, q = sizeof kJournalSuffix - 1;
+  return name.size() > p + q && name.compare(0, p, kRankJournalPrefix) == 0 &&
+         name.compare(name.size() - q, q, kJournalSuffix) == 0 &&
+         name.find_first_not_of("0123456789", p) == name.size() - q;
+}
 
 // The schema file: u32 schema length, the schema, the id of the extent change it
 // records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
@@ -161,9 +171,10 @@ void Array::open_impl(bool writable) {
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
-  recover_journal();
+  // A shadow rank never recovers: rank 0 recovered every array at file open.
+  if (!opts_.shadow) recover_journal();
   load_fragments();
-  if (apply_extent_commits() && writable_) write_schema(dir_, schema_, extent_id_);  // repair
+  if (apply_extent_commits() && writable_ && !opts_.shadow) write_schema(dir_, schema_, extent_id_);  // repair
 }
 
 bool Array::apply_extent_commits() {
@@ -180,7 +191,20 @@ bool Array::apply_extent_commits() {
 }
 
 Array::~Array() {
-  if (writable_) (void)flush();
+  if (!writable_) return;
+  if (opts_.collective) discard_unpublished();  // only an epoch commit may publish
+  else (void)flush();
+}
+
+// Collective mode, array destroyed outside an epoch commit: what was not committed is
+// dropped as a crash would drop it (temporary files removed, nothing published).
+void Array::discard_unpublished() {
+  std::lock_guard<std::mutex> g(mu_);
+  (void)guard([&] {
+    parked_.clear();  // a writer's destructor removes its temporary file
+    for (auto& u : unpublished_) remove_file(u.first->path());
+    unpublished_.clear();
+  });
 }
 
 void Array::load_fragments() {
@@ -221,7 +245,7 @@ void Array::load_fragments() {
   std::vector<std::shared_ptr<Fragment>> live;
   for (auto& f : all) {
     if (replaced.count(f->meta().id)) {
-      if (writable_) remove_file(f->path());
+      if (writable_ && !opts_.shadow) remove_file(f->path());
       continue;
     }
     live.push_back(f);
@@ -452,13 +476,16 @@ void Array::finish_parked() {
 // two renames would expose some writes of the batch without earlier ones.  So the batch
 // is written as a redo journal (synced) before the first rename; whoever opens the array
 // next finishes the renames (recover_journal), and the journal goes once all are done.
-void Array::stage_publish(bool synced) {
+void Array::stage_publish(bool synced, uint64_t epoch) {
   if (unpublished_.empty() && !schema_dirty_) return;
   if (!synced)
     for (auto& u : unpublished_) u.first->file().sync();
+  staged_epoch_ = epoch;
   // One fragment and no extent change need no journal: a rename is atomic by itself (and
   // every new file costs: inode allocation dominates flushing many small datasets).
-  if (unpublished_.size() == 1 && !schema_dirty_) {
+  // Not in an epoch: the rename must wait for the epoch record, so a crash in between
+  // needs the journal to finish it.
+  if (unpublished_.size() == 1 && !schema_dirty_ && epoch == 0) {
     journal_staged_ = true;
     single_ = true;
     return;
@@ -466,7 +493,8 @@ void Array::stage_publish(bool synced) {
   single_ = false;
   ByteWriter w;
   w.bytes("TSRAJRNL", 8);
-  w.u32(1);
+  w.u32(epoch ? 2 : 1);
+  if (epoch) w.u64(epoch);  // version 2: published only once this epoch is committed
   w.u64(unpublished_.size());
   for (auto& [f, final_path] : unpublished_) {
     w.str(f->path());
@@ -476,8 +504,13 @@ void Array::stage_publish(bool synced) {
   w.u8(schema_dirty_ ? 1 : 0);
   if (schema_dirty_) w.blob(schema_file_bytes(schema_, extent_id_));
   w.u64(checksum64(w.buf().data(), w.size()));
-  write_file_atomic(join_path(frag_dir_, kJournalFile), w.buf().data(), w.size(), !synced);
+  write_file_atomic(journal_path(), w.buf().data(), w.size(), !synced);
   journal_staged_ = true;
+}
+
+std::string Array::journal_path() const {
+  if (staged_epoch_ == 0) return join_path(frag_dir_, kJournalFile);
+  return join_path(frag_dir_, kRankJournalPrefix + std::to_string(opts_.writer_rank) + kJournalSuffix);
 }
 
 void Array::finish_publish(bool synced) {
@@ -493,19 +526,37 @@ void Array::finish_publish(bool synced) {
     schema_dirty_ = false;
   }
   if (!synced) sync_dir(frag_dir_);
-  if (!single_) remove_file(join_path(frag_dir_, kJournalFile));
+  if (!single_) remove_file(journal_path());
   journal_staged_ = false;
 }
 
 void Array::recover_journal() {
-  std::string path = join_path(frag_dir_, kJournalFile);
-  if (writable_) {
+  std::vector<std::string> rank_journals;
+  const std::string stem = std::string(kJournalFile) + ".tmp.";
+  for (const std::string& name : list_dir(frag_dir_)) {
     // A journal's own temporary file, left by a crash while it was being written.
-    const std::string stem = std::string(kJournalFile) + ".tmp.";
-    for (const std::string& name : list_dir(frag_dir_))
-      if (name.compare(0, stem.size(), stem) == 0) remove_file(join_path(frag_dir_, name));
+    bool tmp = name.compare(0, stem.size(), stem) == 0 ||
+               (name.compare(0, sizeof kRankJournalPrefix - 1, kRankJournalPrefix) == 0 &&
+                name.find(".journal.tmp.") != std::string::npos);
+    if (tmp && writable_) remove_file(join_path(frag_dir_, name));
+    if (is_rank_journal(name)) rank_journals.push_back(join_path(frag_dir_, name));
   }
+  recover_one_journal(join_path(frag_dir_, kJournalFile));
+  for (const std::string& p : rank_journals) recover_one_journal(p);
+  if (writable_ && opts_.sole_writer) {
+    // Fragments a crashed writer never staged (".<id>.<pid>.<n>.tmp"): never published.
+    for (const std::string& name : list_dir(frag_dir_))
+      if (name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0)
+        remove_file(join_path(frag_dir_, name));
+  }
+}
+
+// Rolls one journal forward (serial journals always; per-rank journals when their epoch
+// is committed) or back (per-rank journals of an uncommitted epoch: their temporary
+// fragments are removed).  Read-only: the same decision, applied to the view only.
+void Array::recover_one_journal(const std::string& path) {
   if (!path_exists(path)) return;
+  bool forward = true;
   std::vector<std::pair<std::string, std::string>> moves;
   std::vector<uint8_t> schema_bytes;
   try {
@@ -517,7 +568,10 @@ void Array::recover_journal() {
     ByteReader r(b.data(), b.size() - 8, "publish journal '" + path + "'");
     char magic[8];
     r.bytes(magic, 8);
-    if (std::memcmp(magic, "TSRAJRNL", 8) != 0 || r.u32() != 1) r.fail("bad magic or version");
+    if (std::memcmp(magic, "TSRAJRNL", 8) != 0) r.fail("bad magic");
+    uint32_t version = r.u32();
+    if (version != 1 && version != 2) r.fail("unknown version " + std::to_string(version));
+    if (version == 2) forward = r.u64() <= opts_.committed_epoch;
     uint64_t n = r.count(8);
     for (uint64_t i = 0; i < n; ++i) {
       std::string from = r.str(), to = r.str();
@@ -535,6 +589,10 @@ void Array::recover_journal() {
   }
   for (auto& [from, to] : moves) {
     if (parent_dir(from) != frag_dir_ || parent_dir(to) != frag_dir_) continue;  // never leave the array
+    if (!forward) {  // an epoch that never committed: its fragments never existed
+      if (writable_ && path_exists(from)) remove_file(from);
+      continue;
+    }
     if (path_exists(from)) {
       if (writable_) {
         if (::rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
@@ -543,7 +601,7 @@ void Array::recover_journal() {
       }
     }
   }
-  if (!schema_bytes.empty()) {
+  if (forward && !schema_bytes.empty()) {
     schema_ = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &extent_id_);
     buffer_->reset_layout(schema_);
     if (writable_) write_file_atomic(join_path(dir_, kSchemaFile), schema_bytes.data(), schema_bytes.size());
@@ -704,10 +762,10 @@ Status Array::prepare_flush() {
   });
 }
 
-Status Array::stage_prepared(bool synced) {
+Status Array::stage_prepared(bool synced, uint64_t epoch) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (writable_) stage_publish(synced);
+    if (writable_) stage_publish(synced, epoch);
   });
 }
 
@@ -731,6 +789,8 @@ Status Array::set_extent(const Coords& extent) {
     FragmentId extent_id = next_id();  // newer than every fragment so far
     bool shrink = false;
     for (int d = 0; d < next.rank(); ++d) shrink |= extent[d] < schema_.extent[d];
+    // Shadow ranks: rank 0 writes the fill fragment (the connector makes the change a
+    // commit point, so every rank sees it afterwards) and persists the schema.
     if (shrink && old_dom.cells() > 0) {
       // Cells beyond the new extent must read as fill if the extent grows back: erase
       // them with a fill fragment (only where some fragment holds data).
@@ -769,7 +829,7 @@ Status Array::set_extent(const Coords& extent) {
           if (intersect(layout.tile_box(t.data()), c, &p)) pieces.push_back({t, p});
         }
       }
-      if (!pieces.empty()) {
+      if (!pieces.empty() && !opts_.shadow) {
         std::stable_sort(pieces.begin(), pieces.end(), [&](auto& x, auto& y) {
           return layout.compare_tiles(x.first.data(), y.first.data()) < 0;
         });
@@ -786,6 +846,7 @@ Status Array::set_extent(const Coords& extent) {
     buffer_->reset_layout(schema_);
     // Durable mode: the schema follows its fill fragment at once.  Deferred mode: at
     // flush, after the fragments are published.
+    if (opts_.shadow) return;
     if (opts_.durable_writes) write_schema(dir_, schema_, extent_id_);
     else schema_dirty_ = true;
   });
@@ -802,6 +863,21 @@ Status Array::refresh() {
     load_fragments();
     apply_extent_commits();
   });
+}
+
+uint64_t Array::last_timestamp() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return last_ts_;
+}
+
+void Array::raise_timestamp(uint64_t ts) {
+  std::lock_guard<std::mutex> g(mu_);
+  last_ts_ = std::max(last_ts_, ts);
+}
+
+size_t Array::unpublished_count() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return unpublished_.size() + parked_.size();
 }
 
 std::vector<FragmentInfo> Array::fragments() {

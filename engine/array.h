@@ -32,6 +32,19 @@ struct ArrayOptions {
   size_t max_open_writers = 4;       // deferred mode: dense writes filtered concurrently
   uint64_t buffer_budget = 64 << 20; // spill the write buffer past this many bytes
   uint64_t direct_cells = 16384;     // box writes of at least min(this, tile cells) bypass the buffer
+  // MPI (docs/parallel.md).  collective: fragments are published only by epoch commits
+  // (stage_prepared with an epoch) and whatever is unpublished when the array is destroyed
+  // is discarded, never published on its own.  shadow: another rank (0) owns journal
+  // recovery, the schema file, extent-shrink fill fragments and cleanup; this one only
+  // writes its own fragments.  committed_epoch: recovery rolls per-rank journals of epochs
+  // up to this one forward and later ones back (Container::open_array fills it in).
+  bool collective = false;
+  bool shadow = false;
+  // No other writer can be at work on the array (the opener holds the container's writer
+  // lock, or is MPI rank 0 opening before the others): temporary fragment files left in
+  // it after journal recovery are a crashed writer's garbage and are removed.
+  bool sole_writer = false;
+  uint64_t committed_epoch = 0;
   static ArrayOptions from_env();    // TESSERA_WRITE_BUFFER_MB, TESSERA_DIRECT_WRITE_CELLS
 };
 
@@ -79,14 +92,22 @@ class Array {
   //   stage_prepared(true)   the batch's publish journal written;         then sync
   //   publish_prepared(true) renames done, journal removed, schema;       then sync
   // With synced = false each step syncs what it wrote itself.
+  // epoch > 0 (parallel commits): the batch always gets a journal, named per writer rank
+  // and tagged with the epoch; it is published only if that epoch's record is committed.
   Status prepare_flush();
-  Status stage_prepared(bool synced);
+  Status stage_prepared(bool synced, uint64_t epoch = 0);
   Status publish_prepared(bool synced);
   // Grows or shrinks the current extent.  Cells cut off by a shrink read as the fill value
   // if the extent grows back (as in HDF5).
   Status set_extent(const Coords& extent);
   // Picks up fragments published by other processes.
   Status refresh();
+  // Newest fragment timestamp issued or seen; raise_timestamp makes every later fragment
+  // sort after `ts` (MPI: ranks agree on the maximum at each collective point).
+  uint64_t last_timestamp() const;
+  void raise_timestamp(uint64_t ts);
+  // Fragments finished but not yet published (deferred mode).
+  size_t unpublished_count() const;
 
   // Consolidation (TileDB §4.3): merges fragments [first, last] (indexes into fragments(),
   // oldest first) into one, publishes it atomically, then removes the merged files.
@@ -95,6 +116,13 @@ class Array {
   // Size-tiered: merges runs of >= `min_run` adjacent fragments whose sizes are within a
   // factor `ratio` of each other (LSM style); repeats until nothing qualifies.
   Status consolidate_auto(size_t min_run = 4, double ratio = 4.0);
+  // Parallel consolidation (MPI tools): part `part` of `parts` writes the merge of all
+  // fragments restricted to its share of the tiles (contiguous ranges in tile order), as
+  // an unpublished fragment that replaces every input.  The parts together are the
+  // merge; they must be published as one epoch (stage_prepared with an epoch) so that
+  // no reader ever sees some parts without the others.  Every part must see the same
+  // fragments (open or refresh the array after the last commit).
+  Status consolidate_part(uint32_t part, uint32_t parts);
 
   std::vector<FragmentInfo> fragments();
   uint64_t storage_bytes();  // bytes of all fragment files (written so far)
@@ -110,7 +138,8 @@ class Array {
   void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void maybe_spill();
   void spill();
-  void consolidate_range(size_t first, size_t last);
+  // part/parts: see consolidate_part; parts == 1 publishes at once (serial).
+  void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1);
   std::vector<uint8_t> make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths, const void* data);
   void resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
                            std::vector<uint8_t>* data);
@@ -124,7 +153,10 @@ class Array {
   // Deferred mode: lets a dense writer keep filtering in the background.
   void park(std::unique_ptr<FragmentWriter> w);
   void finish_parked();
-  void stage_publish(bool synced);
+  void stage_publish(bool synced, uint64_t epoch = 0);
+  std::string journal_path() const;
+  void recover_one_journal(const std::string& path);
+  void discard_unpublished();
   void finish_publish(bool synced);
   void recover_journal();
   void flush_impl();
@@ -148,6 +180,7 @@ class Array {
   bool schema_dirty_ = false;  // deferred mode: schema to write at flush
   bool journal_staged_ = false;
   bool single_ = false;  // the staged batch is one fragment: no journal file
+  uint64_t staged_epoch_ = 0;  // the staged journal's epoch (0: serial journal)
   std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;

@@ -84,7 +84,7 @@ std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool c
   c->dir_ = dir;
   c->log_path_ = join_path(dir, "catalog.log");
   bool rw = mode == Mode::kReadWrite;
-  // A read-only catalog never creates anything, whatever `create` says.
+  // A read-only or shadow catalog never creates anything, whatever `create` says.
   if (!(rw && create) && !path_exists(c->log_path_))
     throw_errno("cannot open catalog", c->log_path_, ENOENT);
   if (rw) {
@@ -222,9 +222,13 @@ void Catalog::replay() {
 }
 
 void Catalog::commit(const CatalogBatch& batch) {
-  if (mode_ != Mode::kReadWrite)
+  if (mode_ == Mode::kReadOnly)
     throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
   if (batch.empty()) return;
+  if (mode_ == Mode::kShadow) {  // rank 0 persists the same batch
+    apply(batch);
+    return;
+  }
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
   ByteWriter p;
@@ -273,7 +277,8 @@ void Catalog::apply(const CatalogBatch& batch) {
 }
 
 void Catalog::reload() {
-  if (mode_ == Mode::kReadWrite) return;  // the only writer is always up to date
+  // The only writer is always up to date; a shadow is as up to date as rank 0's writer.
+  if (mode_ != Mode::kReadOnly) return;
   // Compaction publishes a new file by rename: follow the name if it moved to a new inode.
   struct stat path_st, fd_st;
   if (::stat(log_path_.c_str(), &path_st) != 0) throw_errno("cannot stat", log_path_, errno);

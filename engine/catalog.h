@@ -9,6 +9,11 @@
 // When the log grows past twice the live data, the writer rewrites it (temp + rename).
 // One writer at a time per directory (flock on `catalog.lock`); readers need no lock and
 // call reload() to see newer commits.  Byte layout: docs/format.md.
+//
+// Shadow mode (MPI ranks other than 0 of a parallel file): the log is read once at open,
+// no lock is taken and nothing is ever written; commit() applies a batch in memory only
+// and sync() does nothing.  Every rank runs the same metadata calls, so a shadow holds
+// the same map as the writer on rank 0, which alone persists it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -40,7 +45,7 @@ class CatalogBatch {
 
 class Catalog {
  public:
-  enum class Mode { kReadOnly, kReadWrite };
+  enum class Mode { kReadOnly, kReadWrite, kShadow };
   // Throws: kNotFound if missing and !create, kBusy if another writer holds the lock,
   // kCorrupt for a damaged log.
   static std::unique_ptr<Catalog> open(const std::string& dir, Mode mode, bool create);
@@ -63,7 +68,8 @@ class Catalog {
   void sync();
   // Re-reads the log to pick up commits made by another process.
   void reload();
-  bool writable() const { return mode_ == Mode::kReadWrite; }
+  bool writable() const { return mode_ != Mode::kReadOnly; }
+  bool shadow() const { return mode_ == Mode::kShadow; }
   const std::string& log_path() const { return log_path_; }
 
  private:

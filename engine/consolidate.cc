@@ -81,7 +81,21 @@ Status Array::consolidate_auto(size_t min_run, double ratio) {
   });
 }
 
-void Array::consolidate_range(size_t first, size_t last) {
+Status Array::consolidate_part(uint32_t part, uint32_t parts) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    require_writable();
+    if (parts == 0 || part >= parts) throw_error(Errc::kInvalidArgument, "consolidate_part: part out of range");
+    if (opts_.durable_writes) throw_error(Errc::kInvalidArgument, "consolidate_part: needs deferred publishing");
+    finish_parked();
+    spill();
+    if (!unpublished_.empty())
+      throw_error(Errc::kInvalidArgument, "consolidate_part: publish pending writes first (an epoch commit)");
+    if (frags_.size() > 1) consolidate_range(0, frags_.size() - 1, part, parts);
+  });
+}
+
+void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t parts) {
   Layout layout(schema_);
   const int r = schema_.rank();
   const size_t es = schema_.elem_size;
@@ -103,8 +117,21 @@ void Array::consolidate_range(size_t first, size_t last) {
     }
   }
 
+  // This part's share: a contiguous range of the tiles in tile order.
+  if (parts > 1) {
+    const size_t n = tiles.size(), lo = n * part / parts, hi = n * (part + 1) / parts;
+    auto b = tiles.begin();
+    std::advance(b, lo);
+    auto e = b;
+    std::advance(e, hi - lo);
+    tiles = std::set<TileKey>(b, e);
+    if (tiles.empty()) return;  // the other parts replace the inputs
+  }
+
+  // Parts get distinct generations: the names differ, and all still sort right after
+  // the newest input (only its own consolidations share its ts, rank and seq).
   FragmentId id = in.back()->meta().id;
-  id.gen += 1;
+  id.gen += 1 + part;
   FragmentWriter w(frag_dir_, id, schema_);
   std::vector<FragmentId> replaced;
   for (auto& f : in) replaced.push_back(f->meta().id);
@@ -233,6 +260,13 @@ void Array::consolidate_range(size_t first, size_t last) {
       sp_values.insert(sp_values.end(), &buf[k * es], &buf[k * es] + es);
     }
     w.add_sparse_cells(sp_coords.data(), sp_values.data(), sp_coords.size() / r);
+  }
+  if (parts > 1) {
+    // Published with the other parts by an epoch commit; until then not even this
+    // rank's reads use it (it would hide the inputs of the other parts' tiles).
+    std::string tmp = w.finish();
+    unpublished_.push_back({Fragment::open(tmp), w.final_path()});
+    return;
   }
   std::string path = w.commit();
   publish(path, replaced);

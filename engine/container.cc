@@ -94,6 +94,23 @@ Status Container::open(const std::string& path, bool writable, std::unique_ptr<C
   });
 }
 
+Status Container::open_shadow(const std::string& path, std::unique_ptr<Container>* out) {
+  return guard([&] {
+    check_header(path);
+    std::unique_ptr<Container> c(new Container());
+    c->path_ = path;
+    c->writable_ = true;
+    c->shadow_ = true;
+    c->catalog_ = Catalog::open(path, Catalog::Mode::kShadow, false);
+    *out = std::move(c);
+  });
+}
+
+uint64_t Container::committed_epoch() const {
+  auto v = catalog_->get(kEpochKey);
+  return v ? std::strtoull(v->c_str(), nullptr, 10) : 0;
+}
+
 Status Container::remove(const std::string& path) {
   return guard([&] {
     if (!is_container(path)) throw_error(Errc::kNotFound, "'" + path + "' is not a tessera container");
@@ -122,20 +139,57 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     CatalogBatch b;
     b.put(kNextIdKey, std::to_string(next + 1));
     catalog_->commit(b);
-    Status st = Array::create(array_dir(next), schema, durable);
-    if (!st.ok()) throw_error(st.code(), st.message());
+    if (!shadow_) {
+      // The counter is the authority: a directory under an id it never handed out durably
+      // is what a writer that crashed before its flush left behind.
+      if (path_exists(array_dir(next))) remove_tree(array_dir(next));
+      Status st = Array::create(array_dir(next), schema, durable);
+      if (!st.ok()) throw_error(st.code(), st.message());
+    }
     *id = next;
   });
 }
 
 Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out) {
-  return Array::open(array_dir(id), writable && writable_, opts, out);
+  ArrayOptions o = opts;
+  Status st = guard([&] { o.committed_epoch = committed_epoch(); });
+  if (!st.ok()) return st;
+  if (shadow_) o.shadow = true;
+  // We hold the catalog's writer lock; but ranks of a parallel file (collective) may
+  // have temporary files in any array at any time: their cleanup is recover_arrays'.
+  else if (!o.collective) o.sole_writer = writable && writable_;
+  return Array::open(array_dir(id), writable && writable_, o, out);
+}
+
+Status Container::recover_arrays() {
+  return guard([&] {
+    if (!writable_ || shadow_) throw_error(Errc::kInvalidArgument, "recover_arrays needs the writer");
+    const std::string root = join_path(path_, kArraysDir);
+    for (const std::string& name : list_dir(root)) {
+      if (name.size() != 16 || name.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+      bool needed = false;
+      const std::string frag = join_path(join_path(root, name), "frag");
+      if (!is_directory(frag)) continue;
+      for (const std::string& f : list_dir(frag)) {
+        bool journal = f.find(".journal") != std::string::npos;
+        bool tmp = f.size() > 4 && f.compare(f.size() - 4, 4, ".tmp") == 0;
+        if (journal || tmp) {
+          needed = true;
+          break;
+        }
+      }
+      if (!needed) continue;
+      std::unique_ptr<Array> a;  // durable mode: nothing pending, so closing writes nothing
+      Status st = open_array(std::strtoull(name.c_str(), nullptr, 16), true, ArrayOptions{}, &a);
+      if (!st.ok()) throw_error(st.code(), st.message());
+    }
+  });
 }
 
 Status Container::remove_array(uint64_t id) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
-    remove_tree(array_dir(id));
+    if (!shadow_) remove_tree(array_dir(id));
   });
 }
 

@@ -289,7 +289,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       std::tie(parent, last) = f->resolve_parent(start, name, intermediate_groups(lcpl_id), &b);
       if (f->find_link(parent, last)) fail_arg("name '" + std::string(name) + "' already exists");
     }
-    check(f->container().create_array(schema, &rec.array_id, /*durable=*/false));
+    f->create_array(schema, &rec.array_id);
     try {
       d->oid = f->allocate_oid(b);
       f->put_object(b, d->oid, rec);
@@ -407,7 +407,7 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
           if (mx[i] != H5S_UNLIMITED && size[i] > mx[i])
             fail_arg("new size " + std::to_string(size[i]) + " exceeds the maximum " + std::to_string(mx[i]) +
                      " in dimension " + std::to_string(i));
-        check(d.array->set_extent(ext));
+        d.file->set_extent(*d.array, ext);  // collective in a parallel file
         if (H5Sset_extent_simple(d.space, r, size, mx) < 0) fail_arg("cannot update the dataspace");
         ObjectRecord rec = d.file->object(d.oid);
         rec.space_enc = encode_space(d.space);
@@ -417,7 +417,13 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
         return;
       }
       case H5VL_DATASET_FLUSH:
-        check(d.array->flush());
+        // A parallel file publishes only through an epoch commit, which covers the file.
+        if (d.file->parallel()) {
+          std::lock_guard<std::recursive_mutex> g(d.file->mu());
+          d.file->flush_arrays();
+        } else {
+          check(d.array->flush());
+        }
         return;
       case H5VL_DATASET_REFRESH:
         check(d.array->refresh());

@@ -126,17 +126,11 @@ void* file_object_for(const std::shared_ptr<SharedFile>& f) {
   return new_handle(f);
 }
 
-// Parallel HDF5 (H5Pset_fapl_mpio) needs collective metadata and per-rank fragments;
-// until that lands, refuse it rather than let every rank truncate the same container.
-static void refuse_mpio(hid_t fapl_id) {
-  if (fapl_id != H5P_DEFAULT && fapl_id >= 0 && H5Pget_driver(fapl_id) == H5FD_MPIO)
-    fail_unsupported("parallel file access (MPI-IO, H5Pset_fapl_mpio) not supported yet");
-}
-
 void* file_create(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id, hid_t, void**) {
   return vol_call_ptr(__func__, "file create", [&]() -> void* {
     if (!name || !*name) fail_arg("empty file name");
-    refuse_mpio(fapl_id);
+    // An MPI-IO fapl makes the file parallel: collective metadata, per-rank fragments,
+    // epoch commits at flush/close (object_model.cc, docs/parallel.md).
     auto f = SharedFile::create(name, flags, fcpl_id, fapl_id);
     return new_handle(f);
   });
@@ -147,7 +141,6 @@ void* file_open(const char* name, unsigned flags, hid_t fapl_id, hid_t, void**) 
   // text through unchanged, and h5py turns it into FileNotFoundError (mode 'a' creates).
   return vol_call_ptr(__func__, "file open", [&]() -> void* {
     if (!name || !*name) fail_arg("empty file name");
-    refuse_mpio(fapl_id);
     auto f = SharedFile::open(name, flags, fapl_id);
     return new_handle(f);
   });

@@ -139,6 +139,9 @@ struct Copier {
   // (byte-copied where links are impossible); the source's buffered writes are flushed
   // into fragments first.
   uint64_t copy_array(uint64_t array_id) {
+    // Every rank would link the same files at once: not in a parallel file (yet).
+    if (src.parallel() || dst.parallel())
+      fail_unsupported("copying a dataset in a parallel (MPI-IO) file");
     src.flush_arrays();
     auto a = src.array(array_id);
     uint64_t id = 0;

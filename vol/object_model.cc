@@ -2,12 +2,14 @@
 #include "vol/object_model.h"
 
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "engine/bytes.h"
 #include "vol/error.h"
+#include "vol/parallel.h"
 
 namespace tessera_vol {
 
@@ -148,9 +150,14 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
     fail_arg("file '" + name + "' is already open; HDF5 cannot truncate an open file");
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
-  auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
-                                     : tessera::Container::CreateMode::kTruncate;
-  check(tessera::Container::create(name, mode, &f->container_));
+  f->par_ = Parallel::from_fapl(fapl);
+  if (f->par_) {
+    f->open_container_parallel(name, flags, /*create=*/true);
+  } else {
+    auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
+                                       : tessera::Container::CreateMode::kTruncate;
+    check(tessera::Container::create(name, mode, &f->container_));
+  }
   f->real_ = real_path(name);
   f->intent_ = H5F_ACC_RDWR;
   f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
@@ -187,7 +194,10 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
   bool rw = (flags & H5F_ACC_RDWR) != 0;
-  check(tessera::Container::open(name, rw, &f->container_));
+  f->par_ = Parallel::from_fapl(fapl);
+  if (f->par_) f->open_container_parallel(name, flags, /*create=*/false);
+  else check(tessera::Container::open(name, rw, &f->container_));
+  f->epoch_ = f->container_->committed_epoch();
   f->real_ = real;
   f->intent_ = rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
   if (rw) f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
@@ -201,9 +211,38 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   return f;
 }
 
+// Rank 0 creates (or opens and recovers) the container before any other rank reads it;
+// the others then open a shadow (read-write intent) or a read-only view.  Both steps are
+// agreed, so every rank succeeds or fails together.
+void SharedFile::open_container_parallel(const std::string& name, unsigned flags, bool create) {
+  Parallel& p = *par_;
+  bool rw = create || (flags & H5F_ACC_RDWR) != 0;
+  p.agree([&] {
+    if (!p.root()) return;
+    if (create) {
+      auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
+                                         : tessera::Container::CreateMode::kTruncate;
+      check(tessera::Container::create(name, mode, &container_));
+    } else {
+      check(tessera::Container::open(name, rw, &container_));
+      // Recovery happens here, once, so that later array opens need no ordering.
+      if (rw) check(container_->recover_arrays());
+    }
+  });
+  p.agree([&] {
+    if (p.root()) return;
+    if (rw) check(tessera::Container::open_shadow(name, &container_));
+    else check(tessera::Container::open(name, false, &container_));
+  });
+}
+
 SharedFile::~SharedFile() {
   // Flush buffered writes; errors here cannot be reported (file_close flushes first).
+  // Parallel files: arrays discard what no epoch committed (only a collective commit may
+  // publish, and a destructor cannot be collective).
   arrays_.clear();
+  container_.reset();
+  par_.reset();
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
@@ -490,14 +529,127 @@ std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
   std::unique_ptr<tessera::Array> a;
   tessera::ArrayOptions opts = tessera::ArrayOptions::from_env();
   opts.durable_writes = false;  // published at flush/close (flush_arrays)
+  if (par_) {
+    // Each rank writes fragments named by its rank.  Not collective: recovery was done
+    // at file open (recover_arrays), so a rank may open a dataset the others never open
+    // (h5py's `if rank == 0: print(f["x"][...])`).
+    opts.writer_rank = static_cast<uint32_t>(par_->rank());
+    opts.collective = true;
+  }
   check(container_->open_array(array_id, writable(), opts, &a));
   std::shared_ptr<tessera::Array> sp(std::move(a));
   arrays_[array_id] = sp;
   return sp;
 }
 
+void SharedFile::create_array(const tessera::Schema& schema, uint64_t* id) {
+  // Parallel: every rank allocates the same id; rank 0 alone creates the directory.
+  if (par_) par_->agree([&] { check(container_->create_array(schema, id, /*durable=*/false)); });
+  else check(container_->create_array(schema, id, /*durable=*/false));
+}
+
+void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {
+  if (!par_) {
+    check(a.set_extent(extent));
+    return;
+  }
+  // A shrink erases the cut cells with a fill fragment that rank 0 writes from its view
+  // of the data, so every rank's data must be published (and seen by rank 0) first, and
+  // the fill fragment published right after, before any rank could grow the extent back
+  // and read the cut region.  Two epochs; growing needs neither.
+  bool shrink = false;
+  const tessera::Coords& cur = a.schema().extent;
+  for (size_t d = 0; d < extent.size() && d < cur.size(); ++d) shrink |= extent[d] < cur[d];
+  if (shrink) commit_epoch();
+  std::vector<uint64_t> ts{a.last_timestamp()};
+  par_->max(ts);  // the change (and the fill fragment) sorts after every rank's writes
+  a.raise_timestamp(ts[0]);
+  par_->agree([&] { check(a.set_extent(extent)); });
+  if (shrink) commit_epoch();
+}
+
+namespace {
+// Crash tests (python_tests/test_mpi_kill.py): TESSERA_TEST_KILL_AT=<step>:<rank>[:<epoch>]
+// makes that rank SIGKILL itself at that step of an epoch commit.  "staged": its journals
+// are durable but no rank has agreed yet, so the epoch can never commit; "committed": the
+// epoch record is durable and this rank has renamed nothing.
+void test_kill_point(const char* step, int rank, uint64_t epoch) {
+  static const char* spec = std::getenv("TESSERA_TEST_KILL_AT");
+  if (!spec) return;
+  std::string at = std::string(step) + ":" + std::to_string(rank);
+  if (spec == at || spec == at + ":" + std::to_string(epoch)) std::raise(SIGKILL);
+}
+}  // namespace
+
+void SharedFile::commit_epoch() {
+  Parallel& p = *par_;
+  // Ranks may have opened different datasets: agree on the union of open arrays (sorted
+  // ids), and let a rank stand in with zeros for an array it does not have open.
+  std::vector<uint64_t> ids;
+  for (auto& [id, a] : arrays_) ids.push_back(id);
+  ids = p.union_of(ids);
+  std::vector<std::shared_ptr<tessera::Array>> list;  // parallel to ids; null: not open here
+  for (uint64_t id : ids) {
+    auto it = arrays_.find(id);
+    list.push_back(it == arrays_.end() ? nullptr : it->second);
+  }
+  // 1. Every rank turns its pending writes into finished fragments under temporary names.
+  p.agree([&] {
+    for (auto& a : list)
+      if (a) check(a->prepare_flush());
+    check(container_->sync());
+  });
+  // Later writes on any rank sort after everything written before this point.
+  std::vector<uint64_t> ts, pub, mine;
+  for (auto& a : list) {
+    ts.push_back(a ? a->last_timestamp() : 0);
+    pub.push_back(a ? a->unpublished_count() : 0);
+  }
+  mine = pub;
+  p.max(ts);
+  p.sum(pub);
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i]) list[i]->raise_timestamp(ts[i]);
+  // 2. Every rank stages its batch: a per-rank journal tagged with the epoch, durable.
+  const uint64_t e = epoch_ + 1;
+  p.agree([&] {
+    for (auto& a : list)
+      if (a) check(a->stage_prepared(true, e));
+    check(container_->sync());
+    test_kill_point("staged", p.rank(), e);  // before the others know: never committed
+  });
+  // 3. The commit point: rank 0 makes the epoch record durable, with the metadata queued
+  //    since the last commit.  Journals of epochs up to it roll forward after a crash,
+  //    later ones roll back, so the epoch is all ranks' data or none of it.
+  p.agree([&] {
+    tessera::CatalogBatch b;
+    b.put(tessera::Container::kEpochKey, std::to_string(e));
+    commit(b);  // shadows apply it in memory: catalogs stay identical
+    if (p.root()) check(tessera::guard([&] { container_->catalog().sync(); }));
+  });
+  epoch_ = e;
+  test_kill_point("committed", p.rank(), e);
+  // 4. Renames (rank 0 also writes changed schemas); agreeing doubles as the barrier
+  //    before the others look at the directory.
+  p.agree([&] {
+    for (auto& a : list)
+      if (a) check(a->publish_prepared(true));
+    check(container_->sync());
+  });
+  // 5. Every rank picks up the fragments the others published.
+  if (p.size() > 1)
+    p.agree([&] {
+      for (size_t i = 0; i < list.size(); ++i)
+        if (list[i] && pub[i] > mine[i]) check(list[i]->refresh());
+    });
+}
+
 void SharedFile::flush_arrays() {
   if (!writable()) return;
+  if (par_) {
+    commit_epoch();
+    return;
+  }
   // HDF5's rule: everything is durable after a flush or close, not before.  Fragments and
   // new arrays were written unsynced; one syncfs makes them all durable, each array's
   // publish journal is then written and synced, the renames publish the batch (a crash

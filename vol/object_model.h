@@ -5,6 +5,11 @@
 // H5Fopen calls of one container share state (HDF5 semantics).  Records live in the
 // engine's crash-safe catalog; every multi-record change is one atomic catalog batch.
 //
+// Parallel files (an MPI-IO fapl; parallel.h, docs/parallel.md): every rank holds a
+// SharedFile with the same records — rank 0's catalog persists them, the others' are
+// shadows — and the array/flush/extent calls below become collective, with flush as an
+// epoch commit across ranks.
+//
 // Catalog keys (hex16 = 16 lowercase hex digits of an object id):
 //   sys/next_oid                 next object id (decimal text)
 //   o/<hex16>                    ObjectRecord of a group, dataset or committed datatype
@@ -27,6 +32,8 @@
 #include "engine/container.h"
 
 namespace tessera_vol {
+
+class Parallel;  // parallel.h
 
 enum class ObjType : uint8_t { kGroup = 1, kDataset = 2, kDatatype = 3 };
 constexpr uint64_t kRootOid = 1;
@@ -95,6 +102,8 @@ class SharedFile {
   tessera::Container& container() { return *container_; }
   std::recursive_mutex& mu() { return mu_; }
   uint64_t fileno() const { return fileno_; }
+  // Parallel files (MPI-IO fapl): the communicator; nullptr for serial access.
+  Parallel* parallel() const { return par_.get(); }
 
   // --- objects
   std::optional<ObjectRecord> find_object(uint64_t oid);
@@ -134,7 +143,10 @@ class SharedFile {
   void del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name);
 
   // --- arrays (shared by all dataset handles of the container)
+  // In a parallel file these are collective (docs/parallel.md): every rank calls them.
   std::shared_ptr<tessera::Array> array(uint64_t array_id);
+  void create_array(const tessera::Schema& schema, uint64_t* id);  // unsynced until flush
+  void set_extent(tessera::Array& a, const tessera::Coords& extent);
   void flush_arrays();
 
   // --- open object registry (H5Fget_obj_count / H5Fget_obj_ids)
@@ -147,6 +159,10 @@ class SharedFile {
 
  private:
   SharedFile() = default;
+  // Parallel create/open: rank 0 does the disk work, then the others open shadows.
+  void open_container_parallel(const std::string& name, unsigned flags, bool create);
+  // Parallel flush: the epoch commit (docs/parallel.md).
+  void commit_epoch();
   void delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth);
 
   std::string name_, real_;
@@ -158,6 +174,8 @@ class SharedFile {
   std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
   std::map<void*, H5I_type_t> open_;
   uint64_t fileno_ = 0;
+  std::unique_ptr<Parallel> par_;
+  uint64_t epoch_ = 0;  // parallel: the last committed epoch
 };
 
 std::string hex16(uint64_t v);

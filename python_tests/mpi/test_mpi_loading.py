@@ -41,27 +41,6 @@ def test_every_rank_uses_tessera(request):
     assert [n for _, n, _ in names] == ["tessera"] * COMM.Get_size(), names
 
 
-def test_every_rank_sees_mpio_create_not_supported_yet():
-    """h5py.File(driver='mpio') fails cleanly on every rank until parallel access lands."""
-    tmpdir = tempfile.mkdtemp(prefix="tessera-mpi-") if COMM.Get_rank() == 0 else None
-    tmpdir = COMM.bcast(tmpdir, root=0)
-    path = os.path.join(tmpdir, "parallel.h5")
-    try:
-        try:
-            h5py.File(path, "w", driver="mpio", comm=COMM)
-            local = "created"
-        except Exception as exc:
-            local = str(exc)
-        results = _gather(local)
-        exists = os.path.exists(path)
-    finally:
-        COMM.Barrier()
-        if COMM.Get_rank() == 0:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-    assert all("not supported yet" in r for r in results), results
-    assert not exists
-
-
 def test_every_rank_writes_its_own_container():
     """Inside an MPI job, serial (non-mpio) files work on every rank."""
     import numpy as np
