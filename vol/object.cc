@@ -164,6 +164,14 @@ struct Copier {
     return id;
   }
 
+  // A copy made with a committed type references it too within one file.  Across files
+  // it keeps the type's description only (native would copy the committed type along).
+  void share_committed_type(uint64_t* type_oid) {
+    if (!*type_oid) return;
+    if (&src == &dst) dst.ref_object(b, *type_oid);
+    else *type_oid = 0;
+  }
+
   uint64_t copy(uint64_t from, int depth) {
     if (depth > 1000) fail_arg("group hierarchy too deep to copy");
     if (auto it = copies.find(from); it != copies.end()) return it->second;
@@ -174,9 +182,14 @@ struct Copier {
     if (r.type == ObjType::kDataset) n.array_id = copy_array(r.array_id);
     n.rc = 0;  // add_link counts the links to the copy
     n.next_link_corder = 0;
+    share_committed_type(&n.committed_type);
     dst.put_object(b, to, n);
     if (!(flags & H5O_COPY_WITHOUT_ATTR_FLAG))
-      for (auto& [name, a] : src.attrs(from)) dst.put_attr(b, to, name, a);
+      for (auto& [name, a] : src.attrs(from)) {
+        AttrRecord na = a;
+        share_committed_type(&na.committed_type);
+        dst.put_attr(b, to, name, na);
+      }
     if (r.type != ObjType::kGroup) return to;
     if ((flags & H5O_COPY_SHALLOW_HIERARCHY_FLAG) && depth > 0) return to;
     for (auto& [name, l] : ordered_links(src, from, H5_INDEX_CRT_ORDER, H5_ITER_INC)) {  // keep creation order
