@@ -357,6 +357,12 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_speci
   return vol_call(__func__, "object specific", [&] {
     if (!args) fail_arg("NULL arguments");
     require_loc_lapl(lp);
+    if (args->op_type == H5VL_OBJECT_EXISTS && lp && lp->type == H5VL_OBJECT_BY_NAME) {
+      if (!lp->loc_data.loc_by_name.name) fail_arg("NULL name");
+      *args->args.exists.exists =
+          object_exists_by_name(as_obj(obj), lp->loc_data.loc_by_name.name, lp->loc_data.loc_by_name.lapl_id);
+      return;
+    }
     ExternalHop hop(as_obj(obj), lp, nullptr, true);
     Obj* o = hop.obj;
     lp = hop.lp;
@@ -374,22 +380,9 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_speci
         f.commit(b);
         return;
       }
-      case H5VL_OBJECT_EXISTS: {
-        // Like H5Lexists, missing intermediate groups are an error; the last component is
-        // followed (a dangling soft link is "does not exist").
-        if (lp->type != H5VL_OBJECT_BY_NAME) {
-          *args->args.exists.exists = f.find_object(locate(o, lp)).has_value();
-          return;
-        }
-        std::string name = lp->loc_data.loc_by_name.name;
-        bool exists = true;
-        if (name != "/" && name != ".") {
-          auto [parent, last] = f.resolve_parent(o->oid, name, false, nullptr);
-          exists = f.try_resolve(parent, last).has_value();
-        }
-        *args->args.exists.exists = exists;
+      case H5VL_OBJECT_EXISTS:  // by name: handled above (object_exists_by_name)
+        *args->args.exists.exists = f.find_object(locate(o, lp)).has_value();
         return;
-      }
       case H5VL_OBJECT_LOOKUP:
         oid_to_token(locate(o, lp), args->args.lookup.token_ptr);
         return;
