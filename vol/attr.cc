@@ -31,14 +31,6 @@ struct CreatedAttr : AttrObj {
   bool corder_unknown = false;
 };
 
-std::string encode_type(hid_t type) {
-  size_t sz = 0;
-  if (H5Tencode(type, nullptr, &sz) < 0 || sz == 0) fail_arg("cannot encode the datatype");
-  std::string enc(sz, '\0');
-  if (H5Tencode(type, enc.data(), &sz) < 0) fail_arg("cannot encode the datatype");
-  return enc;
-}
-
 std::string encode_space(hid_t space) {
   size_t sz = 0;
   if (H5Sencode2(space, nullptr, &sz, H5P_DEFAULT) < 0 || sz == 0) fail_arg("cannot encode the dataspace");
@@ -61,9 +53,9 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
                    const AttrRecord& r) {
   auto a = std::make_unique<CreatedAttr>(H5I_ATTR, loc->file, owner, owner_path);
   a->name = name;
-  a->type = H5Tdecode(r.type_enc.data());
+  a->ftype = StoredType(r.type_enc, "attribute '" + name + "'");
   a->space = H5Sdecode(r.space_enc.data());
-  if (a->type < 0 || a->space < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
+  if (a->space < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
   a->acpl = make_acpl(r.cset);
   return a.release();
 }
@@ -130,38 +122,6 @@ void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const Att
   }
   H5Tclose(t);
   H5Sclose(s);
-}
-
-// The committed tessera datatype behind type_id in file f, or 0 (transient, or committed
-// by another connector or in another container: then the attribute gets a plain copy).
-uint64_t committed_oid(hid_t type_id, SharedFile& f) {
-  if (H5Tcommitted(type_id) <= 0) return 0;
-  char conn[32] = "";
-  if (H5VLget_connector_name(type_id, conn, sizeof conn) < 0 || std::strcmp(conn, kConnectorName) != 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return 0;
-  }
-  auto* d = static_cast<Obj*>(H5VLobject(type_id));
-  if (!d || d->type != H5I_DATATYPE || d->file.get() != &f) return 0;
-  return d->oid;
-}
-
-// H5Aget_type of an attribute created with a committed type returns that committed
-// type (H5Tcommitted true), as native does; a transient copy if it no longer exists.
-hid_t attr_type_id(AttrObj* a, const AttrRecord& r) {
-  if (r.committed_type) {
-    auto rec = a->file->find_object(r.committed_type);
-    if (rec && rec->type == ObjType::kDatatype) {
-      void* obj = datatype_open_oid(a->file, r.committed_type, "");
-      hid_t t = H5VLwrap_register(obj, H5I_DATATYPE);
-      if (t >= 0) return t;
-      H5Eclear2(H5E_DEFAULT);
-      delete static_cast<Obj*>(obj);
-    }
-  }
-  hid_t t = H5Tcopy(a->type);
-  if (t < 0) fail_arg("cannot copy the datatype");
-  return t;
 }
 
 // (owner, attribute name) for a by-index location: loc_by_idx names the owner.
@@ -254,17 +214,18 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     if (f.find_attr(owner, attr_name)) fail_arg(std::string("attribute '") + attr_name + "' already exists");
     ObjectRecord orec = f.object(owner);
     AttrRecord r;
-    r.type_enc = encode_type(type_id);
+    r.type_enc = StoredType::of(type_id).encoding();
     r.space_enc = encode_space(space_id);
     H5T_cset_t cset = H5T_CSET_ASCII;
     if (acpl_id != H5P_DEFAULT && acpl_id >= 0 && H5Pget_char_encoding(acpl_id, &cset) < 0)
       fail_arg("cannot read the character encoding of the acpl");
     r.cset = cset;
     r.corder = orec.next_attr_corder++;
-    r.committed_type = committed_oid(type_id, f);
+    r.committed_type = committed_type_oid(type_id, f);
     tessera::CatalogBatch b;
     f.put_attr(b, owner, attr_name, r);
     f.put_object(b, owner, orec);
+    if (r.committed_type) f.ref_object(b, r.committed_type);  // native: the type's refcount
     f.commit(b);
     auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r));
     a->corder_unknown = !tracks_attr_corder(f, owner);
@@ -301,31 +262,30 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
     size_t n = npoints(a->space);
     if (n == 0) return;
     if (!buf) fail_arg("NULL read buffer");
-    size_t msize = H5Tget_size(mem_type_id), fsize = H5Tget_size(a->type);
+    size_t msize = H5Tget_size(mem_type_id), fsize = a->ftype.size();
     if (msize == 0) fail_arg("invalid memory datatype");
     if (r.data.empty()) {  // never written: zeros, as native
       std::memset(buf, 0, msize * n);
       return;
     }
-    bool vl = type_has_vlen(a->type);
+    bool vl = a->ftype.has_vlen();
     if (!vl && r.data.size() != fsize * n) fail_arg("stored value of '" + a->name + "' has the wrong size");
-    htri_t eq = H5Tequal(mem_type_id, a->type);
-    if (eq < 0) fail_arg("cannot compare the memory and attribute datatypes");
-    if (eq > 0) {
-      if (vl) vlen_deserialize(a->type, n, r.data, buf, vlen_allocator(dxpl_id));
+    if (a->ftype.equal(mem_type_id)) {
+      if (vl) vlen_deserialize(TypeId(a->ftype), n, r.data, buf, vlen_allocator(dxpl_id));
       else std::memcpy(buf, r.data.data(), fsize * n);
       return;
     }
     // Convert: stored form -> (temporary, malloc'd vlen parts) -> memory type.  The
     // background buffer holds the application's buffer (native: H5T_BKG_YES on read).
+    TypeId ftype(a->ftype);
     std::vector<char> src(fsize * n), tconv(std::max(fsize, msize) * n), bkg(std::max(fsize, msize) * n);
-    if (vl) vlen_deserialize(a->type, n, r.data, src.data(), VlenAlloc{});
+    if (vl) vlen_deserialize(ftype, n, r.data, src.data(), VlenAlloc{});
     else std::memcpy(src.data(), r.data.data(), fsize * n);
     std::memcpy(tconv.data(), src.data(), fsize * n);
     std::memcpy(bkg.data(), buf, msize * n);
-    herr_t st = H5Tconvert(a->type, mem_type_id, n, tconv.data(), bkg.data(),
+    herr_t st = H5Tconvert(ftype, mem_type_id, n, tconv.data(), bkg.data(),
                            dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id);
-    if (vl) H5Treclaim(a->type, a->space, H5P_DEFAULT, src.data());
+    if (vl) H5Treclaim(ftype, a->space, H5P_DEFAULT, src.data());
     if (st < 0) fail_arg("cannot convert attribute '" + a->name + "' to the memory datatype");
     std::memcpy(buf, tconv.data(), msize * n);
   });
@@ -341,30 +301,29 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
     size_t n = npoints(a->space);
     if (n == 0) return;
     if (!buf) fail_arg("NULL write buffer");
-    size_t msize = H5Tget_size(mem_type_id), fsize = H5Tget_size(a->type);
+    size_t msize = H5Tget_size(mem_type_id), fsize = a->ftype.size();
     if (msize == 0) fail_arg("invalid memory datatype");
-    bool vl = type_has_vlen(a->type);
+    bool vl = a->ftype.has_vlen();
     hid_t dxpl = dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id;
-    htri_t eq = H5Tequal(mem_type_id, a->type);
-    if (eq < 0) fail_arg("cannot compare the memory and attribute datatypes");
-    if (eq > 0) {
-      r.data = vl ? vlen_serialize(a->type, n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
+    if (a->ftype.equal(mem_type_id)) {
+      r.data = vl ? vlen_serialize(TypeId(a->ftype), n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
     } else {
       // Background: the current value (native keeps unconverted compound members), else
       // zeros.  For vlen-holding types the stored form is not the memory form: zeros.
+      TypeId ftype(a->ftype);
       std::vector<char> tconv(std::max(fsize, msize) * n), bkg(std::max(fsize, msize) * n);
       std::memcpy(tconv.data(), buf, msize * n);
       if (!vl && r.data.size() == fsize * n) std::memcpy(bkg.data(), r.data.data(), fsize * n);
-      if (H5Tconvert(mem_type_id, a->type, n, tconv.data(), bkg.data(), dxpl) < 0)
+      if (H5Tconvert(mem_type_id, ftype, n, tconv.data(), bkg.data(), dxpl) < 0)
         fail_arg("cannot convert the data to the datatype of attribute '" + a->name + "'");
       if (vl) {
         try {
-          r.data = vlen_serialize(a->type, n, tconv.data());
+          r.data = vlen_serialize(ftype, n, tconv.data());
         } catch (...) {
-          H5Treclaim(a->type, a->space, dxpl, tconv.data());
+          H5Treclaim(ftype, a->space, dxpl, tconv.data());
           throw;
         }
-        H5Treclaim(a->type, a->space, dxpl, tconv.data());
+        H5Treclaim(ftype, a->space, dxpl, tconv.data());
       } else {
         r.data.assign(tconv.data(), fsize * n);
       }
@@ -391,7 +350,8 @@ herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void**
       }
       case H5VL_ATTR_GET_TYPE: {
         auto* a = static_cast<AttrObj*>(o);
-        args->args.get_type.type_id = attr_type_id(a, record_of(f, a->oid, a->name));
+        AttrRecord r = record_of(f, a->oid, a->name);
+        args->args.get_type.type_id = type_id_for_caller(a->file, r.committed_type, a->ftype, a->handle);
         return;
       }
       case H5VL_ATTR_GET_ACPL: {
@@ -404,7 +364,7 @@ herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void**
       case H5VL_ATTR_GET_STORAGE_SIZE: {
         auto* a = static_cast<AttrObj*>(o);
         record_of(f, a->oid, a->name);
-        *args->args.get_storage_size.data_size = npoints(a->space) * file_type_size(a->type);
+        *args->args.get_storage_size.data_size = npoints(a->space) * a->ftype.file_size();
         return;
       }
       case H5VL_ATTR_GET_NAME: {
@@ -473,9 +433,10 @@ herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_s
         f.require_writable("attribute delete");
         if (!args->args.del.name) fail_arg("no attribute name");
         uint64_t owner = owner_of(o, loc_params, nullptr);
-        record_of(f, owner, args->args.del.name);
+        AttrRecord r = record_of(f, owner, args->args.del.name);
         tessera::CatalogBatch b;
         f.del_attr(b, owner, args->args.del.name);
+        if (r.committed_type) f.unref_object(b, r.committed_type);
         f.commit(b);
         return;
       }
@@ -487,6 +448,7 @@ herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_s
         if (d.n >= v.size()) fail_arg("attribute index " + std::to_string(d.n) + " out of range");
         tessera::CatalogBatch b;
         f.del_attr(b, owner, v[d.n].first);
+        if (v[d.n].second.committed_type) f.unref_object(b, v[d.n].second.committed_type);
         f.commit(b);
         return;
       }

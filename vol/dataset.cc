@@ -96,14 +96,14 @@ FileSelection prepare(DatasetObj& d, hid_t mem_space, hid_t file_space, MemSide*
 // Variable-length datasets: each cell holds one element serialized by vlen.h from the
 // memory representation, which must therefore match the file type's (any vlen string
 // matches any other: the cset does not change the bytes).
-void check_var_types(hid_t mtype, hid_t ftype) {
-  if (H5Tequal(mtype, ftype) > 0) return;
-  if (H5Tis_variable_str(mtype) > 0 && H5Tis_variable_str(ftype) > 0) return;
+void check_var_types(hid_t mtype, const StoredType& ftype) {
+  if (ftype.equal(mtype)) return;
+  if (H5Tis_variable_str(mtype) > 0 && H5Tis_variable_str(TypeId(ftype)) > 0) return;
   fail_unsupported("converting a variable-length dataset to a different memory type not supported yet");
 }
 
 void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, const uint8_t* in) {
-  check_var_types(mtype, d.type);
+  check_var_types(mtype, d.ftype);
   const size_t mes = H5Tget_size(mtype);
   std::vector<uint8_t> packed(mes * fs.n);
   size_t off = 0;
@@ -120,7 +120,7 @@ void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection
 }
 
 void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, hid_t dxpl, uint8_t* out) {
-  check_var_types(mtype, d.type);
+  check_var_types(mtype, d.ftype);
   const size_t mes = H5Tget_size(mtype);
   std::vector<uint64_t> lengths;
   std::vector<uint8_t> data;
@@ -152,11 +152,9 @@ struct Transfer {
 };
 
 Transfer plan_transfer(const DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs) {
-  Transfer t{H5Tget_size(d.type), H5Tget_size(mtype), false, false, 0};
+  Transfer t{d.ftype.size(), H5Tget_size(mtype), false, false, 0};
   if (t.mes == 0) fail_arg("invalid memory datatype");
-  htri_t eq = H5Tequal(mtype, d.type);
-  if (eq < 0) fail_arg("invalid memory datatype");
-  t.eq = eq > 0;
+  t.eq = d.ftype.equal(mtype);
   t.contig = m.block || memory_contiguous(m.space, t.mes, fs.n, &t.off);
   return t;
 }
@@ -176,13 +174,14 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
   std::vector<uint8_t> tmp(std::max(fes, mes) * fs.n);
   read_selection(*d.array, fs, tmp.data());
   if (!eq) {
+    TypeId ftype(d.ftype);
     std::vector<uint8_t> bkg;
-    if (needs_background(d.type, mtype)) {  // members the file type lacks keep the caller's values
+    if (needs_background(ftype, mtype)) {  // members the file type lacks keep the caller's values
       bkg.resize(mes * fs.n);
       if (contig) std::memcpy(bkg.data(), out + off, bkg.size());
       else gather(m.space, mes, out, bkg.data());
     }
-    convert(d.type, mtype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
+    convert(ftype, mtype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
   }
   if (contig) std::memcpy(out + off, tmp.data(), mes * fs.n);
   else scatter(m.space, mes, tmp.data(), out);
@@ -205,12 +204,13 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   if (contig) std::memcpy(tmp.data(), in + off, mes * fs.n);
   else gather(m.space, mes, in, tmp.data());
   if (!eq) {
+    TypeId ftype(d.ftype);
     std::vector<uint8_t> bkg;
-    if (needs_background(mtype, d.type)) {  // members the memory type lacks keep the file's values
+    if (needs_background(mtype, ftype)) {  // members the memory type lacks keep the file's values
       bkg.resize(fes * fs.n);
       read_selection(*d.array, fs, bkg.data());
     }
-    convert(mtype, d.type, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
+    convert(mtype, ftype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
   }
   write_selection(*d.array, fs, tmp.data());
 }
@@ -222,11 +222,12 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   ObjectRecord rec = f->object(oid);
   if (rec.type != ObjType::kDataset) fail_arg("object '" + path + "' is not a dataset");
   auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, oid, path);
-  d->type = H5Tdecode(rec.type_enc.data());
+  d->ftype = StoredType(rec.type_enc, "dataset '" + path + "'");
+  d->committed_type = rec.committed_type;
   d->space = H5Sdecode(rec.space_enc.data());
   d->dcpl = rec.cpl.empty() ? H5Pcopy(H5P_DATASET_CREATE_DEFAULT) : H5Pdecode(rec.cpl.data());
   d->dapl = H5Pcopy(H5P_DATASET_ACCESS_DEFAULT);
-  if (d->type < 0 || d->space < 0 || d->dcpl < 0 || d->dapl < 0)
+  if (d->space < 0 || d->dcpl < 0 || d->dapl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
   d->array = f->array(rec.array_id);
   sync_space(*d);
@@ -249,11 +250,12 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     tessera::Schema schema = schema_from_dcpl(type_id, space_id, dcpl);
 
     auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, 0, name ? join(base, name) : std::string());
-    d->type = H5Tcopy(type_id);
+    d->ftype = StoredType::of(type_id);
+    d->committed_type = committed_type_oid(type_id, *f);
     d->space = H5Scopy(space_id);
     d->dcpl = copy_plist(dcpl, H5P_DATASET_CREATE_DEFAULT);
     d->dapl = copy_plist(dapl_id, H5P_DATASET_ACCESS_DEFAULT);
-    if (d->type < 0 || d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
+    if (d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
     // As native HDF5 (H5D__update_oh_info): variable-length types with the default fill
     // value always "write" it (fill time ALLOC); never writing it is refused.
     if (schema.var) {
@@ -278,7 +280,8 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
 
     ObjectRecord rec;
     rec.type = ObjType::kDataset;
-    rec.type_enc = encode_type(d->type);
+    rec.type_enc = d->ftype.encoding();
+    rec.committed_type = d->committed_type;
     rec.space_enc = encode_space(d->space);
     rec.cpl = encode_plist(d->dcpl);
 
@@ -293,6 +296,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     try {
       d->oid = f->allocate_oid(b);
       f->put_object(b, d->oid, rec);
+      if (rec.committed_type) f->ref_object(b, rec.committed_type);  // native: the type's refcount
       if (name) {
         f->add_link(b, parent, last, LinkRecord::hard(d->oid, lcpl_id));
       }
@@ -365,9 +369,11 @@ herr_t dataset_get(void* obj, H5VL_dataset_get_args_t* args, hid_t, void**) {
                                                   ? H5D_SPACE_STATUS_NOT_ALLOCATED
                                                   : H5D_SPACE_STATUS_ALLOCATED;
         return;
-      case H5VL_DATASET_GET_TYPE:
-        if ((args->args.get_type.type_id = H5Tcopy(d.type)) < 0) fail_arg("cannot copy the datatype");
+      case H5VL_DATASET_GET_TYPE: {
+        std::lock_guard<std::recursive_mutex> g(d.file->mu());
+        args->args.get_type.type_id = type_id_for_caller(d.file, d.committed_type, d.ftype, d.handle);
         return;
+      }
       case H5VL_DATASET_GET_DCPL:
         if ((args->args.get_dcpl.dcpl_id = H5Pcopy(d.dcpl)) < 0) fail_arg("cannot copy the dcpl");
         return;

@@ -39,11 +39,38 @@ void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::
   ObjectRecord rec = f->object(oid);
   if (rec.type != ObjType::kDatatype) fail_arg("object '" + path + "' is not a committed datatype");
   auto d = std::make_unique<DatatypeObj>(H5I_DATATYPE, f, oid, path);
-  d->type = H5Tdecode(rec.type_enc.data());
-  if (d->type < 0) fail_arg("committed datatype '" + path + "' has an unreadable encoding");
+  d->ftype = StoredType(rec.type_enc, "committed datatype '" + path + "'");
   d->tcpl = rec.cpl.empty() ? H5Pcreate(H5P_DATATYPE_CREATE) : H5Pdecode(rec.cpl.data());
   if (d->tcpl < 0) fail_arg("committed datatype '" + path + "' has an unreadable creation property list");
   return d.release();
+}
+
+uint64_t committed_type_oid(hid_t type_id, SharedFile& f) {
+  if (H5Tcommitted(type_id) <= 0) return 0;
+  char conn[32] = "";
+  if (H5VLget_connector_name(type_id, conn, sizeof conn) < 0 || std::strcmp(conn, kConnectorName) != 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  auto* d = static_cast<Obj*>(H5VLobject(type_id));
+  if (!d || d->type != H5I_DATATYPE || d->file.get() != &f) return 0;
+  return d->oid;
+}
+
+hid_t type_id_for_caller(const std::shared_ptr<SharedFile>& f, uint64_t committed, const StoredType& enc,
+                         uint64_t handle) {
+  if (committed) {
+    auto rec = f->find_object(committed);
+    if (rec && rec->type == ObjType::kDatatype) {
+      void* obj = datatype_open_oid(f, committed, "");
+      static_cast<Obj*>(obj)->handle = handle;
+      hid_t t = H5VLwrap_register(obj, H5I_DATATYPE);
+      if (t >= 0) return t;
+      H5Eclear2(H5E_DEFAULT);
+      delete static_cast<Obj*>(obj);
+    }
+  }
+  return TypeId(enc).release();
 }
 
 void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char* name, hid_t type_id,
@@ -64,10 +91,7 @@ void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char
     ObjectRecord rec;
     rec.type = ObjType::kDatatype;
     rec.rc = 0;  // add_link counts the link
-    size_t sz = 0;
-    if (H5Tencode(type_id, nullptr, &sz) < 0 || sz == 0) fail_arg("cannot encode the datatype");
-    rec.type_enc.resize(sz);
-    if (H5Tencode(type_id, rec.type_enc.data(), &sz) < 0) fail_arg("cannot encode the datatype");
+    rec.type_enc = StoredType::of(type_id).encoding();
     if (tcpl_id != H5P_DEFAULT && tcpl_id >= 0) rec.cpl = encode_plist(tcpl_id);
     tessera::CatalogBatch b;
     uint64_t oid = f.allocate_oid(b);
@@ -113,16 +137,15 @@ herr_t datatype_get(void* obj, H5VL_datatype_get_args_t* args, hid_t /*dxpl_id*/
     switch (args->op_type) {
       case H5VL_DATATYPE_GET_BINARY_SIZE:
       case H5VL_DATATYPE_GET_BINARY: {
-        size_t sz = 0;
-        if (H5Tencode(d->type, nullptr, &sz) < 0) fail_arg("cannot encode the datatype");
+        const std::string& enc = d->ftype.encoding();
         if (args->op_type == H5VL_DATATYPE_GET_BINARY_SIZE) {
-          *args->args.get_binary_size.size = sz;
+          *args->args.get_binary_size.size = enc.size();
           return;
         }
         auto& gb = args->args.get_binary;
         if (!gb.buf) return;
-        if (gb.buf_size < sz) fail_arg("buffer too small for the datatype encoding");
-        if (H5Tencode(d->type, gb.buf, &sz) < 0) fail_arg("cannot encode the datatype");
+        if (gb.buf_size < enc.size()) fail_arg("buffer too small for the datatype encoding");
+        std::memcpy(gb.buf, enc.data(), enc.size());
         return;
       }
       case H5VL_DATATYPE_GET_TCPL: {
@@ -170,7 +193,10 @@ herr_t datatype_close(void* dt, hid_t /*dxpl_id*/, void** /*req*/) {
     if (!rec || rec->rc != 0 || rec->type != ObjType::kDatatype) return;
     tessera::CatalogBatch b;
     b.del("o/" + hex16(d->oid));
-    for (auto& a : f.attrs(d->oid)) f.del_attr(b, d->oid, a.first);
+    for (auto& [name, a] : f.attrs(d->oid)) {
+      f.del_attr(b, d->oid, name);
+      if (a.committed_type && a.committed_type != d->oid) f.unref_object(b, a.committed_type);
+    }
     f.commit(b);
   });
 }

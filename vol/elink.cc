@@ -86,6 +86,42 @@ class Walker {
     return follow(p, name, *l);
   }
 
+  // H5Oexists_by_name as native HDF5 answers it (H5G_loc_exists): a missing intermediate
+  // group is an error; a missing last link is an error at the top (`missing_is_error`) but
+  // "does not exist" at the end of a soft link's path; a dangling soft link is "does not
+  // exist"; an external link whose file or object cannot be reached is "does not exist"
+  // (native clears the traversal's error).
+  bool exists(const Place& p, const std::string& path, bool missing_is_error) {
+    auto pp = walk_parent(p, path);
+    if (!pp) {
+      if (components(path).empty()) return true;  // the location itself
+      fail_arg("a group on the path '" + path + "' does not exist");
+    }
+    const Place& at = pp->first;
+    const std::string& last = pp->second;
+    std::optional<LinkRecord> l;
+    {
+      std::lock_guard<std::recursive_mutex> lk(at.file->mu());
+      auto g = at.file->find_object(at.oid);
+      if (!g || g->type != ObjType::kGroup) fail_arg("a component of '" + path + "' is not a group");
+      l = at.file->find_link(at.oid, last);
+      if (l && l->type == H5L_TYPE_HARD) return at.file->find_object(l->target).has_value();
+    }
+    if (!l) {
+      if (missing_is_error) fail_arg("link '" + last + "' does not exist");
+      return false;
+    }
+    if (--budget_ < 0) fail_arg("too many soft or external links while resolving '" + last + "'");
+    if (l->type == H5L_TYPE_SOFT) return exists(at, l->soft_path, false);
+    if (l->type != H5L_TYPE_EXTERNAL || l->target == kRawLinkValue) return false;
+    try {
+      auto tf = open_external_file(*at.file, at.path, *l, lapl_);
+      return walk(Place{tf, kRootOid, "/"}, l->ext_obj).has_value();
+    } catch (...) {
+      return false;
+    }
+  }
+
   std::optional<Place> follow(const Place& p, const std::string& name, const LinkRecord& l) {
     if (l.type == H5L_TYPE_HARD) return Place{p.file, l.target, join(p.path, name)};
     if (--budget_ < 0) fail_arg("too many soft or external links while resolving '" + name + "'");
@@ -196,16 +232,22 @@ std::shared_ptr<SharedFile> open_external_file(SharedFile& parent, const std::st
     tries.push_back(with_prefix(dir_of(real), rel));
     std::free(real);
   }
-  std::string native;
+  // The first candidate that exists is the target, as in HDF5 (which opens the first
+  // candidate it can): a native HDF5 file there is refused, not skipped for a later
+  // tessera container of the same name.
   for (auto& t : tries) {
     if (is_tessera_container(t.c_str())) return SharedFile::open(t, intent, fapl);
-    if (native.empty() && is_native_hdf5(t)) native = t;
+    if (is_native_hdf5(t))
+      fail_unsupported("external link target '" + t + "' is a native HDF5 file; tessera follows external "
+                       "links only into tessera containers (open it with the native connector)");
   }
-  if (!native.empty())
-    fail_unsupported("external link target '" + native + "' is a native HDF5 file; tessera follows external "
-                     "links only into tessera containers (open it with the native connector)");
   fail_arg("unable to open external file '" + file_name + "' (no tessera container found at '" + tries.front() +
            "'" + (tries.size() > 1 ? " or " + std::to_string(tries.size() - 1) + " other places" : "") + ")");
+}
+
+bool object_exists_by_name(Obj* o, const std::string& name, hid_t lapl) {
+  Walker w(lapl);
+  return w.exists(Place{o->file, o->oid, o->path}, name, true);
 }
 
 ExternalHop::ExternalHop(Obj* o, const H5VL_loc_params_t* l, const char* n, bool follow_last, hid_t apl)

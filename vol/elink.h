@@ -45,4 +45,7 @@ class ExternalHop {
 std::shared_ptr<SharedFile> open_external_file(SharedFile& parent, const std::string& group_path,
                                                const LinkRecord& l, hid_t lapl);
 
+// H5Oexists_by_name(o, name, lapl) with native HDF5's answers, across external links.
+bool object_exists_by_name(Obj* o, const std::string& name, hid_t lapl);
+
 }  // namespace tessera_vol

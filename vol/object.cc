@@ -167,6 +167,14 @@ struct Copier {
     return id;
   }
 
+  // A copy made with a committed type references it too within one file.  Across files
+  // it keeps the type's description only (native would copy the committed type along).
+  void share_committed_type(uint64_t* type_oid) {
+    if (!*type_oid) return;
+    if (&src == &dst) dst.ref_object(b, *type_oid);
+    else *type_oid = 0;
+  }
+
   uint64_t copy(uint64_t from, int depth) {
     if (depth > 1000) fail_arg("group hierarchy too deep to copy");
     if (auto it = copies.find(from); it != copies.end()) return it->second;
@@ -177,9 +185,14 @@ struct Copier {
     if (r.type == ObjType::kDataset) n.array_id = copy_array(r.array_id);
     n.rc = 0;  // add_link counts the links to the copy
     n.next_link_corder = 0;
+    share_committed_type(&n.committed_type);
     dst.put_object(b, to, n);
     if (!(flags & H5O_COPY_WITHOUT_ATTR_FLAG))
-      for (auto& [name, a] : src.attrs(from)) dst.put_attr(b, to, name, a);
+      for (auto& [name, a] : src.attrs(from)) {
+        AttrRecord na = a;
+        share_committed_type(&na.committed_type);
+        dst.put_attr(b, to, name, na);
+      }
     if (r.type != ObjType::kGroup) return to;
     if ((flags & H5O_COPY_SHALLOW_HIERARCHY_FLAG) && depth > 0) return to;
     for (auto& [name, l] : ordered_links(src, from, H5_INDEX_CRT_ORDER, H5_ITER_INC)) {  // keep creation order
@@ -347,6 +360,12 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_speci
   return vol_call(__func__, "object specific", [&] {
     if (!args) fail_arg("NULL arguments");
     require_loc_lapl(lp);
+    if (args->op_type == H5VL_OBJECT_EXISTS && lp && lp->type == H5VL_OBJECT_BY_NAME) {
+      if (!lp->loc_data.loc_by_name.name) fail_arg("NULL name");
+      *args->args.exists.exists =
+          object_exists_by_name(as_obj(obj), lp->loc_data.loc_by_name.name, lp->loc_data.loc_by_name.lapl_id);
+      return;
+    }
     ExternalHop hop(as_obj(obj), lp, nullptr, true);
     Obj* o = hop.obj;
     lp = hop.lp;
@@ -364,22 +383,9 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_speci
         f.commit(b);
         return;
       }
-      case H5VL_OBJECT_EXISTS: {
-        // Like H5Lexists, missing intermediate groups are an error; the last component is
-        // followed (a dangling soft link is "does not exist").
-        if (lp->type != H5VL_OBJECT_BY_NAME) {
-          *args->args.exists.exists = f.find_object(locate(o, lp)).has_value();
-          return;
-        }
-        std::string name = lp->loc_data.loc_by_name.name;
-        bool exists = true;
-        if (name != "/" && name != ".") {
-          auto [parent, last] = f.resolve_parent(o->oid, name, false, nullptr);
-          exists = f.try_resolve(parent, last).has_value();
-        }
-        *args->args.exists.exists = exists;
+      case H5VL_OBJECT_EXISTS:  // by name: handled above (object_exists_by_name)
+        *args->args.exists.exists = f.find_object(locate(o, lp)).has_value();
         return;
-      }
       case H5VL_OBJECT_LOOKUP:
         oid_to_token(locate(o, lp), args->args.lookup.token_ptr);
         return;

@@ -10,6 +10,7 @@
 #include "engine/bytes.h"
 #include "vol/error.h"
 #include "vol/parallel.h"
+#include "vol/objects.h"  // Obj: open handles keep unreferenced objects
 
 namespace tessera_vol {
 
@@ -59,6 +60,7 @@ std::string ObjectRecord::serialize() const {
   w.i64(next_link_corder);
   w.i64(next_attr_corder);
   w.str(comment);
+  w.u64(committed_type);
   return std::string(w.buf().begin(), w.buf().end());
 }
 
@@ -77,6 +79,7 @@ ObjectRecord ObjectRecord::deserialize(const std::string& s) {
   o.next_link_corder = r.i64();
   o.next_attr_corder = r.i64();
   o.comment = r.str();
+  if (!r.done()) o.committed_type = r.u64();  // absent in records written before it existed
   return o;
 }
 
@@ -393,7 +396,10 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
   auto rec = find_object(oid);
   if (!rec) return;
   b.del("o/" + hex16(oid));
-  for (auto& a : attrs(oid)) b.del(attr_key(oid, a.first));
+  for (auto& [name, a] : attrs(oid)) {
+    b.del(attr_key(oid, name));
+    if (a.committed_type && a.committed_type != oid) unref_object(b, a.committed_type);
+  }
   if (rec->type == ObjType::kGroup) {
     for (auto& [name, l] : links(oid)) {
       b.del(link_key(oid, name));
@@ -410,7 +416,35 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
     }
   } else if (rec->type == ObjType::kDataset) {
     drop_array(rec->array_id);
+    if (rec->committed_type) unref_object(b, rec->committed_type);
   }
+}
+
+void SharedFile::ref_object(tessera::CatalogBatch& b, uint64_t oid) {
+  bool deleted;
+  ObjectRecord t;
+  if (auto v = from_batch(b, "o/" + hex16(oid), &deleted)) t = ObjectRecord::deserialize(*v);
+  else if (deleted) fail_arg("object " + std::to_string(oid) + " is being deleted");
+  else t = object(oid);
+  t.rc++;
+  put_object(b, oid, t);
+}
+
+void SharedFile::unref_object(tessera::CatalogBatch& b, uint64_t oid) {
+  bool deleted;
+  ObjectRecord t;
+  if (auto v = from_batch(b, "o/" + hex16(oid), &deleted)) t = ObjectRecord::deserialize(*v);
+  else if (deleted) return;  // deleted earlier in this batch (reference cycles)
+  else if (auto r = find_object(oid)) t = *r;
+  else return;
+  if (t.rc > 0) t.rc--;
+  // An unreferenced object that is still open stays (refcount 0) until its last handle
+  // closes, as in native HDF5; datatype_close removes such a committed type then.
+  bool open = false;
+  for (auto& [p, type] : open_)
+    if (type == H5I_DATATYPE && static_cast<Obj*>(p)->oid == oid) open = true;
+  if (t.rc == 0 && !open) delete_object(oid, b, 1);
+  else put_object(b, oid, t);
 }
 
 // ---------------------------------------------------------------- paths

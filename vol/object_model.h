@@ -48,6 +48,7 @@ struct ObjectRecord {
   int64_t next_link_corder = 0; // groups: creation order of the next link
   int64_t next_attr_corder = 0;
   std::string comment;
+  uint64_t committed_type = 0;  // datasets: the committed type they were created with, 0: none
   std::string serialize() const;
   static ObjectRecord deserialize(const std::string& s);
 };
@@ -109,6 +110,11 @@ class SharedFile {
   std::optional<ObjectRecord> find_object(uint64_t oid);
   ObjectRecord object(uint64_t oid);  // throws if missing
   void put_object(tessera::CatalogBatch& b, uint64_t oid, const ObjectRecord& r);
+  // A dataset or attribute created with committed type `oid` references it (native: the
+  // type's object header refcount): +1 now, -1 when the user goes; a type whose count
+  // reaches 0 is deleted.  Both read the record from b if b already changed it.
+  void ref_object(tessera::CatalogBatch& b, uint64_t oid);
+  void unref_object(tessera::CatalogBatch& b, uint64_t oid);
   uint64_t allocate_oid(tessera::CatalogBatch& b);
   void commit(tessera::CatalogBatch& b);
   void require_writable(const char* what);

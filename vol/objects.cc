@@ -14,19 +14,16 @@ Obj::Obj(H5I_type_t t, std::shared_ptr<SharedFile> f, uint64_t o, std::string p)
 Obj::~Obj() { file->unregister_open(this); }
 
 DatasetObj::~DatasetObj() {
-  if (type >= 0) H5Tclose(type);
   if (space >= 0) H5Sclose(space);
   if (dcpl >= 0) H5Pclose(dcpl);
   if (dapl >= 0) H5Pclose(dapl);
 }
 
 DatatypeObj::~DatatypeObj() {
-  if (type >= 0) H5Tclose(type);
   if (tcpl >= 0) H5Pclose(tcpl);
 }
 
 AttrObj::~AttrObj() {
-  if (type >= 0) H5Tclose(type);
   if (space >= 0) H5Sclose(space);
   if (acpl >= 0) H5Pclose(acpl);
 }

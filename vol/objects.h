@@ -3,7 +3,8 @@
 //
 // Every object points at its container's SharedFile (object_model.h).  HDF5 passes the
 // objects back to callbacks; `obj->type` tells which kind it is.  IDs the connector
-// creates (types, spaces, plists) are owned by the object and closed in its destructor.
+// creates (spaces, plists) are owned by the object and closed in its destructor; datatypes
+// are kept as encodings (StoredType), since HDF5 counts datatype IDs as open objects.
 #pragma once
 
 #include <hdf5.h>
@@ -15,6 +16,7 @@
 
 #include "vol/error.h"
 #include "vol/object_model.h"
+#include "vol/stored_type.h"
 
 namespace tessera_vol {
 
@@ -43,7 +45,8 @@ struct GroupObj : Obj {
 struct DatasetObj : Obj {
   using Obj::Obj;
   ~DatasetObj() override;
-  hid_t type = H5I_INVALID_HID;   // file datatype
+  StoredType ftype;                // file datatype (an encoding, no ID: stored_type.h)
+  uint64_t committed_type = 0;     // the committed type it was created with, 0: none
   hid_t space = H5I_INVALID_HID;  // current dataspace
   hid_t dcpl = H5I_INVALID_HID;
   hid_t dapl = H5I_INVALID_HID;
@@ -53,7 +56,7 @@ struct DatasetObj : Obj {
 struct DatatypeObj : Obj {
   using Obj::Obj;
   ~DatatypeObj() override;
-  hid_t type = H5I_INVALID_HID;
+  StoredType ftype;
   hid_t tcpl = H5I_INVALID_HID;
 };
 
@@ -61,7 +64,7 @@ struct AttrObj : Obj {
   using Obj::Obj;  // oid = the owner object
   ~AttrObj() override;
   std::string name;
-  hid_t type = H5I_INVALID_HID;
+  StoredType ftype;
   hid_t space = H5I_INVALID_HID;
   hid_t acpl = H5I_INVALID_HID;
 };

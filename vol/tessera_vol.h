@@ -165,5 +165,15 @@ void* open_object_oid(const std::shared_ptr<SharedFile>& f, uint64_t oid, const 
 // Provided by dataset.cc / datatype.cc: open a dataset / committed datatype by object id.
 void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path);
 void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path);
+// datatype.cc: the committed tessera datatype of container f behind type_id, or 0
+// (transient, or committed by another connector or in another container).
+uint64_t committed_type_oid(hid_t type_id, SharedFile& f);
+// datatype.cc: the ID H5Dget_type / H5Aget_type hand to the caller — the committed type
+// the object was created with (H5Tcommitted true, as native) while it exists, else a
+// transient type decoded from `enc`.
+class StoredType;
+// `handle`: the file handle serial of the object asked (Obj::handle).
+hid_t type_id_for_caller(const std::shared_ptr<SharedFile>& f, uint64_t committed, const StoredType& enc,
+                         uint64_t handle);
 
 }  // namespace tessera_vol

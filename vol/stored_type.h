@@ -1,0 +1,68 @@
+// stored_type.h — the datatype of an open dataset, attribute or committed datatype, kept
+// as its encoding instead of as a datatype ID.
+//
+// HDF5 answers H5Fget_obj_count/H5Fget_obj_ids(H5F_OBJ_DATATYPE, and H5F_OBJ_ALL) by
+// counting datatype IDs that have application references, and every ID a connector
+// creates through the public API (H5Tcopy, H5Tdecode) has one.  Native HDF5 holds its
+// objects' types without such IDs, so a connector keeping an ID per open object would
+// report open datatypes nobody opened.  An open object therefore keeps the H5Tencode
+// bytes plus the facts the transfer paths need (sizes, vlen), and materializes an ID
+// (TypeId) only for the duration of one call.  Type equality with a memory type — asked
+// on every H5Dread/H5Dwrite — is cached for library-owned memory types (H5T_NATIVE_*
+// and friends have no application reference and are immutable; user-made IDs can be
+// modified with H5Tset_* between calls, so they are compared each time).
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera_vol {
+
+class StoredType {
+ public:
+  StoredType() = default;
+  // From an encoding read from the catalog; throws VolError naming `what` if unreadable.
+  StoredType(std::string enc, const std::string& what);
+  // From a datatype ID (encodes it); throws if it cannot be encoded.
+  static StoredType of(hid_t type);
+
+  bool valid() const { return !enc_.empty(); }
+  const std::string& encoding() const { return enc_; }
+  size_t size() const { return size_; }            // H5Tget_size
+  size_t file_size() const { return file_size_; }  // vlen.h file_type_size
+  bool has_vlen() const { return vlen_; }
+  // H5Tequal(mtype, this type); throws for an invalid mtype.
+  bool equal(hid_t mtype) const;
+
+ private:
+  void learn(hid_t id);
+  std::string enc_;
+  size_t size_ = 0, file_size_ = 0;
+  bool vlen_ = false;
+  mutable std::vector<std::pair<hid_t, bool>> eq_cache_;  // immutable library IDs only
+};
+
+// A registered datatype ID decoded from a StoredType, closed when it goes out of scope.
+class TypeId {
+ public:
+  explicit TypeId(const StoredType& t);
+  ~TypeId();
+  TypeId(const TypeId&) = delete;
+  TypeId& operator=(const TypeId&) = delete;
+  operator hid_t() const { return id_; }
+  // Hands the ID to the caller (H5Dget_type, H5Aget_type): no longer closed here.
+  hid_t release() {
+    hid_t id = id_;
+    id_ = H5I_INVALID_HID;
+    return id;
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+}  // namespace tessera_vol
