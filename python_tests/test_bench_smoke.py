@@ -77,7 +77,7 @@ def test_parallel_benchmark_sides_match_the_model(np_, tessera_env, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("HDF5_VOL_CONNECTOR", "LD_PRELOAD")}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(np_), str(exe), "--scale", "1/48",
-           "--dir", str(tmp_path / "data")]
+           "--repeat", "1", "--dir", str(tmp_path / "data")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{out}"

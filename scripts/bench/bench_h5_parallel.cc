@@ -14,6 +14,8 @@
 //   (3) N random distinct element updates (100,000 at scale 1) on dataset (1), split across
 //       ranks, each rank ONE H5Dwrite with a point selection, timed from the write to the
 //       durable close.
+// Each timed workload runs --repeat times per side (default 3, alternating which side goes
+// first) and the median is reported: the machine is shared and its load drifts.
 // After each load every rank reads its own blocks back through the mpio file and hashes them;
 // at the end rank 0 reopens each file serially (a later serial reader) and hashes it all.
 // Both are compared between the sides and with an independent model (the formula plus the
@@ -59,6 +61,7 @@ struct Dims {
   H5FD_mpio_xfer_t native_update = H5FD_MPIO_INDEPENDENT;
   H5FD_mpio_xfer_t tessera_xfer = H5FD_MPIO_INDEPENDENT;
   bool require_tessera = false;
+  int repeat = 3;  // timed runs per side and workload; the median is reported
 };
 
 Dims dims_for(double s) {
@@ -191,8 +194,9 @@ void durable_close(Side s, Ids& ids, hid_t dset, hid_t file, const std::string& 
 }
 
 // (1)/(2): create the dataset and write this rank's blocks; returns the wall time minus
-// this rank's block generation, maxed over ranks.
-double load(const Dims& d, Side s, const std::string& path, bool deflate) {
+// this rank's block generation, maxed over ranks. *close_s: the durable close's share
+// (from the barrier after the writes), for the breakdown in the note.
+double load(const Dims& d, Side s, const std::string& path, bool deflate, double* close_s) {
   const bool native = s == Side::kNative;
   const H5FD_mpio_xfer_t mode = native ? (deflate ? H5FD_MPIO_COLLECTIVE : d.native_dense) : d.tessera_xfer;
   if (g_rank == 0) remove_path(path);
@@ -239,8 +243,11 @@ double load(const Dims& d, Side s, const std::string& path, bool deflate) {
       BCHECK(H5Dwrite(dset, H5T_NATIVE_INT32, mspace, fspace, dxpl, buf.data()));
     }
   });
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t1 = MPI_Wtime();
   durable_close(s, ids, dset, file, path);
   MPI_Barrier(MPI_COMM_WORLD);
+  *close_s = max_over_ranks(MPI_Wtime() - t1);
   return max_over_ranks(MPI_Wtime() - t0 - gen);
 }
 
@@ -425,33 +432,48 @@ struct Run {
     bool ok(Side s) const { return !std::isnan(v[int(s)]); }
   };
 
+  // Runs fn on each side d.repeat times, alternating which side goes first (the machine's
+  // load drifts), and keeps the median. A failure on any repetition fails the side.
   Out sides(const std::string& label, const std::function<double(Side)>& fn) {
     Out out;
-    for (Side s : o.sides) {
-      if (s == Side::kTessera && !tessera_unsupported.empty()) {
-        out.text[1] = "unsupported";
-        continue;
-      }
-      try {
-        out.v[int(s)] = fn(s);
-        out.text[int(s)] = Report::num(out.v[int(s)]);
-      } catch (const std::exception& e) {
-        std::string msg = e.what();
-        if (s == Side::kTessera && is_unsupported(msg)) {
-          tessera_unsupported = msg = innermost(msg);
+    std::vector<double> times[2];
+    bool done[2] = {false, false};
+    for (int rep = 0; rep < d.repeat; ++rep) {
+      std::vector<Side> order = o.sides;
+      if (rep % 2) std::reverse(order.begin(), order.end());
+      for (Side s : order) {
+        if (done[int(s)]) continue;
+        if (s == Side::kTessera && !tessera_unsupported.empty()) {
           out.text[1] = "unsupported";
-          if (g_rank == 0) {
-            std::printf("# tessera: unsupported (%s)\n", msg.c_str());
-            std::printf("INFO\ttessera_unsupported\t%s\n", msg.c_str());
-          }
-        } else {
-          out.text[int(s)] = "FAILED";
-          ++(s == Side::kNative ? native_failures : tessera_failures);
-          if (g_rank == 0) std::printf("# %s on %s FAILED: %s\n", label.c_str(), side_name(s), msg.c_str());
+          done[1] = true;
+          continue;
         }
-        std::fflush(stdout);
+        try {
+          times[int(s)].push_back(fn(s));
+        } catch (const std::exception& e) {
+          done[int(s)] = true;
+          std::string msg = e.what();
+          if (s == Side::kTessera && is_unsupported(msg)) {
+            tessera_unsupported = msg = innermost(msg);
+            out.text[1] = "unsupported";
+            if (g_rank == 0) {
+              std::printf("# tessera: unsupported (%s)\n", msg.c_str());
+              std::printf("INFO\ttessera_unsupported\t%s\n", msg.c_str());
+            }
+          } else {
+            out.text[int(s)] = "FAILED";
+            ++(s == Side::kNative ? native_failures : tessera_failures);
+            if (g_rank == 0) std::printf("# %s on %s FAILED: %s\n", label.c_str(), side_name(s), msg.c_str());
+          }
+          std::fflush(stdout);
+        }
       }
     }
+    for (Side s : o.sides)
+      if (!done[int(s)] && !times[int(s)].empty()) {
+        out.v[int(s)] = median(times[int(s)]);
+        out.text[int(s)] = Report::num(out.v[int(s)]);
+      }
     return out;
   }
 
@@ -508,9 +530,16 @@ struct Run {
     const std::string name = deflate ? "deflate" : "plain";
     const std::string tag = deflate ? "deflate " + std::to_string(d.level) : "uncompressed";
     const std::string nmode = mode_name(deflate ? H5FD_MPIO_COLLECTIVE : d.native_dense);
-    Out t = sides("load " + tag, [&](Side s) { return load(d, s, path_of(s, name), deflate); });
-    result("(" + std::string(deflate ? "2" : "1") + ") load, " + tag + ", to durable", t, "s",
-           "PHDF5 " + nmode + ", tessera " + mode_name(d.tessera_xfer));
+    std::vector<double> close_s[2];
+    Out t = sides("load " + tag, [&](Side s) {
+      double c = NAN, v = load(d, s, path_of(s, name), deflate, &c);
+      close_s[int(s)].push_back(c);
+      return v;
+    });
+    std::string note = "PHDF5 " + nmode + ", tessera " + mode_name(d.tessera_xfer) + "; close share";
+    for (Side s : o.sides)
+      if (t.ok(s)) note += std::string(" ") + (s == Side::kNative ? "PHDF5 " : "tessera ") + Report::num(median(close_s[int(s)]));
+    result("(" + std::string(deflate ? "2" : "1") + ") load, " + tag + ", to durable", t, "s", note);
     verified("parallel read of each rank's blocks, " + tag, t,
              [&](Side s) { return parallel_readback(d, s, path_of(s, name)); });
     if (serial)
@@ -597,14 +626,16 @@ int main(int argc, char** argv) {
                       "  --native-dense M   PHDF5 transfer mode of the uncompressed load (default independent)\n"
                       "  --native-update M  PHDF5 transfer mode of the point update (default independent)\n"
                       "  --tessera-xfer M   tessera's transfer mode for all writes (default independent)\n"
+                      "  --repeat N         timed runs per side and workload, median reported (default 3)\n"
                       "  --require-tessera  exit 1 when tessera refuses the mpio plist\n",
                       common_usage());
         MPI_Finalize();
         return 0;
       }
       if (a == "--require-tessera") later.push_back({a, ""});
-      else if (i + 1 < argc && (a == "--workloads" || a == "--updates" || a == "--deflate-level" ||
-                                a == "--native-dense" || a == "--native-update" || a == "--tessera-xfer"))
+      else if (i + 1 < argc && (a == "--workloads" || a == "--updates" || a == "--repeat" ||
+                                a == "--deflate-level" || a == "--native-dense" || a == "--native-update" ||
+                                a == "--tessera-xfer"))
         later.push_back({a, argv[++i]});
       else throw std::invalid_argument("unknown argument " + a + " (try --help)");
     }
@@ -618,6 +649,7 @@ int main(int argc, char** argv) {
         }
       } else if (k == "--updates") run.d.updates = std::strtoull(v.c_str(), nullptr, 10);
       else if (k == "--deflate-level") run.d.level = std::atoi(v.c_str());
+      else if (k == "--repeat") run.d.repeat = std::max(1, std::atoi(v.c_str()));
       else if (k == "--native-dense") run.d.native_dense = parse_mode(v);
       else if (k == "--native-update") run.d.native_update = parse_mode(v);
       else if (k == "--tessera-xfer") run.d.tessera_xfer = parse_mode(v);
@@ -656,10 +688,10 @@ int main(int argc, char** argv) {
   const Dims& d = run.d;
   if (g_rank == 0) {
     std::printf("# bench_h5_parallel: %d rank(s), %llux%llu int32 (%.3f GiB), chunks %llux%llu (%zu blocks), "
-                "%llu updates, deflate level %d, dir %s\n",
+                "%llu updates, deflate level %d, median of %d run(s), dir %s\n",
                 g_size, (unsigned long long)d.n0, (unsigned long long)d.n1, d.n0 * d.n1 * 4.0 / (1 << 30),
                 (unsigned long long)d.c0, (unsigned long long)d.c1, all_blocks(d).size(),
-                (unsigned long long)d.updates, d.level, g_dir.c_str());
+                (unsigned long long)d.updates, d.level, d.repeat, g_dir.c_str());
     std::printf("INFO\tnp\t%d\n", g_size);
     std::fflush(stdout);
   }
