@@ -580,9 +580,8 @@ struct Run {
     }
     std::string note;
     for (int s = 0; s < 2; ++s)
-      if (!msgs[s].empty()) {
-        note += std::string(s == 0 ? "PHDF5" : "tessera") + ": \"" + innermost(msgs[s]) + "\"; ";
-      }
+      if (!msgs[s].empty())
+        note += std::string(note.empty() ? "" : "; ") + (s == 0 ? "PHDF5" : "tessera") + ": \"" + innermost(msgs[s]) + "\"";
     if (g_size == 1) note += "PHDF5 refuses only when the communicator has more than one rank";
     result("(2b) independent H5Dwrite to a deflate dataset", t, "-", note);
     if (g_rank == 0) std::printf("INFO\tprobe\t%s\t%s\n", t.text[0].c_str(), t.text[1].c_str());
