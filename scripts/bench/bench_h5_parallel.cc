@@ -618,7 +618,11 @@ int main(int argc, char** argv) {
       if (parse_common(run.o, argc, argv, i)) continue;
       if (a == "-h" || a == "--help") {
         if (g_rank == 0)
-          std::printf("usage: mpirun -n N bench_h5_parallel [options]\n%s"
+          std::printf("usage: mpirun -n N bench_h5_parallel [options]\n"
+                      "  --scale S          linear scale, e.g. 1/16 for a smoke run (default 1 = full size)\n"
+                      "  --dir DIR          directory for the files, shared by all ranks (default: under /tmp)\n"
+                      "  --keep             keep the files afterwards\n"
+                      "  --native-only / --tessera-only   run one side\n"
                       "  --workloads LIST   comma list of plain,deflate,probe,update (update needs plain)\n"
                       "  --updates N        random point updates (default 100,000 x scale^2)\n"
                       "  --deflate-level N  (default 1)\n"
@@ -626,8 +630,7 @@ int main(int argc, char** argv) {
                       "  --native-update M  PHDF5 transfer mode of the point update (default independent)\n"
                       "  --tessera-xfer M   tessera's transfer mode for all writes (default independent)\n"
                       "  --repeat N         timed runs per side and workload, median reported (default 3)\n"
-                      "  --require-tessera  exit 1 when tessera refuses the mpio plist\n",
-                      common_usage());
+                      "  --require-tessera  exit 1 when tessera refuses the mpio plist\n");
         MPI_Finalize();
         return 0;
       }
