@@ -114,10 +114,6 @@ void File::preadv_exact(struct iovec* iov, int cnt, uint64_t off) const {
   }
 }
 
-void File::will_need(uint64_t off, uint64_t n) const {
-  (void)::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
-}
-
 void File::pwrite_all(const void* buf, size_t n, uint64_t off) {
   const auto* p = static_cast<const uint8_t*>(buf);
   size_t done = 0;

@@ -134,14 +134,14 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   const uint64_t last_block = (runs.back().off + runs.back().len - 1) / B;
   // Blocks verified before are read straight into the destination (gaps between runs go
   // to a discard buffer, so a box's rows are one preadv); others are read a window at a
-  // time into scratch, verified, and copied out.
+  // time into scratch, verified, and copied out.  (posix_fadvise(WILLNEED) over the whole
+  // span before a cold read was tried: it made random box reads slower, not faster.)
   constexpr uint64_t kWindowBlocks = 4;
   constexpr size_t kMaxIov = 1024, kDiscard = 64 << 10;
   std::vector<uint8_t> scratch, discard;
   std::vector<struct iovec> iov;
   size_t k = 0;
   uint64_t skip = 0;  // bytes of runs[k] already copied
-  bool advised = false;
   while (k < runs.size()) {
     uint64_t off = runs[k].off + skip, len = runs[k].len - skip;
     if (verified(i, off / B, (off + len - 1) / B)) {
@@ -164,12 +164,6 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
       }
       file_.preadv_exact(iov.data(), static_cast<int>(iov.size()), base + start);
       continue;
-    }
-    if (!advised && last_block - off / B >= 2 * kWindowBlocks) {
-      // First touch (typically a cold read): ask for the whole span at once so the disk
-      // sees large requests instead of one window at a time.
-      file_.will_need(base + off, runs.back().off + runs.back().len - off);
-      advised = true;
     }
     const uint64_t b0 = off / B, b1 = std::min({nblocks, b0 + kWindowBlocks, last_block + 1});
     const uint64_t w0 = b0 * B, w1 = std::min(size, b1 * B);
