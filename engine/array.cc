@@ -704,6 +704,11 @@ Status Array::prepare_flush() {
   });
 }
 
+size_t Array::pending_publish() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return unpublished_.size() + (schema_dirty_ ? 1 : 0);
+}
+
 Status Array::stage_prepared(bool synced) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {

@@ -110,7 +110,10 @@ std::string Container::array_dir(uint64_t id) const {
 }
 
 Status Container::sync() {
-  return guard([&] { sync_filesystem(path_); });
+  return guard([&] {
+    sync_filesystem(path_);
+    unsynced_arrays_ = false;
+  });
 }
 
 Status Container::create_array(const Schema& schema, uint64_t* id, bool durable) {
@@ -122,6 +125,7 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     CatalogBatch b;
     b.put(kNextIdKey, std::to_string(next + 1));
     catalog_->commit(b);
+    if (!durable) unsynced_arrays_ = true;
     Status st = Array::create(array_dir(next), schema, durable);
     if (!st.ok()) throw_error(st.code(), st.message());
     *id = next;
