@@ -17,15 +17,22 @@ namespace {
 // Stable LSD radix sort of n records (key, coords, value) by key, 11 bits a pass: linear,
 // and it moves the records themselves, so nothing is gathered at random afterwards (for
 // 100,000 scattered cells the gathers through a permutation cost more than the sort).
+// CB/ES: coordinate and value bytes per cell when known at compile time (0 = use cb/es),
+// so the common 2-D cells move with inlined copies instead of memcpy calls.
+template <size_t CB, size_t ES>
 void radix_sort(std::vector<uint64_t>& key, std::vector<uint64_t>& coords, std::vector<uint8_t>& values,
-                size_t n, size_t rank, size_t es) {
+                size_t n, size_t cb, size_t es) {
+  if (CB) cb = CB;
+  if (ES) es = ES;
   constexpr int kDigit = 11;
   const uint64_t mask = (uint64_t{1} << kDigit) - 1;
   uint64_t all = 0;
   for (size_t i = 0; i < n; ++i) all |= key[i];
   const int total = all ? 64 - __builtin_clzll(all) : 0;
-  std::vector<uint64_t> key2(n), coords2(n * rank);
+  std::vector<uint64_t> key2(n), coords2(coords.size());
   std::vector<uint8_t> values2(n * es);
+  auto* cs = reinterpret_cast<uint8_t*>(coords.data());
+  auto* cd = reinterpret_cast<uint8_t*>(coords2.data());
   std::vector<size_t> count(size_t{1} << kDigit);
   for (int shift = 0; shift < total; shift += kDigit) {
     std::fill(count.begin(), count.end(), 0);
@@ -40,13 +47,23 @@ void radix_sort(std::vector<uint64_t>& key, std::vector<uint64_t>& coords, std::
     for (size_t i = 0; i < n; ++i) {
       const size_t at = count[(key[i] >> shift) & mask]++;
       key2[at] = key[i];
-      std::memcpy(&coords2[at * rank], &coords[i * rank], rank * 8);
-      std::memcpy(&values2[at * es], &values[i * es], es);
+      std::memcpy(cd + at * (CB ? CB : cb), cs + i * (CB ? CB : cb), CB ? CB : cb);
+      std::memcpy(&values2[at * (ES ? ES : es)], &values[i * (ES ? ES : es)], ES ? ES : es);
     }
     key.swap(key2);
     coords.swap(coords2);
     values.swap(values2);
+    std::swap(cs, cd);
   }
+}
+
+void sort_cells(std::vector<uint64_t>& key, std::vector<uint64_t>& coords, std::vector<uint8_t>& values,
+                size_t n, size_t cb, size_t es) {
+  if (cb == 16 && es == 4) radix_sort<16, 4>(key, coords, values, n, cb, es);
+  else if (cb == 16 && es == 8) radix_sort<16, 8>(key, coords, values, n, cb, es);
+  else if (cb == 8 && es == 4) radix_sort<8, 4>(key, coords, values, n, cb, es);
+  else if (cb == 8 && es == 8) radix_sort<8, 8>(key, coords, values, n, cb, es);
+  else radix_sort<0, 0>(key, coords, values, n, cb, es);
 }
 }  // namespace
 
@@ -58,7 +75,7 @@ void WriteBuffer::normalize() {
   if (n_ > 1 && layout_.packed_keys(coords_.data(), n_, &key)) {
     coords_.resize(n_ * rank_);
     values_.resize(n_ * es_);
-    radix_sort(key, coords_, values_, n_, rank_, es_);
+    sort_cells(key, coords_, values_, n_, cb, es_);
     // Stable: among equal keys (the same cell) the newest write is last and wins.
     for (size_t i = 0; i < n_; ++i) {
       if (i + 1 < n_ && key[i] == key[i + 1]) continue;
