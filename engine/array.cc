@@ -762,6 +762,11 @@ Status Array::prepare_flush() {
   });
 }
 
+size_t Array::pending_publish() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return unpublished_.size() + (schema_dirty_ ? 1 : 0);
+}
+
 Status Array::stage_prepared(bool synced, uint64_t epoch) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {

@@ -97,6 +97,9 @@ class Array {
   Status prepare_flush();
   Status stage_prepared(bool synced, uint64_t epoch = 0);
   Status publish_prepared(bool synced);
+  // After prepare_flush: fragments (and extent changes) the next publish will make
+  // visible; a caller publishing only a few may sync them file by file instead.
+  size_t pending_publish() const;
   // Grows or shrinks the current extent.  Cells cut off by a shrink read as the fill value
   // if the extent grows back (as in HDF5).
   Status set_extent(const Coords& extent);

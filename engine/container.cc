@@ -127,7 +127,10 @@ std::string Container::array_dir(uint64_t id) const {
 }
 
 Status Container::sync() {
-  return guard([&] { sync_filesystem(path_); });
+  return guard([&] {
+    sync_filesystem(path_);
+    unsynced_arrays_ = false;
+  });
 }
 
 Status Container::create_array(const Schema& schema, uint64_t* id, bool durable) {
@@ -140,6 +143,7 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     b.put(kNextIdKey, std::to_string(next + 1));
     catalog_->commit(b);
     if (!shadow_) {
+      if (!durable) unsynced_arrays_ = true;
       // The counter is the authority: a directory under an id it never handed out durably
       // is what a writer that crashed before its flush left behind.
       if (path_exists(array_dir(next))) remove_tree(array_dir(next));

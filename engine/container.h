@@ -41,6 +41,8 @@ class Container {
   Status create_array(const Schema& schema, uint64_t* id, bool durable = true);
   // One syncfs(2) over the container's file system (see Array::prepare_flush).
   Status sync();
+  // True when an array was created with durable = false since the last sync().
+  bool has_unsynced_arrays() const { return unsynced_arrays_; }
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
   Status remove_array(uint64_t id);
   // Finishes every array's crash recovery now (publish journals rolled forward or back,
@@ -56,6 +58,7 @@ class Container {
   std::string path_;
   bool writable_ = false;
   bool shadow_ = false;
+  bool unsynced_arrays_ = false;
   std::unique_ptr<Catalog> catalog_;
 };
 

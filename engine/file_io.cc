@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,6 +84,34 @@ void File::pread_exact(void* buf, size_t n, uint64_t off) const {
   throw_error(Errc::kCorrupt, "'" + path_ + "': truncated: wanted " + std::to_string(n) +
                                   " bytes at offset " + std::to_string(off) + " (file size " +
                                   std::to_string(size()) + ")");
+}
+
+void File::preadv_exact(struct iovec* iov, int cnt, uint64_t off) const {
+  uint64_t want = 0;
+  for (int i = 0; i < cnt; ++i) want += iov[i].iov_len;
+  uint64_t done = 0;
+  while (cnt > 0) {
+    ssize_t r = ::preadv(fd_, iov, cnt, static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot read", path_, errno);
+    }
+    if (r == 0)
+      throw_error(Errc::kCorrupt, "'" + path_ + "': truncated: wanted " + std::to_string(want) +
+                                      " bytes at offset " + std::to_string(off) + " (file size " +
+                                      std::to_string(size()) + ")");
+    done += static_cast<uint64_t>(r);
+    auto left = static_cast<size_t>(r);
+    while (cnt > 0 && left >= iov->iov_len) {  // drop the buffers filled, trim a partial one
+      left -= iov->iov_len;
+      ++iov;
+      --cnt;
+    }
+    if (cnt > 0) {
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
 }
 
 void File::pwrite_all(const void* buf, size_t n, uint64_t off) {

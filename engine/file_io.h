@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+struct iovec;
+
 namespace tessera {
 
 class File {
@@ -28,6 +30,8 @@ class File {
   const std::string& path() const { return path_; }
   uint64_t size() const;                                        // fstat
   void pread_exact(void* buf, size_t n, uint64_t off) const;   // throws kCorrupt on EOF
+  // Scatters the n = sum of lens bytes at off over the buffers (preadv; modifies iov).
+  void preadv_exact(struct iovec* iov, int cnt, uint64_t off) const;
   size_t pread_some(void* buf, size_t n, uint64_t off) const;  // returns bytes read (0 at EOF)
   void pwrite_all(const void* buf, size_t n, uint64_t off);    // retries short writes/EINTR
   void sync();                                                  // fdatasync

@@ -1,7 +1,7 @@
 #include "engine/filter.h"
 
+#include <libdeflate.h>
 #include <lz4.h>
-#include <zlib.h>
 #include <zstd.h>
 
 #include <climits>
@@ -87,6 +87,38 @@ void shuffle_bytes(const uint8_t* in, size_t n, uint32_t es, uint8_t* out, bool 
   if (n > done) std::memcpy(out + done, in + done, n - done);
 }
 
+// ---- deflate (libdeflate: zlib-format streams, several times faster than zlib) ---------
+
+// libdeflate's (de)compressors are not thread-safe and cost a few hundred KiB to set up:
+// one per thread (and per level), kept for the thread's lifetime.
+struct DeflateCodecs {
+  libdeflate_compressor* c[10] = {};
+  libdeflate_decompressor* d = nullptr;
+  ~DeflateCodecs() {
+    for (auto* p : c)
+      if (p) libdeflate_free_compressor(p);
+    if (d) libdeflate_free_decompressor(d);
+  }
+  // Level 1 runs as libdeflate's level 2: libdeflate's level 1 uses a cruder match finder
+  // that on regular integer data stores about twice zlib level 1's bytes (0.67 vs 0.36 of
+  // the raw size on the benchmark's tiles), while its level 2 compresses as well as zlib's
+  // level 1 (0.35) in about half zlib's time.  Levels 2..9 are libdeflate's own.
+  libdeflate_compressor* compressor(int level) {
+    if (!c[level]) c[level] = libdeflate_alloc_compressor(level == 1 ? 2 : level);
+    if (!c[level]) throw_error(Errc::kInternal, "deflate: cannot allocate a compressor");
+    return c[level];
+  }
+  libdeflate_decompressor* decompressor() {
+    if (!d) d = libdeflate_alloc_decompressor();
+    if (!d) throw_error(Errc::kInternal, "deflate: cannot allocate a decompressor");
+    return d;
+  }
+};
+DeflateCodecs& deflate_codecs() {
+  thread_local DeflateCodecs codecs;
+  return codecs;
+}
+
 // ---- one stage ------------------------------------------------------------------------------
 
 void encode_stage(const Filter& f, uint32_t es, const uint8_t* in, size_t n,
@@ -99,7 +131,9 @@ void encode_stage(const Filter& f, uint32_t es, const uint8_t* in, size_t n,
   }
   size_t cap = 0;
   switch (f.type) {
-    case FilterType::kDeflate: cap = compressBound(static_cast<uLong>(n)); break;
+    case FilterType::kDeflate:
+      cap = libdeflate_zlib_compress_bound(deflate_codecs().compressor(f.level), n);
+      break;
     case FilterType::kZstd: cap = ZSTD_compressBound(n); break;
     case FilterType::kLz4:
       if (n > static_cast<size_t>(LZ4_MAX_INPUT_SIZE))
@@ -117,11 +151,8 @@ void encode_stage(const Filter& f, uint32_t es, const uint8_t* in, size_t n,
   size_t written = 0;
   switch (f.type) {
     case FilterType::kDeflate: {
-      uLongf len = static_cast<uLongf>(cap);
-      int rc = compress2(dst, &len, in, static_cast<uLong>(n), f.level);
-      if (rc != Z_OK)
-        throw_error(Errc::kInternal, "deflate failed (zlib error " + std::to_string(rc) + ")");
-      written = len;
+      written = libdeflate_zlib_compress(deflate_codecs().compressor(f.level), in, n, dst, cap);
+      if (written == 0) throw_error(Errc::kInternal, "deflate failed (output larger than its bound)");
       break;
     }
     case FilterType::kZstd: {
@@ -168,10 +199,11 @@ void decode_stage(const Filter& f, uint32_t es, const uint8_t* in, size_t n, uin
   uint8_t* dst = ptr(out);
   switch (f.type) {
     case FilterType::kDeflate: {
-      uLongf len = static_cast<uLongf>(want);
-      uLong consumed = static_cast<uLong>(src_n);
-      int rc = uncompress2(dst, &len, src, &consumed);
-      if (rc != Z_OK) corrupt("zlib error " + std::to_string(rc));
+      size_t consumed = 0, len = 0;
+      libdeflate_result rc = libdeflate_zlib_decompress_ex(deflate_codecs().decompressor(), src, src_n, dst,
+                                                           static_cast<size_t>(want), &consumed, &len);
+      if (rc != LIBDEFLATE_SUCCESS) corrupt(rc == LIBDEFLATE_INSUFFICIENT_SPACE ? "stream longer than declared"
+                                                                                : "bad zlib stream");
       if (len != want) corrupt(size_mismatch(len, want));
       if (consumed != src_n) corrupt("trailing bytes after the stream");
       break;

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cstring>
 
+#include <sys/uio.h>
+
 #include "engine/checksum.h"
 #include "engine/error.h"
 #include "engine/fragment_format.h"
@@ -30,9 +32,10 @@ std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
   if (std::memcmp(header, kFragMagic, 8) != 0) corrupt(path, "not a tessera fragment (bad magic)");
   uint32_t ver;
   std::memcpy(&ver, header + 8, 4);
-  if (ver != kFragVersion)
+  if (ver < kFragMinVersion || ver > kFragVersion)
     throw_error(Errc::kUnsupported, "fragment '" + path + "': format version " + std::to_string(ver) +
-                                        " is not supported (this build reads version 1)");
+                                        " is not supported (this build reads versions " +
+                                        std::to_string(kFragMinVersion) + " to " + std::to_string(kFragVersion) + ")");
   f->file_.pread_exact(trailer, sizeof trailer, f->file_size_ - kFragTrailerSize);
   if (std::memcmp(trailer + 32, kFragEndMagic, 8) != 0) corrupt(path, "file truncated or trailer damaged");
   uint32_t tver;
@@ -47,13 +50,22 @@ std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
   std::vector<uint8_t> footer(fsz);
   f->file_.pread_exact(footer.data(), fsz, foff);
   if (checksum64(footer.data(), fsz) != fck) corrupt(path, "footer checksum mismatch");
-  f->meta_ = FragmentMeta::deserialize(footer.data(), fsz, "fragment '" + path + "'");
+  f->meta_ = FragmentMeta::deserialize(footer.data(), fsz, "fragment '" + path + "'", ver);
   auto check = [&](const BlobRef& b) {
     if (b.offset < kFragHeaderSize || b.stored_size > foff || b.offset > foff - b.stored_size)
       corrupt(path, "tile lies outside the data area");
   };
-  for (const auto& e : f->meta_.dense)
+  uint64_t blocks = 0;
+  for (const auto& e : f->meta_.dense) {
     if (e.kind == DenseEntry::kData) check(e.blob);
+    f->block_base_.push_back(blocks);
+    blocks += e.block_checks.size();
+  }
+  if (blocks) {
+    const size_t words = (blocks + 63) / 64;
+    f->verified_.reset(new std::atomic<uint64_t>[words]);
+    for (size_t w = 0; w < words; ++w) f->verified_[w].store(0, std::memory_order_relaxed);
+  }
   for (const auto& e : f->meta_.sparse) {
     check(e.coords);
     check(e.values);
@@ -75,12 +87,112 @@ std::vector<uint8_t> Fragment::read_blob(const BlobRef& b, const FilterPipeline&
   return raw;
 }
 
+bool Fragment::verified(size_t i, uint64_t b0, uint64_t b1) const {
+  for (uint64_t b = block_base_[i] + b0, end = block_base_[i] + b1; b <= end; ++b)
+    if (!(verified_[b / 64].load(std::memory_order_relaxed) & (uint64_t{1} << (b % 64)))) return false;
+  return true;
+}
+
+void Fragment::verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_t b1) const {
+  const DenseEntry& e = meta_.dense[i];
+  const uint64_t B = meta_.check_block, size = e.blob.stored_size;
+  for (uint64_t b = b0; b < b1; ++b) {
+    const uint64_t bit = block_base_[i] + b;
+    std::atomic<uint64_t>& word = verified_[bit / 64];
+    const uint64_t mask = uint64_t{1} << (bit % 64);
+    if (word.load(std::memory_order_relaxed) & mask) continue;
+    const uint64_t len = std::min(B, size - b * B);
+    if (checksum64(data + (b - b0) * B, len) != e.block_checks[b])
+      corrupt(path_, "dense tile " + std::to_string(i) + ", block " + std::to_string(b) + ": checksum mismatch");
+    word.fetch_or(mask, std::memory_order_relaxed);
+  }
+}
+
+std::vector<uint8_t> Fragment::read_checked_tile(size_t i) const {
+  const DenseEntry& e = meta_.dense[i];
+  std::vector<uint8_t> v(e.blob.stored_size);
+  file_.pread_exact(v.data(), v.size(), e.blob.offset);
+  verify_blocks(i, v.data(), 0, e.block_checks.size());
+  return v;
+}
+
+void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const {
+  if (runs.empty()) return;
+  const DenseEntry& e = meta_.dense.at(i);
+  const uint64_t B = meta_.check_block, size = e.blob.stored_size, base = e.blob.offset;
+  if (!partial_reads(i)) throw_error(Errc::kInternal, "partial read of a tile without block checksums");
+  for (size_t k = 0; k < runs.size(); ++k)
+    if (runs[k].len == 0 || runs[k].off > size || runs[k].len > size - runs[k].off ||
+        (k > 0 && runs[k].off < runs[k - 1].off + runs[k - 1].len))
+      throw_error(Errc::kInternal, "dense tile runs out of order or out of the tile");
+  if (auto hit = TileCache::shared().get(TileCache::Key{serial_, base})) {
+    auto v = std::static_pointer_cast<const std::vector<uint8_t>>(hit);
+    for (const ByteRun& r : runs) std::memcpy(r.dst, v->data() + r.off, r.len);
+    return;
+  }
+  const uint64_t nblocks = e.block_checks.size();
+  const uint64_t last_block = (runs.back().off + runs.back().len - 1) / B;
+  // Blocks verified before are read straight into the destination (gaps between runs go
+  // to a discard buffer, so a box's rows are one preadv); others are read a window at a
+  // time into scratch, verified, and copied out.  (posix_fadvise(WILLNEED) over the whole
+  // span before a cold read was tried: it made random box reads slower, not faster.)
+  constexpr uint64_t kWindowBlocks = 4;
+  constexpr size_t kMaxIov = 1024, kDiscard = 64 << 10;
+  std::vector<uint8_t> scratch, discard;
+  std::vector<struct iovec> iov;
+  size_t k = 0;
+  uint64_t skip = 0;  // bytes of runs[k] already copied
+  while (k < runs.size()) {
+    uint64_t off = runs[k].off + skip, len = runs[k].len - skip;
+    if (verified(i, off / B, (off + len - 1) / B)) {
+      iov.clear();
+      const uint64_t start = off;
+      uint64_t pos = start;
+      while (k < runs.size() && iov.size() + 2 <= kMaxIov) {
+        off = runs[k].off + skip;
+        len = runs[k].len - skip;
+        const uint64_t gap = off - pos;
+        if (gap > kDiscard || !verified(i, off / B, (off + len - 1) / B)) break;
+        if (gap) {
+          if (discard.empty()) discard.resize(kDiscard);
+          iov.push_back({discard.data(), gap});
+        }
+        iov.push_back({runs[k].dst + skip, len});
+        pos = off + len;
+        ++k;
+        skip = 0;
+      }
+      file_.preadv_exact(iov.data(), static_cast<int>(iov.size()), base + start);
+      continue;
+    }
+    const uint64_t b0 = off / B, b1 = std::min({nblocks, b0 + kWindowBlocks, last_block + 1});
+    const uint64_t w0 = b0 * B, w1 = std::min(size, b1 * B);
+    scratch.resize(w1 - w0);
+    file_.pread_exact(scratch.data(), scratch.size(), base + w0);
+    verify_blocks(i, scratch.data(), b0, b1);
+    while (k < runs.size()) {
+      off = runs[k].off + skip;
+      len = runs[k].len - skip;
+      if (off >= w1) break;
+      const uint64_t take = std::min(len, w1 - off);
+      std::memcpy(runs[k].dst + skip, scratch.data() + (off - w0), take);
+      if (take == len) {
+        ++k;
+        skip = 0;
+      } else {
+        skip += take;
+      }
+    }
+  }
+}
+
 std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const {
   const DenseEntry& e = meta_.dense.at(i);
   auto key = TileCache::Key{serial_, e.blob.offset};
   if (auto hit = TileCache::shared().get(key)) return std::static_pointer_cast<const std::vector<uint8_t>>(hit);
   auto v = std::make_shared<std::vector<uint8_t>>(
-      read_blob(e.blob, meta_.values_filters, "dense tile " + std::to_string(i)));
+      partial_reads(i) ? read_checked_tile(i)
+                       : read_blob(e.blob, meta_.values_filters, "dense tile " + std::to_string(i)));
   TileCache::shared().put(key, v, v->size());
   return v;
 }

@@ -1,8 +1,13 @@
 // An open, published fragment: its footer (validated on open) and access to its tiles.
 // Every tile read verifies the tile's checksum before decoding, so corrupt bytes surface
-// as a kCorrupt error naming the file — never as wrong data.  The file stays open for
+// as a kCorrupt error naming the file — never as wrong data.  Unfiltered dense tiles of
+// format-2 fragments carry one checksum per kCheckBlock bytes: read_dense_runs reads and
+// verifies only the blocks a read touches.  A block verified once is remembered for the
+// Fragment's lifetime (the file is immutable — the same trust the decoded-tile cache puts
+// in a tile it verified once), so repeated reads of it are a plain pread, like HDF5's.  The file stays open for
 // the Fragment's lifetime, so it remains readable even after consolidation unlinks it.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +16,12 @@
 #include "engine/fragment_meta.h"
 
 namespace tessera {
+
+// Raw bytes [off, off + len) of a dense tile, to be copied to dst.
+struct ByteRun {
+  uint64_t off, len;
+  uint8_t* dst;
+};
 
 struct SparseTileData {
   std::vector<uint64_t> coords;  // cells * rank
@@ -30,16 +41,31 @@ class Fragment {
 
   // Decoded cells of dense entry i (cells of its box in cell order).
   std::shared_ptr<const std::vector<uint8_t>> dense_tile(size_t i) const;
+  // True when dense entry i is stored unfiltered with block checksums (partial reads).
+  bool partial_reads(size_t i) const {
+    return meta_.check_block != 0 && meta_.dense[i].kind == DenseEntry::kData;
+  }
+  // Copies the runs (ascending, non-overlapping offsets inside the tile) of dense entry i
+  // to their destinations, reading only the check blocks they touch (requires
+  // partial_reads(i); a tile in the decoded-tile cache is copied from there).
+  void read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const;
   // Decoded cells of sparse tile i; `layout` (the array's) computes the cells' keys.
   std::shared_ptr<const SparseTileData> sparse_tile(size_t i, const Layout& layout) const;
 
  private:
   std::vector<uint8_t> read_blob(const BlobRef& b, const FilterPipeline& p, const std::string& what) const;
+  std::vector<uint8_t> read_checked_tile(size_t i) const;
+  // Verifies blocks [b0, b1) of dense entry i, whose bytes start at `data`.
+  void verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_t b1) const;
+  bool verified(size_t i, uint64_t b0, uint64_t b1) const;  // blocks [b0, b1]
   std::string path_;
   File file_;
   uint64_t file_size_ = 0;
   uint64_t serial_ = 0;  // process-unique, keys the tile cache
   FragmentMeta meta_;
+  // Bitmap of the check blocks verified so far; block_base_[i] = first bit of entry i.
+  std::vector<uint64_t> block_base_;
+  std::unique_ptr<std::atomic<uint64_t>[]> verified_;
 };
 
 }  // namespace tessera

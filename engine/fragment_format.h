@@ -10,7 +10,14 @@
 namespace tessera {
 constexpr char kFragMagic[8] = {'T', 'S', 'R', 'A', 'F', 'R', 'A', 'G'};
 constexpr char kFragEndMagic[8] = {'T', 'S', 'R', 'A', 'F', 'E', 'N', 'D'};
-constexpr uint32_t kFragVersion = 1;
+// Version 2 added per-block checksums of unfiltered dense tiles (FragmentMeta::check_block);
+// version 1 fragments (one checksum per tile) are still read.
+constexpr uint32_t kFragVersion = 2;
+constexpr uint32_t kFragMinVersion = 1;
+// Block size of the checksums of unfiltered dense tiles: a read of part of a tile reads
+// and verifies only the blocks it touches (64 KiB: the checksum table of a 1 GiB array
+// is 128 KiB of footer; the extra bytes read around a box are at most two blocks per run).
+constexpr uint64_t kCheckBlock = 64 << 10;
 constexpr uint64_t kFragHeaderSize = 32;
 constexpr uint64_t kFragTrailerSize = 40;
 }  // namespace tessera

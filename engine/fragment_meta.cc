@@ -59,6 +59,7 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
   w.u32(elem_size);
   values_filters.serialize(w);
   coords_filters.serialize(w);
+  w.u64(check_block);
   w.u8(has_domain ? 1 : 0);
   if (has_domain) {
     put_coords(w, domain.lo);
@@ -72,6 +73,8 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
     put_coords(w, e.box.lo);
     put_coords(w, e.box.hi);
     put_blob(w, e.blob);
+    if (check_block && e.kind == DenseEntry::kData)
+      for (uint64_t c : e.block_checks) w.u64(c);
     e.stats.serialize(w);
   }
   w.u64(sparse.size());
@@ -97,7 +100,7 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
   return std::move(w.buf());
 }
 
-FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::string& what) {
+FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::string& what, uint32_t version) {
   ByteReader r(p, n, what);
   FragmentMeta m;
   m.id.ts = r.u64();
@@ -110,6 +113,12 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
   if (m.elem_size == 0) r.fail("zero element size");
   m.values_filters = FilterPipeline::deserialize(r);
   m.coords_filters = FilterPipeline::deserialize(r);
+  if (version >= 2) {
+    m.check_block = r.u64();
+    if (m.check_block != 0 && (m.check_block < 512 || m.check_block > (uint64_t{1} << 30)))
+      r.fail("bad checksum block size " + std::to_string(m.check_block));
+    if (m.check_block != 0 && !m.values_filters.empty()) r.fail("checksum blocks on filtered tiles");
+  }
   m.has_domain = r.u8() != 0;
   if (m.has_domain) {
     m.domain.lo = get_coords(r, m.rank);
@@ -128,6 +137,14 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
     e.box.hi = get_coords(r, m.rank);
     check_box(r, e.box);
     e.blob = get_blob(r);
+    if (m.check_block && e.kind == DenseEntry::kData) {
+      if (e.blob.stored_size != e.blob.raw_size || e.blob.checksum != 0)
+        r.fail("block-checked tile with a stored size or checksum of its own");
+      uint64_t nb = block_count(e.blob.stored_size, m.check_block);
+      if (nb > r.remaining() / 8) r.fail("block checksums run past the footer");
+      e.block_checks.resize(nb);
+      for (auto& c : e.block_checks) c = r.u64();
+    }
     e.stats = TileStats::deserialize(r);
     if (e.kind == DenseEntry::kData && e.blob.raw_size != e.box.cells() * m.elem_size)
       r.fail("dense tile size does not match its box");

@@ -31,6 +31,9 @@ struct DenseEntry {
   Box box;
   BlobRef blob;  // unused for kFill
   TileStats stats;
+  // XXH3-64 of each check_block bytes of the blob (the last block may be shorter), when
+  // the fragment has check_block != 0; blob.checksum is then 0.
+  std::vector<uint64_t> block_checks;
 };
 
 struct SparseEntry {
@@ -46,6 +49,9 @@ struct FragmentMeta {
   uint32_t rank = 0;
   uint32_t elem_size = 0;
   FilterPipeline values_filters, coords_filters;
+  // Non-zero (format version 2, values unfiltered only): dense data tiles are checksummed
+  // in blocks of this many bytes instead of whole, so part of a tile can be read alone.
+  uint64_t check_block = 0;
   bool has_domain = false;
   Box domain;  // bounding box of every cell the fragment holds
   std::vector<DenseEntry> dense;    // non-decreasing tile order; boxes disjoint
@@ -58,7 +64,9 @@ struct FragmentMeta {
   uint64_t cells = 0;               // cells held (dense + sparse)
 
   std::vector<uint8_t> serialize() const;
-  static FragmentMeta deserialize(const uint8_t* p, size_t n, const std::string& what);
+  // `version`: the fragment file's format version (1 has no check_block field).
+  static FragmentMeta deserialize(const uint8_t* p, size_t n, const std::string& what, uint32_t version);
+  static uint64_t block_count(uint64_t bytes, uint64_t block) { return bytes / block + (bytes % block != 0); }
   // The [first, last) range of dense entries in `tile` (several disjoint boxes may share
   // a tile: an extent shrink can cut an L-shaped region out of one).
   std::pair<size_t, size_t> dense_range(const Layout& layout, const uint64_t* tile) const;

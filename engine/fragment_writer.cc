@@ -35,6 +35,8 @@ FragmentWriter::FragmentWriter(const std::string& dir, FragmentId id, const Sche
   meta_.elem_size = schema.elem_size;
   meta_.values_filters = schema.filters;
   meta_.coords_filters = coords_pipeline();
+  // Unfiltered dense tiles are checksummed per block, so reads can take parts of them.
+  meta_.check_block = schema.filters.empty() ? kCheckBlock : 0;
 }
 
 FragmentWriter::~FragmentWriter() {
@@ -59,28 +61,46 @@ void FragmentWriter::abort() {
   committed_ = true;  // nothing left to clean up
 }
 
+namespace {
+// Filters `raw` (moved into `bytes` when there are no filters) and checksums the result,
+// whole or per kCheckBlock bytes.
+void encode_into(std::vector<uint8_t>& raw, const FilterPipeline* pipeline, bool by_block,
+                 std::vector<uint8_t>* bytes, uint64_t* checksum, std::vector<uint64_t>* blocks) {
+  if (pipeline->empty()) *bytes = std::move(raw);
+  else pipeline->encode(raw.data(), raw.size(), *bytes);
+  if (by_block) {
+    blocks->resize(FragmentMeta::block_count(bytes->size(), kCheckBlock));
+    for (size_t b = 0; b < blocks->size(); ++b)
+      (*blocks)[b] = checksum64(bytes->data() + b * kCheckBlock, std::min<uint64_t>(kCheckBlock, bytes->size() - b * kCheckBlock));
+    *checksum = 0;
+  } else {
+    *checksum = checksum64(bytes->data(), bytes->size());
+  }
+}
+}  // namespace
+
 void FragmentWriter::submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
-                            TileStats* stats) {
+                            TileStats* stats, std::vector<uint64_t>* blocks) {
   ref->raw_size = raw.size();
   const Schema* schema = &schema_;
   const uint64_t cells = raw.size() / schema_.elem_size;
+  const bool by_block = blocks != nullptr && meta_.check_block != 0;
   if (pipeline->empty() && raw.size() < (1u << 16)) {
     // Small unfiltered blobs: no point paying a thread hop.
     if (stats) *stats = compute_stats(schema_, raw.data(), cells);
     std::promise<Encoded> p;
-    uint64_t c = checksum64(raw.data(), raw.size());
-    p.set_value(Encoded{std::move(raw), c});
-    pending_.push_back({p.get_future(), ref});
+    Encoded e;
+    encode_into(raw, pipeline, by_block, &e.bytes, &e.checksum, &e.blocks);
+    p.set_value(std::move(e));
+    pending_.push_back({p.get_future(), ref, by_block ? blocks : nullptr});
   } else {
-    auto fut = pool_.submit([raw = std::move(raw), pipeline, stats, schema, cells]() {
+    auto fut = pool_.submit([raw = std::move(raw), pipeline, stats, schema, cells, by_block]() mutable {
       if (stats) *stats = compute_stats(*schema, raw.data(), cells);  // the entry outlives the job
       Encoded e;
-      if (pipeline->empty()) e.bytes = std::move(raw);
-      else pipeline->encode(raw.data(), raw.size(), e.bytes);
-      e.checksum = checksum64(e.bytes.data(), e.bytes.size());
+      encode_into(raw, pipeline, by_block, &e.bytes, &e.checksum, &e.blocks);
       return e;
     });
-    pending_.push_back({std::move(fut), ref});
+    pending_.push_back({std::move(fut), ref, by_block ? blocks : nullptr});
   }
   drain(2 * pool_.size() + 2);
 }
@@ -93,6 +113,7 @@ void FragmentWriter::drain(size_t keep) {
     p.ref->offset = out_.offset();
     p.ref->stored_size = e.bytes.size();
     p.ref->checksum = e.checksum;
+    if (p.blocks) *p.blocks = std::move(e.blocks);
     out_.append(e.bytes.data(), e.bytes.size());
   }
 }
@@ -109,7 +130,8 @@ void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::v
   meta_.extend_domain(box);
   meta_.cells += box.cells();
   dense_.push_back(std::move(e));
-  submit(std::move(data), &meta_.values_filters, &dense_.back().blob, &dense_.back().stats);
+  submit(std::move(data), &meta_.values_filters, &dense_.back().blob, &dense_.back().stats,
+         &dense_.back().block_checks);
 }
 
 void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {

@@ -54,17 +54,20 @@ class FragmentWriter {
  private:
   struct Encoded {
     std::vector<uint8_t> bytes;
-    uint64_t checksum;
+    uint64_t checksum = 0;
+    std::vector<uint64_t> blocks;  // per-block checksums (block-checked tiles)
   };
   struct Pending {
     std::future<Encoded> encoded;
     BlobRef* ref;  // points into meta_ entries (stable: entries are deques below)
+    std::vector<uint64_t>* blocks;  // the entry's block_checks, or null
   };
   void write_footer();
   void flush_sparse_tile();
   // Filters `raw` on the pool (and computes `stats` there too, when given).
+  // `blocks` (dense tiles of a block-checked fragment): receives per-block checksums.
   void submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
-              TileStats* stats = nullptr);
+              TileStats* stats = nullptr, std::vector<uint64_t>* blocks = nullptr);
   void drain(size_t keep);
 
   std::string dir_, tmp_path_, final_path_;

@@ -93,15 +93,14 @@ std::pair<size_t, size_t> Layout::key_range(const uint64_t* keys, size_t n, cons
   return {first, a};
 }
 
-std::vector<uint32_t> Layout::sort_global(const uint64_t* coords, size_t n) const {
-  if (n > UINT32_MAX) throw_error(Errc::kInvalidArgument, "too many cells to sort at once");
+bool Layout::packed_keys(const uint64_t* coords, size_t n, std::vector<uint64_t>* keys) const {
   const int w = 2 * rank_;
   std::vector<uint64_t> words(n * w);
   std::vector<uint64_t> maxw(w, 0);
   for (size_t i = 0; i < n; ++i) {
     uint64_t* k = &words[i * w];
     key_words(coords + i * rank_, k);
-    for (int j = 0; j < w; ++j) maxw[j] = std::max(maxw[j], k[j]);
+    for (int j = 0; j < w; ++j) maxw[j] |= k[j];
   }
   std::vector<int> bits(w);
   int total = 0;
@@ -109,24 +108,32 @@ std::vector<uint32_t> Layout::sort_global(const uint64_t* coords, size_t n) cons
     bits[j] = maxw[j] ? 64 - __builtin_clzll(maxw[j]) : 0;
     total += bits[j];
   }
-  std::vector<uint32_t> perm(n);
-  if (total <= 64) {
-    // Common case: the whole key packs into one word; sort (key, index) pairs.
-    std::vector<std::pair<uint64_t, uint32_t>> kv(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t key = 0;
-      const uint64_t* k = &words[i * w];
-      for (int j = 0; j < w; ++j) {
-        if (bits[j] >= 64) key = k[j];  // the only non-zero word
-        else if (bits[j]) key = (key << bits[j]) | k[j];
-      }
-      kv[i] = {key, static_cast<uint32_t>(i)};
+  if (total > 64) return false;
+  keys->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t kk = 0;
+    const uint64_t* k = &words[i * w];
+    for (int j = 0; j < w; ++j) {
+      if (bits[j] >= 64) kk = k[j];  // the only non-zero word
+      else if (bits[j]) kk = (kk << bits[j]) | k[j];
     }
-    std::sort(kv.begin(), kv.end());
-    for (size_t i = 0; i < n; ++i) perm[i] = kv[i].second;
+    (*keys)[i] = kk;
+  }
+  return true;
+}
+
+std::vector<uint32_t> Layout::sort_global(const uint64_t* coords, size_t n) const {
+  if (n > UINT32_MAX) throw_error(Errc::kInvalidArgument, "too many cells to sort at once");
+  std::vector<uint32_t> perm(n);
+  for (size_t i = 0; i < n; ++i) perm[i] = static_cast<uint32_t>(i);
+  std::vector<uint64_t> packed;
+  if (packed_keys(coords, n, &packed)) {
+    std::stable_sort(perm.begin(), perm.end(), [&](uint32_t a, uint32_t b) { return packed[a] < packed[b]; });
     return perm;
   }
-  for (size_t i = 0; i < n; ++i) perm[i] = static_cast<uint32_t>(i);
+  const int w = 2 * rank_;
+  std::vector<uint64_t> words(n * w);
+  for (size_t i = 0; i < n; ++i) key_words(coords + i * rank_, &words[i * w]);
   std::stable_sort(perm.begin(), perm.end(), [&](uint32_t a, uint32_t b) {
     const uint64_t* ka = &words[size_t(a) * w];
     const uint64_t* kb = &words[size_t(b) * w];

@@ -37,6 +37,9 @@ class Layout {
   // of a box inside one tile, every cell of the box lies in that range.
   std::pair<size_t, size_t> key_range(const uint64_t* keys, size_t n, const uint64_t* klo,
                                       const uint64_t* khi) const;
+  // One word per cell whose order is the global order (the key words bit-packed, widths
+  // fitted to these cells); false when they need more than 64 bits.
+  bool packed_keys(const uint64_t* coords, size_t n, std::vector<uint64_t>* keys) const;
   // Stable sort of n cells (coords[n*rank]) into global order: returns the permutation.
   std::vector<uint32_t> sort_global(const uint64_t* coords, size_t n) const;
 

@@ -75,6 +75,64 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
   }
 }
 
+// The runs of `piece` in unfiltered tile `idx` of f, read straight from the file (only the
+// check blocks they touch).  False when the tile cannot be read in parts, or the cells of
+// a row are not contiguous on both sides (column-major cells, strided destination).
+bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx,
+                            uint8_t* dst, const uint64_t* ostride) {
+  if (!f.partial_reads(idx)) return false;
+  const Box& src_box = f.meta().dense[idx].box;
+  uint64_t sstride[kMaxRank];
+  layout_.cell_strides(src_box, sstride);
+  const int last = rank_ - 1;
+  if (sstride[last] != 1 || ostride[last] != 1) return false;
+  std::vector<std::vector<Run>> runs(rank_);
+  for (int d = 0; d < rank_; ++d) {
+    const DimSelection& ds = sel.dim(d);
+    for (size_t i = ds.lower(piece.lo[d]); i < ds.ivs.size() && ds.ivs[i].lo <= piece.hi[d]; ++i) {
+      uint64_t lo = std::max(ds.ivs[i].lo, piece.lo[d]);
+      uint64_t hi = std::min(ds.ivs[i].hi, piece.hi[d]);
+      runs[d].push_back({lo, hi - lo + 1, ds.rank0[i] + (lo - ds.ivs[i].lo)});
+    }
+    if (runs[d].empty()) return true;
+  }
+  // Row-major cells: the odometer below visits runs in ascending tile offset.  Runs
+  // adjacent on both sides merge (a whole-tile read becomes one run).
+  byte_runs_.clear();
+  std::vector<size_t> run_i(rank_, 0);
+  std::vector<uint64_t> off(rank_, 0);
+  for (;;) {
+    uint64_t soff = 0, doff = 0;
+    for (int d = 0; d < last; ++d) {
+      const Run& r = runs[d][run_i[d]];
+      soff += (r.lo + off[d] - src_box.lo[d]) * sstride[d];
+      doff += (r.rank + off[d]) * ostride[d];
+    }
+    for (const Run& r : runs[last]) {
+      const uint64_t s0 = (soff + (r.lo - src_box.lo[last])) * es_, len = r.len * es_;
+      uint8_t* d0 = dst + (doff + r.rank) * es_;
+      if (!byte_runs_.empty()) {
+        ByteRun& p = byte_runs_.back();
+        if (p.off + p.len == s0 && p.dst + p.len == d0) {
+          p.len += len;
+          continue;
+        }
+      }
+      byte_runs_.push_back({s0, len, d0});
+    }
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      if (++off[d] < runs[d][run_i[d]].len) break;
+      off[d] = 0;
+      if (++run_i[d] < runs[d].size()) break;
+      run_i[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  f.read_dense_runs(idx, byte_runs_);
+  return true;
+}
+
 std::vector<std::vector<uint64_t>> ReadPlanner::touched_tiles(const Selection& sel) const {
   std::vector<std::vector<uint64_t>> tiles(rank_);
   const Coords& te = layout_.tile_extent();
@@ -113,8 +171,9 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
             next.push_back(b);
             continue;
           }
-          if (e.kind == DenseEntry::kData && !data) data = f.dense_tile(idx);
-          copy_box(sel, piece, data ? data->data() : nullptr, e.box, dst, ostride);
+          if (e.kind == DenseEntry::kData && !data && !copy_runs(sel, piece, f, idx, dst, ostride))
+            data = f.dense_tile(idx);
+          if (e.kind == DenseEntry::kFill || data) copy_box(sel, piece, data ? data->data() : nullptr, e.box, dst, ostride);
           subtract(b, e.box, &next);
         }
         remaining.swap(next);

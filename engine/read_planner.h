@@ -4,8 +4,9 @@
 // by the newest dense fragment covering it, and a tile wholly covered by a newer fragment
 // never even reads the older ones.  Unowned cells get the fill value.  Sparse cells
 // (sparse fragments, then the write buffer) are then applied oldest to newest, each only
-// where no newer dense piece owns the cell.  Only touched tiles are read and decoded
-// (through the tile cache); each is one contiguous read.
+// where no newer dense piece owns the cell.  Only touched tiles are read: filtered ones
+// whole and decoded (through the tile cache), unfiltered ones only in the check blocks
+// the selection touches, straight into the destination (Fragment::read_dense_runs).
 #pragma once
 #include <memory>
 #include <vector>
@@ -44,6 +45,8 @@ class ReadPlanner {
   void sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
   void copy_box(const Selection& sel, const Box& piece, const uint8_t* src, const Box& src_box,
                 uint8_t* dst, const uint64_t* ostride);
+  bool copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
+                 const uint64_t* ostride);
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
                    std::vector<std::shared_ptr<const void>>* keep);
@@ -53,7 +56,8 @@ class ReadPlanner {
   const ReadView& view_;
   size_t es_;
   int rank_;
-  std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
+  std::vector<size_t> dense_frags_;
+  std::vector<ByteRun> byte_runs_;  // scratch of copy_runs  // indexes into view_.fragments having dense entries
 };
 
 }  // namespace tessera

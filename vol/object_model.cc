@@ -690,6 +690,18 @@ void SharedFile::flush_arrays() {
   // mid-way is finished from the journal on the next open), a last syncfs makes them
   // durable, and only then the catalog — which names the arrays — is synced.
   for (auto& [id, a] : arrays_) check(a->prepare_flush());
+  // A flush publishing a few fragments into existing arrays (a point update) syncs just
+  // those files: each fragment's fdatasync, its directory's fsync (Array's own durable
+  // publish) — syncfs would also wait for every other writer's dirty data on the file
+  // system.  Many fragments or new arrays: the syncfs batch below is cheaper.
+  size_t pending = 0;
+  for (auto& [id, a] : arrays_) pending += a->pending_publish();
+  if (pending <= 4 && !container_->has_unsynced_arrays()) {
+    for (auto& [id, a] : arrays_) check(a->stage_prepared(false));
+    for (auto& [id, a] : arrays_) check(a->publish_prepared(false));
+    check(tessera::guard([&] { container_->catalog().sync(); }));
+    return;
+  }
   check(container_->sync());
   for (auto& [id, a] : arrays_) check(a->stage_prepared(true));
   check(container_->sync());

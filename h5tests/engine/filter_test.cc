@@ -1,5 +1,6 @@
 // Filter pipeline round trips and hostile-input handling (engine/filter.h).
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <random>
@@ -250,6 +251,49 @@ TEST(FilterSerialize, RejectsCorruptEncodings) {
   Bytes zero_es = good;
   std::memset(zero_es.data() + zero_es.size() - 4, 0, 4);
   EXPECT_TRUE(corrupt(zero_es));
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// The deflate stage is `u64 length` + an RFC 1950 zlib stream (docs/format.md).  zlib is
+// an independent implementation of that stream format: what the engine (libdeflate)
+// writes must inflate with zlib, and what zlib's compress2 writes must decode here.
+TEST(FilterDeflate, InteroperatesWithZlib) {
+  std::mt19937_64 rng(31);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{300000}}) {
+    std::vector<uint8_t> raw(n);
+    for (size_t i = 0; i < n; ++i) raw[i] = static_cast<uint8_t>(i % 7 == 0 ? rng() : i / 5);
+    for (int level : {1, 2, 6, 9}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " level " + std::to_string(level));
+      FilterPipeline p({{FilterType::kDeflate, level}}, 1);
+      std::vector<uint8_t> enc;
+      p.encode(raw.data(), raw.size(), enc);
+      ASSERT_GE(enc.size(), 8u);
+      uint64_t len;
+      std::memcpy(&len, enc.data(), 8);
+      EXPECT_EQ(len, n);
+      std::vector<uint8_t> out(n + 1);
+      uLongf out_len = static_cast<uLongf>(out.size());
+      uLong src_len = static_cast<uLong>(enc.size() - 8);
+      ASSERT_EQ(uncompress2(out.data(), &out_len, enc.data() + 8, &src_len), Z_OK);
+      EXPECT_EQ(src_len, enc.size() - 8);
+      out.resize(out_len);
+      EXPECT_EQ(out, raw);
+
+      std::vector<uint8_t> z(8 + compressBound(static_cast<uLong>(n)));
+      uLongf zl = static_cast<uLongf>(z.size() - 8);
+      ASSERT_EQ(compress2(z.data() + 8, &zl, raw.data(), static_cast<uLong>(n), level), Z_OK);
+      std::memcpy(z.data(), &len, 8);
+      z.resize(8 + zl);
+      std::vector<uint8_t> dec;
+      p.decode(z.data(), z.size(), n, dec, "zlib-written tile");
+      EXPECT_EQ(dec, raw);
+    }
+  }
 }
 
 }  // namespace
