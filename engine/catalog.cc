@@ -115,18 +115,30 @@ Catalog::~Catalog() {
 }
 
 std::optional<std::string> Catalog::get(std::string_view key) const {
+  std::lock_guard<std::mutex> g(mu_);
   auto it = kv_.find(key);
   if (it == kv_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view prefix) const {
+  std::lock_guard<std::mutex> g(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
     if (it->first.compare(0, prefix.size(), prefix) != 0) break;
     out.emplace_back(it->first, it->second);
   }
   return out;
+}
+
+uint64_t Catalog::value_bytes(std::string_view prefix) const {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t n = 0;
+  for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    n += it->second.size();
+  }
+  return n;
 }
 
 // Reads records from log_end_ to EOF and applies them.  The writer cuts off a torn tail; a
@@ -222,6 +234,7 @@ void Catalog::replay() {
 }
 
 void Catalog::commit(const CatalogBatch& batch) {
+  std::lock_guard<std::mutex> g(mu_);
   if (mode_ != Mode::kReadWrite)
     throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
   if (batch.empty()) return;
@@ -237,10 +250,15 @@ void Catalog::commit(const CatalogBatch& batch) {
   std::vector<uint8_t> rec = frame_record(p.buf());
   queued_.insert(queued_.end(), rec.begin(), rec.end());
   apply(batch);
-  if (durability_ == Durability::kEachCommit || queued_.size() > (4u << 20)) sync();
+  if (durability_ == Durability::kEachCommit || queued_.size() > (4u << 20)) sync_locked();
 }
 
 void Catalog::sync() {
+  std::lock_guard<std::mutex> g(mu_);
+  sync_locked();
+}
+
+void Catalog::sync_locked() {
   if (queued_.empty() || mode_ != Mode::kReadWrite) return;
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
@@ -273,6 +291,7 @@ void Catalog::apply(const CatalogBatch& batch) {
 }
 
 void Catalog::reload() {
+  std::lock_guard<std::mutex> g(mu_);
   if (mode_ == Mode::kReadWrite) return;  // the only writer is always up to date
   // Compaction publishes a new file by rename: follow the name if it moved to a new inode.
   struct stat path_st, fd_st;

@@ -8,11 +8,13 @@
 // followed by more data is corruption and fails the open with a message naming the file.
 // When the log grows past twice the live data, the writer rewrites it (temp + rename).
 // One writer at a time per directory (flock on `catalog.lock`); readers need no lock and
-// call reload() to see newer commits.  Byte layout: docs/format.md.
+// call reload() to see newer commits.  Thread-safe (one mutex): engine arrays keep their
+// schema and inline fragments here too (container.h).  Byte layout: docs/format.md.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,6 +51,8 @@ class Catalog {
   std::optional<std::string> get(std::string_view key) const;
   // All pairs whose key starts with prefix, sorted by key.
   std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) const;
+  // Total size of the values whose key starts with prefix (no copies).
+  uint64_t value_bytes(std::string_view prefix) const;
   // When commits become durable.  kEachCommit: commit() appends and fdatasyncs.
   // kOnSync (HDF5's rule: metadata is durable after a flush or close): commit() applies
   // the batch in memory and queues its record; sync() appends every queued record in
@@ -71,7 +75,9 @@ class Catalog {
   void replay();
   void apply(const CatalogBatch& batch);  // updates kv_ and live_bytes_
   void maybe_compact();
+  void sync_locked();
 
+  mutable std::mutex mu_;
   Mode mode_ = Mode::kReadOnly;
   std::string dir_, log_path_;
   FileLock lock_;

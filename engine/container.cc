@@ -1,6 +1,7 @@
 #include "engine/container.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/checksum.h"
@@ -13,6 +14,7 @@ namespace {
 const char kHeaderFile[] = "tessera.container";
 const char kArraysDir[] = "arrays";
 const char kNextIdKey[] = "sys/next_array_id";
+const char kArrayKeys[] = "arr/";
 constexpr uint32_t kContainerVersion = 1;
 
 // header: "TSRACONT" u32 version u32 reserved u64 XXH3 of the preceding 16 bytes
@@ -77,6 +79,7 @@ Status Container::create(const std::string& path, CreateMode mode, std::unique_p
     c->path_ = path;
     c->writable_ = true;
     c->catalog_ = Catalog::open(path, Catalog::Mode::kReadWrite, true);
+    c->init_budget();
     *out = std::move(c);
   });
 }
@@ -90,6 +93,7 @@ Status Container::open(const std::string& path, bool writable, std::unique_ptr<C
     c->path_ = path;
     c->writable_ = writable;
     c->catalog_ = Catalog::open(path, writable ? Catalog::Mode::kReadWrite : Catalog::Mode::kReadOnly, false);
+    c->init_budget();
     *out = std::move(c);
   });
 }
@@ -101,6 +105,23 @@ Status Container::remove(const std::string& path) {
     probe.reset();
     remove_tree(path);
   });
+}
+
+void Container::init_budget() {
+  const char* e = std::getenv("TESSERA_INLINE_TOTAL_MB");
+  budget_->cap = (e && *e ? std::strtoull(e, nullptr, 10) : 256) << 20;
+  budget_->used = catalog_->value_bytes(kArrayKeys);
+  for (const std::string& name : list_dir(join_path(path_, kArraysDir))) {
+    char* end = nullptr;
+    uint64_t id = std::strtoull(name.c_str(), &end, 16);
+    if (name.size() == 16 && end && *end == 0) dirs_->insert(id);
+  }
+}
+
+std::string Container::array_prefix(uint64_t id) {
+  char name[40];
+  std::snprintf(name, sizeof name, "%s%016llx/", kArrayKeys, static_cast<unsigned long long>(id));
+  return name;
 }
 
 std::string Container::array_dir(uint64_t id) const {
@@ -119,23 +140,54 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     schema.validate();
     uint64_t next = 1;
     if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
+    (void)durable;
     CatalogBatch b;
     b.put(kNextIdKey, std::to_string(next + 1));
+    b.put(array_prefix(next) + "schema", Array::schema_record(schema));
     catalog_->commit(b);
-    Status st = Array::create(array_dir(next), schema, durable);
-    if (!st.ok()) throw_error(st.code(), st.message());
     *id = next;
   });
 }
 
 Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out) {
-  return Array::open(array_dir(id), writable && writable_, opts, out);
+  const std::string prefix = array_prefix(id);
+  if (!catalog_->get(prefix + "schema")) {
+    std::string dir = array_dir(id);
+    if (!is_directory(dir))  // neither a record nor an (older) array directory
+      return Status(Errc::kNotFound, "container '" + path_ + "': array " + std::to_string(id) + " does not exist");
+    return Array::open(dir, writable && writable_, opts, out);
+  }
+  CatalogBinding b;
+  b.catalog = catalog_;
+  b.prefix = prefix;
+  b.budget = budget_;
+  {
+    std::lock_guard<std::mutex> g(*dirs_mu_);
+    b.dir_absent = dirs_->count(id) == 0;
+  }
+  auto mu = dirs_mu_;
+  auto dirs = dirs_;
+  b.dir_created = [mu, dirs, id] {
+    std::lock_guard<std::mutex> g(*mu);
+    dirs->insert(id);
+  };
+  return Array::open_bound(array_dir(id), std::move(b), writable && writable_, opts, out);
 }
 
 Status Container::remove_array(uint64_t id) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
+    CatalogBatch b;
+    uint64_t freed = 0;
+    for (auto& [key, value] : catalog_->scan(array_prefix(id))) {
+      b.del(key);
+      freed += value.size();
+    }
+    catalog_->commit(b);
+    budget_->used -= std::min<uint64_t>(budget_->used.load(), freed);
     remove_tree(array_dir(id));
+    std::lock_guard<std::mutex> g(*dirs_mu_);
+    dirs_->erase(id);
   });
 }
 

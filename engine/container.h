@@ -1,10 +1,15 @@
 // A container: the directory an application names in H5Fcreate.  It holds a small header
-// file (`tessera.container`), the catalog of HDF5 objects (catalog.h), and one directory
-// per array under `arrays/`, named by a numeric id — never by a user string, so no object
-// name can escape the container.  Byte layout: docs/format.md.
+// file (`tessera.container`), the catalog of HDF5 objects (catalog.h), and the arrays.
+// An array's schema and its small fragments are catalog records (array.h, "catalog-bound");
+// its directory under `arrays/`, named by a numeric id — never by a user string, so no
+// object name can escape the container — exists only once the array needs a file.
+// Arrays of containers written before catalog records existed keep their directories.
+// Byte layout: docs/format.md.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "engine/array.h"
@@ -25,13 +30,19 @@ class Container {
   const std::string& path() const { return path_; }
   bool writable() const { return writable_; }
   Catalog& catalog() { return *catalog_; }
+  // Catalog key prefix of an array's records: "arr/<hex16 id>/".
+  static std::string array_prefix(uint64_t id);
+  // Total inline bytes the catalog may hold (TESSERA_INLINE_TOTAL_MB, default 256).
+  const std::shared_ptr<InlineBudget>& inline_budget() const { return budget_; }
 
-  // Array ids are allocated from a counter kept in the catalog.
-  // durable = false: the array's files are not synced until the next sync().
+  // Array ids are allocated from a counter kept in the catalog; the schema is a catalog
+  // record committed with the id (durable per the catalog's durability; `durable` is
+  // kept for callers and means nothing more: no file is created).
   Status create_array(const Schema& schema, uint64_t* id, bool durable = true);
   // One syncfs(2) over the container's file system (see Array::prepare_flush).
   Status sync();
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
+  // Removes the array's records and its directory (if any).
   Status remove_array(uint64_t id);
   std::string array_dir(uint64_t id) const;
 
@@ -39,7 +50,12 @@ class Container {
   Container() = default;
   std::string path_;
   bool writable_ = false;
-  std::unique_ptr<Catalog> catalog_;
+  std::shared_ptr<Catalog> catalog_;
+  std::shared_ptr<InlineBudget> budget_ = std::make_shared<InlineBudget>();
+  void init_budget();
+  // Ids of the array directories under arrays/ (listed at open, then kept up to date).
+  std::shared_ptr<std::mutex> dirs_mu_ = std::make_shared<std::mutex>();
+  std::shared_ptr<std::set<uint64_t>> dirs_ = std::make_shared<std::set<uint64_t>>();
 };
 
 }  // namespace tessera

@@ -71,16 +71,10 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
 bool tracks_attr_corder(SharedFile& f, uint64_t owner) {
   ObjectRecord rec = f.object(owner);
   hid_t pl = H5I_INVALID_HID;
-  bool own = false;
-  if (!rec.cpl.empty()) {
-    pl = H5Pdecode(rec.cpl.data());
-    own = pl >= 0;
-  } else if (owner == kRootOid) {
-    pl = f.fcpl();
-  }
+  if (!rec.cpl.empty()) pl = f.decoded_plist(rec.cpl);
+  else if (owner == kRootOid) pl = f.fcpl();
   unsigned flags = 0;
   if (pl >= 0 && H5Pget_attr_creation_order(pl, &flags) < 0) flags = 0;
-  if (own) H5Pclose(pl);
   return (flags & H5P_CRT_ORDER_TRACKED) != 0;
 }
 

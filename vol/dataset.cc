@@ -223,7 +223,12 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, oid, path);
   d->type = H5Tdecode(rec.type_enc.data());
   d->space = H5Sdecode(rec.space_enc.data());
-  d->dcpl = rec.cpl.empty() ? H5Pcopy(H5P_DATASET_CREATE_DEFAULT) : H5Pdecode(rec.cpl.data());
+  if (rec.cpl.empty()) {
+    d->dcpl = H5Pcopy(H5P_DATASET_CREATE_DEFAULT);
+  } else {
+    hid_t cached = f->decoded_plist(rec.cpl);
+    d->dcpl = cached >= 0 ? H5Pcopy(cached) : H5I_INVALID_HID;
+  }
   d->dapl = H5Pcopy(H5P_DATASET_ACCESS_DEFAULT);
   if (d->type < 0 || d->space < 0 || d->dcpl < 0 || d->dapl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");

@@ -204,6 +204,8 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
 SharedFile::~SharedFile() {
   // Flush buffered writes; errors here cannot be reported (file_close flushes first).
   arrays_.clear();
+  for (auto& [enc, id] : plists_)
+    if (id >= 0) H5Pclose(id);
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
@@ -503,13 +505,32 @@ void SharedFile::flush_arrays() {
   // publish journal is then written and synced, the renames publish the batch (a crash
   // mid-way is finished from the journal on the next open), a last syncfs makes them
   // durable, and only then the catalog — which names the arrays — is synced.
-  for (auto& [id, a] : arrays_) check(a->prepare_flush());
-  check(container_->sync());
+  // Small fragments are inline catalog records: when no array wrote a file, the catalog's
+  // one fdatasync is the whole flush (a syncfs would also flush other programs' data).
+  bool files = false;
+  for (auto& [id, a] : arrays_) {
+    check(a->prepare_flush());
+    files = files || a->has_unsynced_files();
+  }
+  if (files) check(container_->sync());
   for (auto& [id, a] : arrays_) check(a->stage_prepared(true));
-  check(container_->sync());
+  if (files) check(container_->sync());
   for (auto& [id, a] : arrays_) check(a->publish_prepared(true));
-  check(container_->sync());
+  if (files) check(container_->sync());
   check(tessera::guard([&] { container_->catalog().sync(); }));
+}
+
+hid_t SharedFile::decoded_plist(const std::string& enc) {
+  auto it = plists_.find(enc);
+  if (it != plists_.end()) return it->second;
+  if (plists_.size() >= 256) {  // bounded: files rarely hold more than a few distinct plists
+    for (auto& [e, id] : plists_)
+      if (id >= 0) H5Pclose(id);
+    plists_.clear();
+  }
+  hid_t id = H5Pdecode(enc.data());
+  plists_[enc] = id;
+  return id;
 }
 
 void SharedFile::drop_array(uint64_t array_id) {
