@@ -695,7 +695,7 @@ void Array::finish_publish(bool synced) {
       schema_dirty_ = false;
     }
     if (!b.empty() && cat_->catalog->get(cat_->prefix + "schema")) {
-      cat_->catalog->commit(b);
+      cat_->catalog->commit(std::move(b));
       if (!synced) cat_->catalog->sync();
     }
     // A journal that carried an extent change stays until a later flush replaces it: the

@@ -223,7 +223,7 @@ void Catalog::replay() {
     } catch (const Error& e) {
       corrupt(base + off, e.what());
     }
-    apply(batch);
+    apply(batch, /*move=*/true);
     off = rv.end;
     log_end_ = base + off;
   }
@@ -235,21 +235,55 @@ void Catalog::replay() {
 
 void Catalog::commit(const CatalogBatch& batch) {
   std::lock_guard<std::mutex> g(mu_);
+  commit_impl(const_cast<CatalogBatch&>(batch), /*move=*/false);
+}
+
+void Catalog::commit(CatalogBatch&& batch) {
+  std::lock_guard<std::mutex> g(mu_);
+  commit_impl(batch, /*move=*/true);
+  batch.ops_.clear();
+}
+
+void Catalog::commit_impl(CatalogBatch& batch, bool move) {
   if (mode_ != Mode::kReadWrite)
     throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
   if (batch.empty()) return;
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
-  ByteWriter p;
-  p.u32(static_cast<uint32_t>(batch.ops().size()));
+  // The framed record is encoded straight into the queue (no intermediate buffers: the
+  // connector commits one small batch per HDF5 call, thousands per second).
+  uint64_t len = 4;
+  for (const auto& op : batch.ops()) len += 1 + 4 + op.key.size() + (op.put ? 4 + op.value.size() : 0);
+  if (len > UINT32_MAX)
+    throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
+  const size_t base = queued_.size();
+  queued_.resize(base + kRecordHeaderSize + len);
+  uint8_t* q = queued_.data() + base + kRecordHeaderSize;
+  auto put = [&](const void* p, size_t n) {
+    if (n) std::memcpy(q, p, n);
+    q += n;
+  };
+  auto put_str = [&](const std::string& v) {
+    uint32_t n = static_cast<uint32_t>(v.size());
+    put(&n, 4);
+    put(v.data(), v.size());
+  };
+  uint32_t nops = static_cast<uint32_t>(batch.ops().size());
+  put(&nops, 4);
   for (const auto& op : batch.ops()) {
-    p.u8(op.put ? 1 : 0);
-    p.str(op.key);
-    if (op.put) p.str(op.value);
+    uint8_t kind = op.put ? 1 : 0;
+    put(&kind, 1);
+    put_str(op.key);
+    if (op.put) put_str(op.value);
   }
-  std::vector<uint8_t> rec = frame_record(p.buf());
-  queued_.insert(queued_.end(), rec.begin(), rec.end());
-  apply(batch);
+  uint8_t* h = queued_.data() + base;
+  uint32_t len32 = static_cast<uint32_t>(len);
+  uint64_t sum = checksum64(h + kRecordHeaderSize, len);
+  std::memcpy(h, &len32, 4);
+  std::memcpy(h + 4, &sum, 8);
+  uint32_t check = header_check(h);
+  std::memcpy(h + 12, &check, 4);
+  apply(batch, move);
   if (durability_ == Durability::kEachCommit || queued_.size() > (4u << 20)) sync_locked();
 }
 
@@ -276,17 +310,23 @@ void Catalog::sync_locked() {
   maybe_compact();
 }
 
-void Catalog::apply(const CatalogBatch& batch) {
-  for (const auto& op : batch.ops()) {
-    auto it = kv_.find(op.key);
-    if (it != kv_.end()) {
+void Catalog::apply(CatalogBatch& batch, bool move) {
+  for (auto& op : batch.ops_) {
+    auto it = kv_.lower_bound(op.key);  // also the insertion hint
+    if (it != kv_.end() && it->first == op.key) {
       live_bytes_ -= entry_bytes(it->first, it->second);
-      if (!op.put) kv_.erase(it);
+      if (!op.put) {
+        kv_.erase(it);
+        continue;
+      }
+      if (move) it->second = std::move(op.value);
+      else it->second = op.value;
+      live_bytes_ += entry_bytes(it->first, it->second);
+      continue;
     }
-    if (op.put) {
-      kv_[op.key] = op.value;
-      live_bytes_ += entry_bytes(op.key, op.value);
-    }
+    if (!op.put) continue;
+    auto r = move ? kv_.emplace_hint(it, std::move(op.key), std::move(op.value)) : kv_.emplace_hint(it, op.key, op.value);
+    live_bytes_ += entry_bytes(r->first, r->second);
   }
 }
 

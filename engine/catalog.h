@@ -37,6 +37,7 @@ class CatalogBatch {
   const std::vector<Op>& ops() const { return ops_; }
 
  private:
+  friend class Catalog;  // commit(CatalogBatch&&) moves the values into the catalog
   std::vector<Op> ops_;
 };
 
@@ -64,6 +65,7 @@ class Catalog {
   // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
   // a read-only catalog.
   void commit(const CatalogBatch& batch);
+  void commit(CatalogBatch&& batch);  // same; the batch's strings are moved (it is left empty)
   void sync();
   // Re-reads the log to pick up commits made by another process.
   void reload();
@@ -73,7 +75,8 @@ class Catalog {
  private:
   Catalog() = default;
   void replay();
-  void apply(const CatalogBatch& batch);  // updates kv_ and live_bytes_
+  void apply(CatalogBatch& batch, bool move);  // updates kv_ and live_bytes_
+  void commit_impl(CatalogBatch& batch, bool move);
   void maybe_compact();
   void sync_locked();
 

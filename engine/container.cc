@@ -153,9 +153,10 @@ Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opt
   const std::string prefix = array_prefix(id);
   if (!catalog_->get(prefix + "schema")) {
     std::string dir = array_dir(id);
-    if (!is_directory(dir))  // neither a record nor an (older) array directory
-      return Status(Errc::kNotFound, "container '" + path_ + "': array " + std::to_string(id) + " does not exist");
-    return Array::open(dir, writable && writable_, opts, out);
+    // An array of an older container keeps its schema in its directory.
+    if (path_exists(join_path(dir, "schema"))) return Array::open(dir, writable && writable_, opts, out);
+    return Status(Errc::kNotFound, "array " + std::to_string(id) + " has no schema record in the catalog '" +
+                                       catalog_->log_path() + "'");
   }
   CatalogBinding b;
   b.catalog = catalog_;

@@ -14,6 +14,7 @@
 // attributes is reopened, when native's order becomes an artefact of message placement.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "vol/error.h"
@@ -108,13 +109,15 @@ size_t npoints(hid_t space) {
   return static_cast<size_t>(n);
 }
 
-void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const AttrRecord& r, H5A_info_t* info) {
+// corder: the creation order to report when the caller already knows it (iteration).
+void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const AttrRecord& r, H5A_info_t* info,
+               const int64_t* corder = nullptr) {
   hid_t t = H5Tdecode(r.type_enc.data());
   hid_t s = H5Sdecode(r.space_enc.data());
   try {
     if (t < 0 || s < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
     info->corder_valid = true;
-    info->corder = reported_corder(f, owner, name, r);
+    info->corder = corder ? *corder : reported_corder(f, owner, name, r);
     info->cset = r.cset;
     info->data_size = npoints(s) * file_type_size(t);
   } catch (...) {
@@ -212,13 +215,21 @@ void iterate(Obj* o, const H5VL_loc_params_t* lp, const H5VL_attr_iterate_args_t
   auto v = ordered_attrs(f, owner, it.idx_type, it.order);
   hsize_t start = it.idx ? *it.idx : 0;
   if (start > v.size()) fail_arg("iteration start index " + std::to_string(start) + " out of range");
+  // The reported creation orders, computed once (reported_corder per attribute would
+  // re-read the owner's record and attribute list for each).
+  std::map<std::string, int64_t> corders;
+  const bool tracked = tracks_attr_corder(f, owner);
+  AttrList by_corder = v;
+  if (!tracked) order_by_index(by_corder, H5_INDEX_CRT_ORDER, H5_ITER_INC);
+  for (size_t k = 0; k < by_corder.size(); ++k)
+    corders[by_corder[k].first] = tracked ? by_corder[k].second.corder : static_cast<int64_t>(k);
   hid_t loc = owner_id(o, owner);
   herr_t r = 0;
   hsize_t i = start;
   for (; i < v.size() && r == 0; ++i) {
     H5A_info_t info{};
     try {
-      fill_info(f, owner, v[i].first, v[i].second, &info);
+      fill_info(f, owner, v[i].first, v[i].second, &info, &corders[v[i].first]);
     } catch (...) {
       if (loc >= 0) H5Idec_ref(loc);
       throw;

@@ -206,6 +206,7 @@ SharedFile::~SharedFile() {
   arrays_.clear();
   for (auto& [enc, id] : plists_)
     if (id >= 0) H5Pclose(id);
+  if (default_dapl_ >= 0) H5Pclose(default_dapl_);
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
@@ -218,7 +219,7 @@ void SharedFile::require_writable(const char* what) {
 }
 
 void SharedFile::commit(tessera::CatalogBatch& b) {
-  check(tessera::guard([&] { container_->catalog().commit(b); }));
+  check(tessera::guard([&] { container_->catalog().commit(std::move(b)); }));
   b = tessera::CatalogBatch();
 }
 
@@ -531,6 +532,11 @@ hid_t SharedFile::decoded_plist(const std::string& enc) {
   hid_t id = H5Pdecode(enc.data());
   plists_[enc] = id;
   return id;
+}
+
+hid_t SharedFile::shared_default_dapl() {
+  if (default_dapl_ < 0) default_dapl_ = H5Pcopy(H5P_DATASET_ACCESS_DEFAULT);
+  return default_dapl_;
 }
 
 void SharedFile::drop_array(uint64_t array_id) {

@@ -149,6 +149,8 @@ class SharedFile {
   // owned here: callers H5Pcopy it or query it, never close it.  Opening 10,000 datasets
   // with the same dcpl then decodes it once.  H5I_INVALID_HID if it does not decode.
   hid_t decoded_plist(const std::string& enc);
+  // A default dapl shared by dataset handles (each holds a reference: H5Iinc_ref).
+  hid_t shared_default_dapl();
 
  private:
   SharedFile() = default;
@@ -163,6 +165,7 @@ class SharedFile {
   std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
   std::map<void*, H5I_type_t> open_;
   std::map<std::string, hid_t> plists_;  // decoded_plist cache
+  hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
 };
 
