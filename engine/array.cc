@@ -694,7 +694,7 @@ void Array::finish_publish(bool synced) {
       b.put(cat_->prefix + "schema", std::string(sb.begin(), sb.end()));
       schema_dirty_ = false;
     }
-    if (!b.empty() && cat_->catalog->get(cat_->prefix + "schema")) {
+    if (!b.empty() && cat_->catalog->contains(cat_->prefix + "schema")) {
       cat_->catalog->commit(std::move(b));
       if (!synced) cat_->catalog->sync();
     }

@@ -31,18 +31,8 @@ uint32_t header_check(const uint8_t* first12) {
   return static_cast<uint32_t>(checksum64(first12, 12));
 }
 
-// Frames a payload: [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))].
-std::vector<uint8_t> frame_record(const std::vector<uint8_t>& payload) {
-  if (payload.size() > UINT32_MAX)
-    throw_error(Errc::kInvalidArgument,
-                "catalog batch too large (" + std::to_string(payload.size()) + " bytes)");
-  ByteWriter w;
-  w.u32(static_cast<uint32_t>(payload.size()));
-  w.u64(checksum64(payload.data(), payload.size()));
-  w.u32(header_check(w.buf().data()));
-  w.bytes(payload.data(), payload.size());
-  return std::move(w.buf());
-}
+// A record is framed as [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))]
+// followed by the payload (commit_impl, maybe_compact).
 
 // Bytes one live pair costs in a compacted log (op byte + two length-prefixed strings).
 uint64_t entry_bytes(const std::string& k, const std::string& v) {
@@ -119,6 +109,11 @@ std::optional<std::string> Catalog::get(std::string_view key) const {
   auto it = kv_.find(key);
   if (it == kv_.end()) return std::nullopt;
   return it->second;
+}
+
+bool Catalog::contains(std::string_view key) const {
+  std::lock_guard<std::mutex> g(mu_);
+  return kv_.find(key) != kv_.end();
 }
 
 std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view prefix) const {
@@ -366,18 +361,38 @@ void Catalog::reload() {
 void Catalog::maybe_compact() {
   if (log_end_ <= 2 * live_bytes_ + kCompactSlack) return;
   std::string tmp = log_path_ + ".tmp";
-  ByteWriter p;
-  p.u32(static_cast<uint32_t>(kv_.size()));
-  for (const auto& [k, v] : kv_) {
-    p.u8(1);
-    p.str(k);
-    p.str(v);
-  }
-  if (p.size() > UINT32_MAX) return;  // cannot be framed as one record; keep appending
+  // File header + one framed record of every live pair, built in one buffer (the catalog
+  // can hold megabytes of inline fragments: no intermediate copies).
+  uint64_t len = 4;
+  for (const auto& [k, v] : kv_) len += 1 + 4 + k.size() + 4 + v.size();
+  if (len > UINT32_MAX) return;  // cannot be framed as one record; keep appending
   try {
     std::vector<uint8_t> data = file_header();
-    std::vector<uint8_t> rec = frame_record(p.buf());
-    data.insert(data.end(), rec.begin(), rec.end());
+    const size_t base = data.size();
+    data.resize(base + kRecordHeaderSize + len);
+    uint8_t* q = data.data() + base + kRecordHeaderSize;
+    auto put = [&](const void* p, size_t n) {
+      if (n) std::memcpy(q, p, n);
+      q += n;
+    };
+    uint32_t n = static_cast<uint32_t>(kv_.size());
+    put(&n, 4);
+    for (const auto& [k, v] : kv_) {
+      uint8_t one = 1;
+      uint32_t kl = static_cast<uint32_t>(k.size()), vl = static_cast<uint32_t>(v.size());
+      put(&one, 1);
+      put(&kl, 4);
+      put(k.data(), kl);
+      put(&vl, 4);
+      put(v.data(), vl);
+    }
+    uint8_t* h = data.data() + base;
+    uint32_t len32 = static_cast<uint32_t>(len);
+    uint64_t sum = checksum64(h + kRecordHeaderSize, len);
+    std::memcpy(h, &len32, 4);
+    std::memcpy(h + 4, &sum, 8);
+    uint32_t check = header_check(h);
+    std::memcpy(h + 12, &check, 4);
     remove_file(tmp);  // a leftover from a crash
     File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
     f.pwrite_all(data.data(), data.size(), 0);

@@ -50,6 +50,7 @@ class Catalog {
   ~Catalog();
 
   std::optional<std::string> get(std::string_view key) const;
+  bool contains(std::string_view key) const;
   // All pairs whose key starts with prefix, sorted by key.
   std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) const;
   // Total size of the values whose key starts with prefix (no copies).

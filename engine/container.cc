@@ -151,7 +151,7 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
 
 Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out) {
   const std::string prefix = array_prefix(id);
-  if (!catalog_->get(prefix + "schema")) {
+  if (!catalog_->contains(prefix + "schema")) {
     std::string dir = array_dir(id);
     // An array of an older container keeps its schema in its directory.
     if (path_exists(join_path(dir, "schema"))) return Array::open(dir, writable && writable_, opts, out);
