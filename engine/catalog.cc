@@ -239,16 +239,9 @@ void Catalog::commit(CatalogBatch&& batch) {
   batch.ops_.clear();
 }
 
-void Catalog::commit_impl(CatalogBatch& batch, bool move) {
-  if (mode_ != Mode::kReadWrite)
-    throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
-  if (batch.empty()) return;
-  if (!log_.is_open())
-    throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
-  // The framed record is encoded straight into the queue (no intermediate buffers: the
-  // connector commits one small batch per HDF5 call, thousands per second).
-  uint64_t len = 4;
-  for (const auto& op : batch.ops()) len += 1 + 4 + op.key.size() + (op.put ? 4 + op.value.size() : 0);
+// Appends one framed record of `ops` (op, key, value) to queued_; `n` ops, `len` bytes.
+template <class ForEach>
+void Catalog::frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each) {
   if (len > UINT32_MAX)
     throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
   const size_t base = queued_.size();
@@ -258,19 +251,18 @@ void Catalog::commit_impl(CatalogBatch& batch, bool move) {
     if (n) std::memcpy(q, p, n);
     q += n;
   };
-  auto put_str = [&](const std::string& v) {
+  auto put_str = [&](std::string_view v) {
     uint32_t n = static_cast<uint32_t>(v.size());
     put(&n, 4);
     put(v.data(), v.size());
   };
-  uint32_t nops = static_cast<uint32_t>(batch.ops().size());
   put(&nops, 4);
-  for (const auto& op : batch.ops()) {
-    uint8_t kind = op.put ? 1 : 0;
+  for_each([&](bool is_put, std::string_view key, std::string_view value) {
+    uint8_t kind = is_put ? 1 : 0;
     put(&kind, 1);
-    put_str(op.key);
-    if (op.put) put_str(op.value);
-  }
+    put_str(key);
+    if (is_put) put_str(value);
+  });
   uint8_t* h = queued_.data() + base;
   uint32_t len32 = static_cast<uint32_t>(len);
   uint64_t sum = checksum64(h + kRecordHeaderSize, len);
@@ -278,8 +270,54 @@ void Catalog::commit_impl(CatalogBatch& batch, bool move) {
   std::memcpy(h + 4, &sum, 8);
   uint32_t check = header_check(h);
   std::memcpy(h + 12, &check, 4);
+}
+
+// kOnSync: the commits since the last sync become ONE record holding their net effect
+// (the current value of every key they touched, or its deletion).  A crash loses queued
+// commits anyway, so merging them keeps the rule "the log holds a prefix of the commits,
+// each whole"; and a key rewritten many times between syncs (a group's record as links
+// are added, an object's as attributes are) is written once, not once per commit.
+void Catalog::encode_dirty() {
+  if (dirty_.empty()) return;
+  uint64_t len = 4;
+  for (const std::string& k : dirty_) {
+    auto it = kv_.find(k);
+    len += 1 + 4 + k.size() + (it != kv_.end() ? 4 + it->second.size() : 0);
+  }
+  frame_into_queue(static_cast<uint32_t>(dirty_.size()), len, [&](auto emit) {
+    for (const std::string& k : dirty_) {
+      auto it = kv_.find(k);
+      if (it != kv_.end()) emit(true, k, it->second);
+      else emit(false, k, std::string_view());
+    }
+  });
+  dirty_.clear();
+  dirty_bytes_ = 0;
+}
+
+void Catalog::commit_impl(CatalogBatch& batch, bool move) {
+  if (mode_ != Mode::kReadWrite)
+    throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
+  if (batch.empty()) return;
+  if (!log_.is_open())
+    throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
+  uint64_t len = 4;
+  for (const auto& op : batch.ops()) len += 1 + 4 + op.key.size() + (op.put ? 4 + op.value.size() : 0);
+  if (len > UINT32_MAX)
+    throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
+  if (durability_ == Durability::kOnSync) {
+    for (const auto& op : batch.ops()) dirty_.insert(op.key);
+    dirty_bytes_ += len;
+    apply(batch, move);
+    if (dirty_bytes_ > (4u << 20)) sync_locked();
+    return;
+  }
+  encode_dirty();  // commits queued before a switch to kEachCommit come first
+  frame_into_queue(static_cast<uint32_t>(batch.ops().size()), len, [&](auto emit) {
+    for (const auto& op : batch.ops()) emit(op.put, op.key, op.value);
+  });
   apply(batch, move);
-  if (durability_ == Durability::kEachCommit || queued_.size() > (4u << 20)) sync_locked();
+  sync_locked();
 }
 
 void Catalog::sync() {
@@ -288,7 +326,9 @@ void Catalog::sync() {
 }
 
 void Catalog::sync_locked() {
-  if (queued_.empty() || mode_ != Mode::kReadWrite) return;
+  if (mode_ != Mode::kReadWrite) return;
+  encode_dirty();
+  if (queued_.empty()) return;
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
   try {

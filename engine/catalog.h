@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -57,10 +58,10 @@ class Catalog {
   uint64_t value_bytes(std::string_view prefix) const;
   // When commits become durable.  kEachCommit: commit() appends and fdatasyncs.
   // kOnSync (HDF5's rule: metadata is durable after a flush or close): commit() applies
-  // the batch in memory and queues its record; sync() appends every queued record in
-  // order with one write and one fdatasync.  A crash loses the queued records whole —
-  // the log still holds a prefix of the commits, each batch entire or absent.  The queue
-  // is synced by itself past 4 MiB, and by the destructor.
+  // the batch in memory; sync() appends ONE record with the net effect of every commit
+  // since the last sync (one write, one fdatasync).  A crash loses those commits whole —
+  // the log still holds a prefix of the commits, each batch entire or absent.  Pending
+  // commits are synced by themselves past 4 MiB, and by the destructor.
   enum class Durability { kEachCommit, kOnSync };
   void set_durability(Durability d) { durability_ = d; }
   // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
@@ -80,6 +81,9 @@ class Catalog {
   void commit_impl(CatalogBatch& batch, bool move);
   void maybe_compact();
   void sync_locked();
+  void encode_dirty();
+  template <class ForEach>
+  void frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each);
 
   mutable std::mutex mu_;
   Mode mode_ = Mode::kReadOnly;
@@ -89,7 +93,10 @@ class Catalog {
   uint64_t log_end_ = 0;     // offset after the last good record
   uint64_t live_bytes_ = 0;  // approximate size of the live key/values
   Durability durability_ = Durability::kEachCommit;
-  std::vector<uint8_t> queued_;  // framed records not yet written (kOnSync)
+  std::vector<uint8_t> queued_;  // framed records not yet written
+  // kOnSync: keys committed since the last sync (written as one net record at sync).
+  std::set<std::string, std::less<>> dirty_;
+  uint64_t dirty_bytes_ = 0;
   std::map<std::string, std::string, std::less<>> kv_;
 };
 

@@ -24,15 +24,14 @@ FragmentWriter::FragmentWriter(const std::string& dir, FragmentId id, const Sche
     : dir_(dir), schema_(schema), layout_(schema), pool_(ThreadPool::shared()),
       out_(File(), 0), in_memory_(inline_limit > 0), inline_limit_(inline_limit),
       before_file_(std::move(before_file)) {
-  final_path_ = join_path(dir, file_name(id));
-  tmp_path_ = join_path(dir, "." + id.name() + "." + std::to_string(::getpid()) + "." +
-                                 std::to_string(g_tmp_counter++) + ".tmp");
+  meta_.id = id;
+  // Names only for a file (a small inline fragment never needs them: thousands of tiny
+  // datasets write one each).
   if (!in_memory_) open_file();
   uint8_t header[kFragHeaderSize] = {};
   std::memcpy(header, kFragMagic, 8);
   std::memcpy(header + 8, &kFragVersion, 4);
   append(header, sizeof header);
-  meta_.id = id;
   meta_.rank = static_cast<uint32_t>(schema.rank());
   meta_.elem_size = schema.elem_size;
   meta_.values_filters = schema.filters;
@@ -61,7 +60,15 @@ void FragmentWriter::abort() {
   committed_ = true;  // nothing left to clean up
 }
 
+void FragmentWriter::name_files() {
+  if (!final_path_.empty()) return;
+  final_path_ = join_path(dir_, file_name(meta_.id));
+  tmp_path_ = join_path(dir_, "." + meta_.id.name() + "." + std::to_string(::getpid()) + "." +
+                                  std::to_string(g_tmp_counter++) + ".tmp");
+}
+
 void FragmentWriter::open_file() {
+  name_files();
   if (before_file_) before_file_();
   out_ = AppendFile(File::open_rw(tmp_path_, true, true), 0);
   if (!mem_.empty()) out_.append(mem_.data(), mem_.size());

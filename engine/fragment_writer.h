@@ -51,7 +51,10 @@ class FragmentWriter {
   std::string finish();
   // After finish() returned "": the fragment's bytes (the same bytes a .tfr file holds).
   std::vector<uint8_t> take_inline() { return std::move(mem_); }
-  const std::string& final_path() const { return final_path_; }
+  const std::string& final_path() {
+    name_files();
+    return final_path_;
+  }
   // Makes a finished fragment durable under its final name: fdatasync(fd), rename.  The
   // caller fsyncs the directory once for a batch of these.
   static void publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
@@ -77,6 +80,7 @@ class FragmentWriter {
   void drain(size_t keep);
   void append(const void* p, size_t n);
   uint64_t offset() const { return in_memory_ ? mem_.size() : out_.offset(); }
+  void name_files();
   void open_file();  // moves the bytes collected in memory to the temporary file
 
   std::string dir_, tmp_path_, final_path_;
