@@ -279,16 +279,31 @@ void Catalog::frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each) {
 // are added, an object's as attributes are) is written once, not once per commit.
 void Catalog::encode_dirty() {
   if (dirty_.empty()) return;
+  // Each dirty key's entry (or end() once deleted).  Both are sorted by key: when many
+  // keys are dirty, one merge walk over the map beats a search per key.
+  std::vector<Map::const_iterator> at;
+  at.reserve(dirty_.size());
+  if (dirty_.size() * 16 >= kv_.size()) {
+    auto it = kv_.lower_bound(*dirty_.begin());
+    for (const std::string& k : dirty_) {
+      while (it != kv_.end() && it->first < k) ++it;
+      at.push_back(it != kv_.end() && it->first == k ? it : kv_.end());
+    }
+  } else {
+    for (const std::string& k : dirty_) at.push_back(kv_.find(k));
+  }
   uint64_t len = 4;
+  size_t i = 0;
   for (const std::string& k : dirty_) {
-    auto it = kv_.find(k);
-    len += 1 + 4 + k.size() + (it != kv_.end() ? 4 + it->second.size() : 0);
+    len += 1 + 4 + k.size() + (at[i] != kv_.end() ? 4 + at[i]->second.size() : 0);
+    ++i;
   }
   frame_into_queue(static_cast<uint32_t>(dirty_.size()), len, [&](auto emit) {
+    size_t j = 0;
     for (const std::string& k : dirty_) {
-      auto it = kv_.find(k);
-      if (it != kv_.end()) emit(true, k, it->second);
+      if (at[j] != kv_.end()) emit(true, k, at[j]->second);
       else emit(false, k, std::string_view());
+      ++j;
     }
   });
   dirty_.clear();

@@ -97,7 +97,8 @@ class Catalog {
   // kOnSync: keys committed since the last sync (written as one net record at sync).
   std::set<std::string, std::less<>> dirty_;
   uint64_t dirty_bytes_ = 0;
-  std::map<std::string, std::string, std::less<>> kv_;
+  using Map = std::map<std::string, std::string, std::less<>>;
+  Map kv_;
 };
 
 }  // namespace tessera

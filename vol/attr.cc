@@ -69,8 +69,7 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
   return a.release();
 }
 
-bool tracks_attr_corder(SharedFile& f, uint64_t owner) {
-  ObjectRecord rec = f.object(owner);
+bool tracks_attr_corder(SharedFile& f, uint64_t owner, const ObjectRecord& rec) {
   hid_t pl = H5I_INVALID_HID;
   if (!rec.cpl.empty()) pl = f.decoded_plist(rec.cpl);
   else if (owner == kRootOid) pl = f.fcpl();
@@ -78,6 +77,8 @@ bool tracks_attr_corder(SharedFile& f, uint64_t owner) {
   if (pl >= 0 && H5Pget_attr_creation_order(pl, &flags) < 0) flags = 0;
   return (flags & H5P_CRT_ORDER_TRACKED) != 0;
 }
+
+bool tracks_attr_corder(SharedFile& f, uint64_t owner) { return tracks_attr_corder(f, owner, f.object(owner)); }
 
 using AttrList = std::vector<std::pair<std::string, AttrRecord>>;
 
@@ -271,7 +272,7 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     f.put_object(b, owner, orec);
     f.commit(b);
     auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r));
-    a->corder_unknown = !tracks_attr_corder(f, owner);
+    a->corder_unknown = !tracks_attr_corder(f, owner, orec);
     return a;
   });
 }
