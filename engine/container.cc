@@ -119,9 +119,13 @@ void Container::init_budget() {
 }
 
 std::string Container::array_prefix(uint64_t id) {
-  char name[40];
-  std::snprintf(name, sizeof name, "%s%016llx/", kArrayKeys, static_cast<unsigned long long>(id));
-  return name;
+  static const char kDigits[] = "0123456789abcdef";
+  std::string key = std::string(kArrayKeys) + "0000000000000000/";
+  for (size_t i = sizeof kArrayKeys - 1 + 15;; --i, id >>= 4) {
+    key[i] = kDigits[id & 15];
+    if (i == sizeof kArrayKeys - 1) break;
+  }
+  return key;
 }
 
 std::string Container::array_dir(uint64_t id) const {
