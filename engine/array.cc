@@ -134,7 +134,26 @@ ArrayOptions ArrayOptions::from_env() {
   ArrayOptions o;
   o.buffer_budget = env_u64("TESSERA_WRITE_BUFFER_MB", 64) << 20;
   o.direct_cells = env_u64("TESSERA_DIRECT_WRITE_CELLS", 16384);
+  o.inline_fragment_bytes = env_u64("TESSERA_INLINE_FRAGMENT_KB", 64) << 10;
   return o;
+}
+
+std::string Array::schema_record(const Schema& schema) {
+  schema.validate();
+  std::vector<uint8_t> b = schema_file_bytes(schema, FragmentId{});
+  return std::string(b.begin(), b.end());
+}
+
+Status Array::open_bound(const std::string& dir, CatalogBinding binding, bool writable, const ArrayOptions& opts,
+                         std::unique_ptr<Array>* out) {
+  std::unique_ptr<Array> a(new Array());
+  a->dir_ = dir;
+  a->frag_dir_ = join_path(dir, kFragDir);
+  a->opts_ = opts;
+  a->cat_ = std::move(binding);
+  Status st = guard([&] { a->open_impl(writable); });
+  if (st.ok()) *out = std::move(a);
+  return st;
 }
 
 Status Array::create(const std::string& dir, const Schema& schema, bool durable) {
@@ -166,15 +185,135 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
 void Array::open_impl(bool writable) {
   raise_fd_limit();
   writable_ = writable;
-  if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
-  schema_ = read_schema(dir_, &extent_id_);
+  if (cat_) {
+    if (writable_ && !cat_->catalog->writable())
+      throw_error(Errc::kInvalidArgument, "array '" + dir_ + "': its catalog is open read-only");
+    schema_ = load_schema();
+    // Created on first need (a file fragment or heap).
+    dir_exists_ = !cat_->dir_absent && is_directory(frag_dir_);
+  } else {
+    if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
+    schema_ = read_schema(dir_, &extent_id_);
+  }
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
   // A shadow rank never recovers: rank 0 recovered every array at file open.
-  if (!opts_.shadow) recover_journal();
+  if (dir_exists_ && !opts_.shadow) recover_journal();
   load_fragments();
-  if (apply_extent_commits() && writable_ && !opts_.shadow) write_schema(dir_, schema_, extent_id_);  // repair
+  if (apply_extent_commits() && writable_ && !opts_.shadow) {  // repair
+    if (cat_) put_schema(false);
+    else write_schema(dir_, schema_, extent_id_);
+  }
+}
+
+Schema Array::load_schema() {
+  const std::string key = cat_->prefix + "schema";
+  auto v = cat_->catalog->get(key);
+  if (!v) throw_error(Errc::kNotFound, "array '" + dir_ + "': no schema record '" + key + "' in the catalog");
+  std::vector<uint8_t> b(v->begin(), v->end());
+  return parse_schema_file(b, "array schema record '" + key + "'", &extent_id_);
+}
+
+// The schema record goes with a batch of its own; durable = also sync the catalog.
+void Array::put_schema(bool durable) {
+  std::vector<uint8_t> b = schema_file_bytes(schema_, extent_id_);
+  CatalogBatch batch;
+  batch.put(cat_->prefix + "schema", std::string(b.begin(), b.end()));
+  cat_->catalog->commit(batch);
+  if (durable) cat_->catalog->sync();
+}
+
+std::string Array::frag_key(const FragmentId& id) const { return cat_->prefix + "frag/" + id.name(); }
+
+std::string Array::inline_label(const std::string& key) const {
+  return cat_->catalog->log_path() + " record " + key;
+}
+
+uint64_t Array::inline_limit() const {
+  if (!cat_ || !writable_ || opts_.inline_fragment_bytes == 0) return 0;
+  uint64_t room = opts_.inline_array_bytes > inline_bytes_ ? opts_.inline_array_bytes - inline_bytes_ : 0;
+  uint64_t used = cat_->budget ? cat_->budget->used.load() : 0;
+  uint64_t cap = cat_->budget ? cat_->budget->cap : UINT64_MAX;
+  room = std::min(room, cap > used ? cap - used : 0);
+  return std::min(room, opts_.inline_fragment_bytes);
+}
+
+std::unique_ptr<FragmentWriter> Array::make_writer(FragmentId id) {
+  if (cat_ && !dir_exists_)
+    return std::make_unique<FragmentWriter>(frag_dir_, id, schema_, inline_limit(),
+                                            [this] { ensure_dir(opts_.durable_writes); });
+  return std::make_unique<FragmentWriter>(frag_dir_, id, schema_, inline_limit());
+}
+
+// Creates <dir>/frag (and heap/).  Deferred mode leaves the new entries to the flush's
+// file-system sync; a durable write (or a heap, published at once) syncs the chain now.
+void Array::ensure_dir(bool durable) {
+  if (dir_exists_) return;
+  make_dir(dir_);  // the container's arrays/ directory exists
+  make_dir(frag_dir_);
+  if (schema_.var) make_dir(heap_dir_);
+  if (durable) {
+    sync_dir(dir_);
+    sync_dir(parent_dir(dir_));
+  }
+  dir_exists_ = true;
+  if (cat_->dir_created) cat_->dir_created();
+}
+
+void Array::release_inline(const Fragment& f) {
+  uint64_t n = f.file_size();
+  inline_bytes_ -= std::min(inline_bytes_, n);
+  if (cat_->budget) cat_->budget->used -= std::min<uint64_t>(cat_->budget->used.load(), n);
+}
+
+// A finished in-memory fragment: durable mode commits its record (and syncs the catalog)
+// now; deferred mode publishes it with the flush's catalog batch.
+void Array::add_inline(std::vector<uint8_t> bytes) {
+  auto sp = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  auto f = Fragment::open_inline("(unpublished inline fragment)", sp);
+  const std::string key = frag_key(f->meta().id);
+  f->set_path(inline_label(key));
+  inline_bytes_ += sp->size();
+  if (cat_->budget) cat_->budget->used += sp->size();
+  if (opts_.durable_writes) {
+    CatalogBatch b;
+    b.put(key, std::string(sp->begin(), sp->end()));
+    cat_->catalog->commit(b);
+    cat_->catalog->sync();
+  } else {
+    unpublished_inline_.push_back(f);
+  }
+  add_fragment(f, {});
+}
+
+// One flush batch is published atomically either by the catalog batch (inline records)
+// or by the file journal; a batch holding both kinds would need the two to commit as one,
+// so its inline fragments are written out as files and join the journal (rare: an array
+// that got both a large and a small fragment since the last flush).
+void Array::materialize_inline() {
+  if (unpublished_inline_.empty() || unpublished_.empty()) return;
+  ensure_dir(false);
+  for (auto& f : unpublished_inline_) {
+    auto bytes = f->inline_bytes();
+    const std::string final_path = join_path(frag_dir_, FragmentWriter::file_name(f->meta().id));
+    const std::string tmp = join_path(frag_dir_, "." + f->meta().id.name() + ".inline.tmp");
+    File out = File::open_rw(tmp, /*create=*/true);
+    out.truncate(0);
+    out.pwrite_all(bytes->data(), bytes->size(), 0);
+    out.close();
+    auto ff = Fragment::open(tmp);
+    release_inline(*f);
+    for (auto& x : frags_)
+      if (x == f) x = ff;
+    unpublished_.push_back({ff, final_path});
+  }
+  unpublished_inline_.clear();
+}
+
+bool Array::has_unsynced_files() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return !unpublished_.empty() || (schema_dirty_ && !cat_);
 }
 
 bool Array::apply_extent_commits() {
@@ -209,11 +348,35 @@ void Array::discard_unpublished() {
 
 void Array::load_fragments() {
   std::vector<std::shared_ptr<Fragment>> all;
-  std::set<std::string> known;
-  for (auto& f : frags_) known.insert(f->path());
   for (auto& u : unpublished_) all.push_back(u.first);  // not in the listing yet
+  for (auto& f : unpublished_inline_) all.push_back(f);
   for (auto& f : recovered_) all.push_back(f);          // a read-only view of a journal
-  for (const std::string& name : list_dir(frag_dir_)) {
+  if (cat_) {
+    const std::string prefix = cat_->prefix + "frag/";
+    uint64_t inline_bytes = 0;
+    for (auto& [key, value] : cat_->catalog->scan(prefix)) {
+      const std::string label = inline_label(key);
+      FragmentId id;
+      if (!FragmentId::parse(key.substr(prefix.size()), &id))
+        throw_error(Errc::kCorrupt, "catalog record '" + key + "': not a fragment id");
+      inline_bytes += value.size();
+      auto it = std::find_if(frags_.begin(), frags_.end(), [&](auto& f) { return f->path() == label; });
+      if (it != frags_.end()) {
+        if (std::find(all.begin(), all.end(), *it) == all.end()) all.push_back(*it);
+        continue;
+      }
+      auto f = Fragment::open_inline(label, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()));
+      if (f->meta().id != id) throw_error(Errc::kCorrupt, "fragment '" + label + "': id in footer differs from its key");
+      if (f->meta().rank != static_cast<uint32_t>(schema_.rank()) || f->meta().elem_size != schema_.elem_size)
+        throw_error(Errc::kCorrupt, "fragment '" + label + "': shape does not match the array schema");
+      all.push_back(f);
+    }
+    for (auto& f : unpublished_inline_) inline_bytes += f->file_size();
+    inline_bytes_ = inline_bytes;
+  }
+  std::vector<std::string> names;
+  if (dir_exists_) names = list_dir(frag_dir_);
+  for (const std::string& name : names) {
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
     if (!FragmentId::parse(name.substr(0, 43), &id)) continue;
@@ -243,13 +406,20 @@ void Array::load_fragments() {
   for (auto& f : all)
     for (auto& r : f->meta().replaces) replaced.insert(r);
   std::vector<std::shared_ptr<Fragment>> live;
+  CatalogBatch drop;
   for (auto& f : all) {
     if (replaced.count(f->meta().id)) {
-      if (writable_ && !opts_.shadow) remove_file(f->path());
+      if (writable_ && !opts_.shadow && f->is_inline()) {
+        drop.del(frag_key(f->meta().id));
+        release_inline(*f);
+      } else if (writable_ && !opts_.shadow) {
+        remove_file(f->path());
+      }
       continue;
     }
     live.push_back(f);
   }
+  if (!drop.empty()) cat_->catalog->commit(drop);
   std::sort(live.begin(), live.end(), [](auto& a, auto& b) { return a->meta().id < b->meta().id; });
   for (auto& f : live) last_ts_ = std::max(last_ts_, f->meta().id.ts);
   frags_ = std::move(live);
@@ -302,7 +472,7 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
   Layout layout(schema_);
   const int r = schema_.rank();
   const size_t es = schema_.elem_size;
-  auto w = std::make_unique<FragmentWriter>(frag_dir_, next_id(), schema_);
+  auto w = make_writer(next_id());
   for_each_tile(layout, schema_, box, [&](const Coords& t) {
     Box piece;
     intersect(layout.tile_box(t.data()), box, &piece);
@@ -397,7 +567,10 @@ void Array::maybe_spill() {
 void Array::spill() {
   // Heap bytes first: a fragment must never refer to bytes that are not durable.
   if (pending_heap_) {
-    if (!pending_heap_->empty()) pending_heap_->publish(heap_dir_);
+    if (!pending_heap_->empty()) {
+      ensure_dir(true);
+      pending_heap_->publish(heap_dir_);
+    }
     pending_heap_.reset();
   }
   if (buffer_->empty()) return;
@@ -408,7 +581,7 @@ void Array::spill() {
   const auto& cs = buffer_->coords();
   const auto& vs = buffer_->values();
   const size_t n = buffer_->cells();
-  auto w = std::make_unique<FragmentWriter>(frag_dir_, next_id(), schema_);
+  auto w = make_writer(next_id());
   // Cells are in global order, so each tile's cells are contiguous.  A tile's group that
   // fills its bounding box exactly is stored as a dense piece; the rest stays sparse.
   size_t i = 0;
@@ -441,12 +614,23 @@ void Array::publish(const std::string& path, const std::vector<FragmentId>& repl
 }
 
 void Array::complete(std::unique_ptr<FragmentWriter> w) {
-  if (opts_.durable_writes) {
+  if (opts_.durable_writes && !cat_) {
     publish(w->commit(), {});
     return;
   }
   std::string tmp = w->finish();
+  if (tmp.empty()) {
+    add_inline(w->take_inline());
+    return;
+  }
   auto f = Fragment::open(tmp);
+  if (opts_.durable_writes) {
+    FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
+    sync_dir(frag_dir_);
+    f->set_path(w->final_path());
+    add_fragment(f, {});
+    return;
+  }
   unpublished_.push_back({f, w->final_path()});
   add_fragment(f, {});
 }
@@ -477,6 +661,13 @@ void Array::finish_parked() {
 // is written as a redo journal (synced) before the first rename; whoever opens the array
 // next finishes the renames (recover_journal), and the journal goes once all are done.
 void Array::stage_publish(bool synced, uint64_t epoch) {
+  // Catalog-bound: inline records and the schema go with the catalog batch (finish_publish).
+  if (cat_ && unpublished_.empty()) {
+    staged_epoch_ = epoch;
+    journal_staged_ = !unpublished_inline_.empty() || schema_dirty_;
+    single_ = true;
+    return;
+  }
   if (unpublished_.empty() && !schema_dirty_) return;
   if (!synced)
     for (auto& u : unpublished_) u.first->file().sync();
@@ -515,17 +706,44 @@ std::string Array::journal_path() const {
 
 void Array::finish_publish(bool synced) {
   if (!journal_staged_) return;
+  const bool files = !unpublished_.empty();
   for (auto& [f, final_path] : unpublished_) {
     FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
     f->set_path(final_path);
   }
   unpublished_.clear();
+  if (files && !synced) sync_dir(frag_dir_);
+  if (cat_) {
+    // One catalog batch publishes the inline fragments and the schema together.  A
+    // dataset deleted meanwhile has no schema record: its records must not come back.
+    CatalogBatch b;
+    for (auto& f : unpublished_inline_) {
+      auto bytes = f->inline_bytes();
+      b.put(frag_key(f->meta().id), std::string(bytes->begin(), bytes->end()));
+    }
+    unpublished_inline_.clear();
+    const bool had_schema = schema_dirty_;
+    if (schema_dirty_) {
+      std::vector<uint8_t> sb = schema_file_bytes(schema_, extent_id_);
+      b.put(cat_->prefix + "schema", std::string(sb.begin(), sb.end()));
+      schema_dirty_ = false;
+    }
+    if (!b.empty() && cat_->catalog->contains(cat_->prefix + "schema")) {
+      cat_->catalog->commit(std::move(b));
+      if (!synced) cat_->catalog->sync();
+    }
+    // A journal that carried an extent change stays until a later flush replaces it: the
+    // schema record is durable only once the caller syncs the catalog, and a crash before
+    // that replays the change from the journal (recover_journal takes it only if newer).
+    if (files && !single_ && !had_schema) remove_file(journal_path());
+    journal_staged_ = false;
+    return;
+  }
   // The schema before the journal goes: until then a crash replays both.
   if (schema_dirty_) {
     write_schema(dir_, schema_, extent_id_, !synced);
     schema_dirty_ = false;
   }
-  if (!synced) sync_dir(frag_dir_);
   if (!single_) remove_file(journal_path());
   journal_staged_ = false;
 }
@@ -602,9 +820,17 @@ void Array::recover_one_journal(const std::string& path) {
     }
   }
   if (forward && !schema_bytes.empty()) {
-    schema_ = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &extent_id_);
-    buffer_->reset_layout(schema_);
-    if (writable_) write_file_atomic(join_path(dir_, kSchemaFile), schema_bytes.data(), schema_bytes.size());
+    FragmentId jid;
+    Schema js = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &jid);
+    // A catalog-bound array keeps its last extent journal after publishing: it counts
+    // only when its change is newer than the schema record's.
+    if (!cat_ || extent_id_ < jid) {
+      schema_ = js;
+      extent_id_ = jid;
+      buffer_->reset_layout(schema_);
+      if (writable_ && cat_) put_schema(true);
+      else if (writable_) write_file_atomic(join_path(dir_, kSchemaFile), schema_bytes.data(), schema_bytes.size());
+    }
   }
   if (writable_) {
     sync_dir(frag_dir_);
@@ -615,6 +841,7 @@ void Array::recover_one_journal(const std::string& path) {
 void Array::flush_impl() {
   finish_parked();
   spill();
+  materialize_inline();
   stage_publish(false);
   finish_publish(false);
 }
@@ -682,7 +909,10 @@ Status Array::write_var(const Selection& sel, const uint64_t* lengths, const voi
     if (sel.is_box() && n >= std::min(opts_.direct_cells, schema_.tile_cells())) {
       HeapBuilder heap(next_id());
       std::vector<uint8_t> desc = make_descriptors(&heap, n, lengths, data);
-      if (!heap.empty()) heap.publish(heap_dir_);
+      if (!heap.empty()) {
+        ensure_dir(true);
+        heap.publish(heap_dir_);
+      }
       write_dense(sel, desc.data(), sstride);
     } else {
       std::vector<uint8_t> desc = make_descriptors(pending_heap(), n, lengths, data);
@@ -759,6 +989,7 @@ Status Array::prepare_flush() {
     if (!writable_) return;
     finish_parked();
     spill();
+    materialize_inline();
   });
 }
 
@@ -839,7 +1070,7 @@ Status Array::set_extent(const Coords& extent) {
           return layout.compare_tiles(x.first.data(), y.first.data()) < 0;
         });
         FragmentId id = next_id();
-        auto w = std::make_unique<FragmentWriter>(frag_dir_, id, schema_);
+        auto w = make_writer(id);
         for (auto& [t, p] : pieces) w->add_fill_tile(t.data(), p);
         w->set_extent(extent);
         complete(std::move(w));
@@ -852,7 +1083,8 @@ Status Array::set_extent(const Coords& extent) {
     // Durable mode: the schema follows its fill fragment at once.  Deferred mode: at
     // flush, after the fragments are published.
     if (opts_.shadow) return;
-    if (opts_.durable_writes) write_schema(dir_, schema_, extent_id_);
+    if (opts_.durable_writes && cat_) put_schema(true);
+    else if (opts_.durable_writes) write_schema(dir_, schema_, extent_id_);
     else schema_dirty_ = true;
   });
 }
@@ -861,8 +1093,10 @@ Status Array::refresh() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     finish_parked();
+    if (cat_ && !cat_->catalog->writable()) cat_->catalog->reload();
+    if (cat_) dir_exists_ = dir_exists_ || is_directory(frag_dir_);
     if (!schema_dirty_) {
-      schema_ = read_schema(dir_, &extent_id_);
+      schema_ = cat_ ? load_schema() : read_schema(dir_, &extent_id_);
       buffer_->reset_layout(schema_);
     }
     load_fragments();

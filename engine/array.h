@@ -4,14 +4,24 @@
 //
 // Directory layout (docs/format.md): <dir>/schema, <dir>/frag/<fragment id>.tfr,
 // <dir>/heap/<heap id>.thp (variable-length arrays).
+//
+// An array of a container lives in the container's catalog instead (CatalogBinding): its
+// schema is a catalog record, fragments up to ArrayOptions::inline_fragment_bytes are
+// inline records (the same bytes as a .tfr file, published by the same atomic catalog
+// batch), and <dir> is created only when the array first needs a file (a larger
+// fragment, a heap, a publish journal).  Thousands of small datasets then cost no inodes.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/catalog.h"
 #include "engine/error.h"
 #include "engine/fragment.h"
 #include "engine/fragment_writer.h"
@@ -45,7 +55,31 @@ struct ArrayOptions {
   // it after journal recovery are a crashed writer's garbage and are removed.
   bool sole_writer = false;
   uint64_t committed_epoch = 0;
-  static ArrayOptions from_env();    // TESSERA_WRITE_BUFFER_MB, TESSERA_DIRECT_WRITE_CELLS
+  // Catalog-bound arrays only: fragments up to this many bytes are stored inline in the
+  // catalog (0: never — e.g. MPI ranks that cannot commit to the catalog), as long as
+  // the array's inline fragments stay within inline_array_bytes.
+  uint64_t inline_fragment_bytes = 64 << 10;
+  uint64_t inline_array_bytes = 1 << 20;
+  // TESSERA_WRITE_BUFFER_MB, TESSERA_DIRECT_WRITE_CELLS, TESSERA_INLINE_FRAGMENT_KB
+  // (0 turns inline fragments off).
+  static ArrayOptions from_env();
+};
+
+// Inline bytes a whole container may hold in its catalog (which lives in memory).
+struct InlineBudget {
+  std::atomic<uint64_t> used{0};
+  uint64_t cap = 256ull << 20;
+};
+
+// An array kept in a container's catalog (see the top of this file).
+struct CatalogBinding {
+  std::shared_ptr<Catalog> catalog;
+  std::string prefix;  // "arr/<hex16 id>/": <prefix>schema, <prefix>frag/<fragment id>
+  std::shared_ptr<InlineBudget> budget;
+  // The container knows the directory does not exist (skips a stat per open of thousands
+  // of small arrays); dir_created tells it when the array creates it.
+  bool dir_absent = false;
+  std::function<void()> dir_created;
 };
 
 struct FragmentInfo {
@@ -63,6 +97,11 @@ class Array {
   static Status create(const std::string& dir, const Schema& schema, bool durable = true);
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
                      std::unique_ptr<Array>* out);
+  // A catalog-bound array (Container::open_array); `dir` may not exist yet.
+  static Status open_bound(const std::string& dir, CatalogBinding binding, bool writable,
+                           const ArrayOptions& opts, std::unique_ptr<Array>* out);
+  // The catalog record of a new bound array's schema (Container::create_array).
+  static std::string schema_record(const Schema& schema);
   ~Array();  // flushes the write buffer (errors are lost: call flush() first to see them)
 
   const Schema& schema() const { return schema_; }
@@ -128,7 +167,9 @@ class Array {
   Status consolidate_part(uint32_t part, uint32_t parts);
 
   std::vector<FragmentInfo> fragments();
-  uint64_t storage_bytes();  // bytes of all fragment files (written so far)
+  uint64_t storage_bytes();  // bytes of all fragments, files and inline records (written so far)
+  // After prepare_flush(): whether this flush has files to sync (else no syncfs needed).
+  bool has_unsynced_files() const;
   size_t buffered_cells() const;
 
  private:
@@ -165,6 +206,22 @@ class Array {
   void flush_impl();
   bool apply_extent_commits();
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
+  // --- catalog-bound arrays
+  std::unique_ptr<FragmentWriter> make_writer(FragmentId id);
+  uint64_t inline_limit() const;
+  void ensure_dir(bool durable);
+  void add_inline(std::vector<uint8_t> bytes);
+  void materialize_inline();  // a batch mixing files and inline records goes all to files
+  std::string frag_key(const FragmentId& id) const;
+  std::string inline_label(const std::string& key) const;
+  void put_schema(bool durable);
+  Schema load_schema();
+  void release_inline(const Fragment& f);
+
+  std::optional<CatalogBinding> cat_;
+  bool dir_exists_ = true;
+  uint64_t inline_bytes_ = 0;  // this array's published and pending inline fragments
+  std::vector<std::shared_ptr<Fragment>> unpublished_inline_;  // deferred mode
 
   mutable std::mutex mu_;
   std::string dir_, frag_dir_;

@@ -31,18 +31,8 @@ uint32_t header_check(const uint8_t* first12) {
   return static_cast<uint32_t>(checksum64(first12, 12));
 }
 
-// Frames a payload: [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))].
-std::vector<uint8_t> frame_record(const std::vector<uint8_t>& payload) {
-  if (payload.size() > UINT32_MAX)
-    throw_error(Errc::kInvalidArgument,
-                "catalog batch too large (" + std::to_string(payload.size()) + " bytes)");
-  ByteWriter w;
-  w.u32(static_cast<uint32_t>(payload.size()));
-  w.u64(checksum64(payload.data(), payload.size()));
-  w.u32(header_check(w.buf().data()));
-  w.bytes(payload.data(), payload.size());
-  return std::move(w.buf());
-}
+// A record is framed as [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))]
+// followed by the payload (commit_impl, maybe_compact).
 
 // Bytes one live pair costs in a compacted log (op byte + two length-prefixed strings).
 uint64_t entry_bytes(const std::string& k, const std::string& v) {
@@ -115,18 +105,35 @@ Catalog::~Catalog() {
 }
 
 std::optional<std::string> Catalog::get(std::string_view key) const {
+  std::lock_guard<std::mutex> g(mu_);
   auto it = kv_.find(key);
   if (it == kv_.end()) return std::nullopt;
   return it->second;
 }
 
+bool Catalog::contains(std::string_view key) const {
+  std::lock_guard<std::mutex> g(mu_);
+  return kv_.find(key) != kv_.end();
+}
+
 std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view prefix) const {
+  std::lock_guard<std::mutex> g(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
     if (it->first.compare(0, prefix.size(), prefix) != 0) break;
     out.emplace_back(it->first, it->second);
   }
   return out;
+}
+
+uint64_t Catalog::value_bytes(std::string_view prefix) const {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t n = 0;
+  for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    n += it->second.size();
+  }
+  return n;
 }
 
 // Reads records from log_end_ to EOF and applies them.  The writer cuts off a torn tail; a
@@ -211,7 +218,7 @@ void Catalog::replay() {
     } catch (const Error& e) {
       corrupt(base + off, e.what());
     }
-    apply(batch);
+    apply(batch, /*move=*/true);
     off = rv.end;
     log_end_ = base + off;
   }
@@ -222,30 +229,125 @@ void Catalog::replay() {
 }
 
 void Catalog::commit(const CatalogBatch& batch) {
+  std::lock_guard<std::mutex> g(mu_);
+  commit_impl(const_cast<CatalogBatch&>(batch), /*move=*/false);
+}
+
+void Catalog::commit(CatalogBatch&& batch) {
+  std::lock_guard<std::mutex> g(mu_);
+  commit_impl(batch, /*move=*/true);
+  batch.ops_.clear();
+}
+
+// Appends one framed record of `ops` (op, key, value) to queued_; `n` ops, `len` bytes.
+template <class ForEach>
+void Catalog::frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each) {
+  if (len > UINT32_MAX)
+    throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
+  const size_t base = queued_.size();
+  queued_.resize(base + kRecordHeaderSize + len);
+  uint8_t* q = queued_.data() + base + kRecordHeaderSize;
+  auto put = [&](const void* p, size_t n) {
+    if (n) std::memcpy(q, p, n);
+    q += n;
+  };
+  auto put_str = [&](std::string_view v) {
+    uint32_t n = static_cast<uint32_t>(v.size());
+    put(&n, 4);
+    put(v.data(), v.size());
+  };
+  put(&nops, 4);
+  for_each([&](bool is_put, std::string_view key, std::string_view value) {
+    uint8_t kind = is_put ? 1 : 0;
+    put(&kind, 1);
+    put_str(key);
+    if (is_put) put_str(value);
+  });
+  uint8_t* h = queued_.data() + base;
+  uint32_t len32 = static_cast<uint32_t>(len);
+  uint64_t sum = checksum64(h + kRecordHeaderSize, len);
+  std::memcpy(h, &len32, 4);
+  std::memcpy(h + 4, &sum, 8);
+  uint32_t check = header_check(h);
+  std::memcpy(h + 12, &check, 4);
+}
+
+// kOnSync: the commits since the last sync become ONE record holding their net effect
+// (the current value of every key they touched, or its deletion).  A crash loses queued
+// commits anyway, so merging them keeps the rule "the log holds a prefix of the commits,
+// each whole"; and a key rewritten many times between syncs (a group's record as links
+// are added, an object's as attributes are) is written once, not once per commit.
+void Catalog::encode_dirty() {
+  if (dirty_.empty()) return;
+  // Each dirty key's entry (or end() once deleted).  Both are sorted by key: when many
+  // keys are dirty, one merge walk over the map beats a search per key.
+  std::vector<Map::const_iterator> at;
+  at.reserve(dirty_.size());
+  if (dirty_.size() * 16 >= kv_.size()) {
+    auto it = kv_.lower_bound(*dirty_.begin());
+    for (const std::string& k : dirty_) {
+      while (it != kv_.end() && it->first < k) ++it;
+      at.push_back(it != kv_.end() && it->first == k ? it : kv_.end());
+    }
+  } else {
+    for (const std::string& k : dirty_) at.push_back(kv_.find(k));
+  }
+  uint64_t len = 4;
+  size_t i = 0;
+  for (const std::string& k : dirty_) {
+    len += 1 + 4 + k.size() + (at[i] != kv_.end() ? 4 + at[i]->second.size() : 0);
+    ++i;
+  }
+  frame_into_queue(static_cast<uint32_t>(dirty_.size()), len, [&](auto emit) {
+    size_t j = 0;
+    for (const std::string& k : dirty_) {
+      if (at[j] != kv_.end()) emit(true, k, at[j]->second);
+      else emit(false, k, std::string_view());
+      ++j;
+    }
+  });
+  dirty_.clear();
+  dirty_bytes_ = 0;
+}
+
+void Catalog::commit_impl(CatalogBatch& batch, bool move) {
   if (mode_ == Mode::kReadOnly)
     throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
   if (batch.empty()) return;
   if (mode_ == Mode::kShadow) {  // rank 0 persists the same batch
-    apply(batch);
+    apply(batch, move);
     return;
   }
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
-  ByteWriter p;
-  p.u32(static_cast<uint32_t>(batch.ops().size()));
-  for (const auto& op : batch.ops()) {
-    p.u8(op.put ? 1 : 0);
-    p.str(op.key);
-    if (op.put) p.str(op.value);
+  uint64_t len = 4;
+  for (const auto& op : batch.ops()) len += 1 + 4 + op.key.size() + (op.put ? 4 + op.value.size() : 0);
+  if (len > UINT32_MAX)
+    throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
+  if (durability_ == Durability::kOnSync) {
+    for (const auto& op : batch.ops()) dirty_.insert(op.key);
+    dirty_bytes_ += len;
+    apply(batch, move);
+    if (dirty_bytes_ > (4u << 20)) sync_locked();
+    return;
   }
-  std::vector<uint8_t> rec = frame_record(p.buf());
-  queued_.insert(queued_.end(), rec.begin(), rec.end());
-  apply(batch);
-  if (durability_ == Durability::kEachCommit || queued_.size() > (4u << 20)) sync();
+  encode_dirty();  // commits queued before a switch to kEachCommit come first
+  frame_into_queue(static_cast<uint32_t>(batch.ops().size()), len, [&](auto emit) {
+    for (const auto& op : batch.ops()) emit(op.put, op.key, op.value);
+  });
+  apply(batch, move);
+  sync_locked();
 }
 
 void Catalog::sync() {
-  if (queued_.empty() || mode_ != Mode::kReadWrite) return;
+  std::lock_guard<std::mutex> g(mu_);
+  sync_locked();
+}
+
+void Catalog::sync_locked() {
+  if (mode_ != Mode::kReadWrite) return;
+  encode_dirty();
+  if (queued_.empty()) return;
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
   try {
@@ -262,21 +364,28 @@ void Catalog::sync() {
   maybe_compact();
 }
 
-void Catalog::apply(const CatalogBatch& batch) {
-  for (const auto& op : batch.ops()) {
-    auto it = kv_.find(op.key);
-    if (it != kv_.end()) {
+void Catalog::apply(CatalogBatch& batch, bool move) {
+  for (auto& op : batch.ops_) {
+    auto it = kv_.lower_bound(op.key);  // also the insertion hint
+    if (it != kv_.end() && it->first == op.key) {
       live_bytes_ -= entry_bytes(it->first, it->second);
-      if (!op.put) kv_.erase(it);
+      if (!op.put) {
+        kv_.erase(it);
+        continue;
+      }
+      if (move) it->second = std::move(op.value);
+      else it->second = op.value;
+      live_bytes_ += entry_bytes(it->first, it->second);
+      continue;
     }
-    if (op.put) {
-      kv_[op.key] = op.value;
-      live_bytes_ += entry_bytes(op.key, op.value);
-    }
+    if (!op.put) continue;
+    auto r = move ? kv_.emplace_hint(it, std::move(op.key), std::move(op.value)) : kv_.emplace_hint(it, op.key, op.value);
+    live_bytes_ += entry_bytes(r->first, r->second);
   }
 }
 
 void Catalog::reload() {
+  std::lock_guard<std::mutex> g(mu_);
   // The only writer is always up to date; a shadow is as up to date as rank 0's writer.
   if (mode_ != Mode::kReadOnly) return;
   // Compaction publishes a new file by rename: follow the name if it moved to a new inode.
@@ -312,18 +421,38 @@ void Catalog::reload() {
 void Catalog::maybe_compact() {
   if (log_end_ <= 2 * live_bytes_ + kCompactSlack) return;
   std::string tmp = log_path_ + ".tmp";
-  ByteWriter p;
-  p.u32(static_cast<uint32_t>(kv_.size()));
-  for (const auto& [k, v] : kv_) {
-    p.u8(1);
-    p.str(k);
-    p.str(v);
-  }
-  if (p.size() > UINT32_MAX) return;  // cannot be framed as one record; keep appending
+  // File header + one framed record of every live pair, built in one buffer (the catalog
+  // can hold megabytes of inline fragments: no intermediate copies).
+  uint64_t len = 4;
+  for (const auto& [k, v] : kv_) len += 1 + 4 + k.size() + 4 + v.size();
+  if (len > UINT32_MAX) return;  // cannot be framed as one record; keep appending
   try {
     std::vector<uint8_t> data = file_header();
-    std::vector<uint8_t> rec = frame_record(p.buf());
-    data.insert(data.end(), rec.begin(), rec.end());
+    const size_t base = data.size();
+    data.resize(base + kRecordHeaderSize + len);
+    uint8_t* q = data.data() + base + kRecordHeaderSize;
+    auto put = [&](const void* p, size_t n) {
+      if (n) std::memcpy(q, p, n);
+      q += n;
+    };
+    uint32_t n = static_cast<uint32_t>(kv_.size());
+    put(&n, 4);
+    for (const auto& [k, v] : kv_) {
+      uint8_t one = 1;
+      uint32_t kl = static_cast<uint32_t>(k.size()), vl = static_cast<uint32_t>(v.size());
+      put(&one, 1);
+      put(&kl, 4);
+      put(k.data(), kl);
+      put(&vl, 4);
+      put(v.data(), vl);
+    }
+    uint8_t* h = data.data() + base;
+    uint32_t len32 = static_cast<uint32_t>(len);
+    uint64_t sum = checksum64(h + kRecordHeaderSize, len);
+    std::memcpy(h, &len32, 4);
+    std::memcpy(h + 4, &sum, 8);
+    uint32_t check = header_check(h);
+    std::memcpy(h + 12, &check, 4);
     remove_file(tmp);  // a leftover from a crash
     File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
     f.pwrite_all(data.data(), data.size(), 0);

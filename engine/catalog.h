@@ -8,7 +8,8 @@
 // followed by more data is corruption and fails the open with a message naming the file.
 // When the log grows past twice the live data, the writer rewrites it (temp + rename).
 // One writer at a time per directory (flock on `catalog.lock`); readers need no lock and
-// call reload() to see newer commits.  Byte layout: docs/format.md.
+// call reload() to see newer commits.  Thread-safe (one mutex): engine arrays keep their
+// schema and inline fragments here too (container.h).  Byte layout: docs/format.md.
 //
 // Shadow mode (MPI ranks other than 0 of a parallel file): the log is read once at open,
 // no lock is taken and nothing is ever written; commit() applies a batch in memory only
@@ -18,7 +19,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +43,7 @@ class CatalogBatch {
   const std::vector<Op>& ops() const { return ops_; }
 
  private:
+  friend class Catalog;  // commit(CatalogBatch&&) moves the values into the catalog
   std::vector<Op> ops_;
 };
 
@@ -52,19 +56,23 @@ class Catalog {
   ~Catalog();
 
   std::optional<std::string> get(std::string_view key) const;
+  bool contains(std::string_view key) const;
   // All pairs whose key starts with prefix, sorted by key.
   std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) const;
+  // Total size of the values whose key starts with prefix (no copies).
+  uint64_t value_bytes(std::string_view prefix) const;
   // When commits become durable.  kEachCommit: commit() appends and fdatasyncs.
   // kOnSync (HDF5's rule: metadata is durable after a flush or close): commit() applies
-  // the batch in memory and queues its record; sync() appends every queued record in
-  // order with one write and one fdatasync.  A crash loses the queued records whole —
-  // the log still holds a prefix of the commits, each batch entire or absent.  The queue
-  // is synced by itself past 4 MiB, and by the destructor.
+  // the batch in memory; sync() appends ONE record with the net effect of every commit
+  // since the last sync (one write, one fdatasync).  A crash loses those commits whole —
+  // the log still holds a prefix of the commits, each batch entire or absent.  Pending
+  // commits are synced by themselves past 4 MiB, and by the destructor.
   enum class Durability { kEachCommit, kOnSync };
   void set_durability(Durability d) { durability_ = d; }
   // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
   // a read-only catalog.
   void commit(const CatalogBatch& batch);
+  void commit(CatalogBatch&& batch);  // same; the batch's strings are moved (it is left empty)
   void sync();
   // Re-reads the log to pick up commits made by another process.
   void reload();
@@ -75,9 +83,15 @@ class Catalog {
  private:
   Catalog() = default;
   void replay();
-  void apply(const CatalogBatch& batch);  // updates kv_ and live_bytes_
+  void apply(CatalogBatch& batch, bool move);  // updates kv_ and live_bytes_
+  void commit_impl(CatalogBatch& batch, bool move);
   void maybe_compact();
+  void sync_locked();
+  void encode_dirty();
+  template <class ForEach>
+  void frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each);
 
+  mutable std::mutex mu_;
   Mode mode_ = Mode::kReadOnly;
   std::string dir_, log_path_;
   FileLock lock_;
@@ -85,8 +99,12 @@ class Catalog {
   uint64_t log_end_ = 0;     // offset after the last good record
   uint64_t live_bytes_ = 0;  // approximate size of the live key/values
   Durability durability_ = Durability::kEachCommit;
-  std::vector<uint8_t> queued_;  // framed records not yet written (kOnSync)
-  std::map<std::string, std::string, std::less<>> kv_;
+  std::vector<uint8_t> queued_;  // framed records not yet written
+  // kOnSync: keys committed since the last sync (written as one net record at sync).
+  std::set<std::string, std::less<>> dirty_;
+  uint64_t dirty_bytes_ = 0;
+  using Map = std::map<std::string, std::string, std::less<>>;
+  Map kv_;
 };
 
 }  // namespace tessera

@@ -132,7 +132,11 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   // the newest input (only its own consolidations share its ts, rank and seq).
   FragmentId id = in.back()->meta().id;
   id.gen += 1 + part;
-  FragmentWriter w(frag_dir_, id, schema_);
+  // Parts are published together by an epoch commit, through files (parallel tools).
+  if (parts > 1 && cat_) ensure_dir(false);
+  std::unique_ptr<FragmentWriter> wp =
+      parts > 1 ? std::make_unique<FragmentWriter>(frag_dir_, id, schema_) : make_writer(id);
+  FragmentWriter& w = *wp;
   std::vector<FragmentId> replaced;
   for (auto& f : in) replaced.push_back(f->meta().id);
   w.set_replaces(replaced);
@@ -266,6 +270,43 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     // rank's reads use it (it would hide the inputs of the other parts' tiles).
     std::string tmp = w.finish();
     unpublished_.push_back({Fragment::open(tmp), w.final_path()});
+    return;
+  }
+  if (cat_) {
+    // The result is durable before any input goes: an inline result and the removal of
+    // inline inputs are one catalog batch; a file result is synced and renamed first
+    // (its footer's `replaces` hides the inputs until their records are deleted).
+    std::string tmp = w.finish();
+    std::shared_ptr<Fragment> nf;
+    CatalogBatch b;
+    if (tmp.empty()) {
+      auto bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
+      const std::string key = frag_key(id);
+      nf = Fragment::open_inline(inline_label(key), bytes);
+      b.put(key, std::string(bytes->begin(), bytes->end()));
+      inline_bytes_ += bytes->size();
+      if (cat_->budget) cat_->budget->used += bytes->size();
+    } else {
+      nf = Fragment::open(tmp);
+      FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
+      sync_dir(frag_dir_);
+      nf->set_path(w.final_path());
+    }
+    for (auto& f : in)
+      if (f->is_inline()) {
+        b.del(frag_key(f->meta().id));
+        release_inline(*f);
+      }
+    cat_->catalog->commit(b);
+    cat_->catalog->sync();
+    add_fragment(nf, replaced);
+    bool files = false;
+    for (auto& f : in)
+      if (!f->is_inline()) {
+        remove_file(f->path());
+        files = true;
+      }
+    if (files) sync_dir(frag_dir_);
     return;
   }
   std::string path = w.commit();

@@ -1,6 +1,7 @@
 #include "engine/container.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/checksum.h"
@@ -13,6 +14,7 @@ namespace {
 const char kHeaderFile[] = "tessera.container";
 const char kArraysDir[] = "arrays";
 const char kNextIdKey[] = "sys/next_array_id";
+const char kArrayKeys[] = "arr/";
 constexpr uint32_t kContainerVersion = 1;
 
 // header: "TSRACONT" u32 version u32 reserved u64 XXH3 of the preceding 16 bytes
@@ -77,6 +79,7 @@ Status Container::create(const std::string& path, CreateMode mode, std::unique_p
     c->path_ = path;
     c->writable_ = true;
     c->catalog_ = Catalog::open(path, Catalog::Mode::kReadWrite, true);
+    c->init_budget();
     *out = std::move(c);
   });
 }
@@ -90,6 +93,7 @@ Status Container::open(const std::string& path, bool writable, std::unique_ptr<C
     c->path_ = path;
     c->writable_ = writable;
     c->catalog_ = Catalog::open(path, writable ? Catalog::Mode::kReadWrite : Catalog::Mode::kReadOnly, false);
+    c->init_budget();
     *out = std::move(c);
   });
 }
@@ -101,6 +105,7 @@ Status Container::open_shadow(const std::string& path, std::unique_ptr<Container
     c->path_ = path;
     c->writable_ = true;
     c->shadow_ = true;
+    c->file_arrays_ = true;
     c->catalog_ = Catalog::open(path, Catalog::Mode::kShadow, false);
     *out = std::move(c);
   });
@@ -120,6 +125,27 @@ Status Container::remove(const std::string& path) {
   });
 }
 
+void Container::init_budget() {
+  const char* e = std::getenv("TESSERA_INLINE_TOTAL_MB");
+  budget_->cap = (e && *e ? std::strtoull(e, nullptr, 10) : 256) << 20;
+  budget_->used = catalog_->value_bytes(kArrayKeys);
+  for (const std::string& name : list_dir(join_path(path_, kArraysDir))) {
+    char* end = nullptr;
+    uint64_t id = std::strtoull(name.c_str(), &end, 16);
+    if (name.size() == 16 && end && *end == 0) dirs_->insert(id);
+  }
+}
+
+std::string Container::array_prefix(uint64_t id) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string key = std::string(kArrayKeys) + "0000000000000000/";
+  for (size_t i = sizeof kArrayKeys - 1 + 15;; --i, id >>= 4) {
+    key[i] = kDigits[id & 15];
+    if (i == sizeof kArrayKeys - 1) break;
+  }
+  return key;
+}
+
 std::string Container::array_dir(uint64_t id) const {
   char name[32];
   std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(id));
@@ -129,7 +155,7 @@ std::string Container::array_dir(uint64_t id) const {
 Status Container::sync() {
   return guard([&] {
     sync_filesystem(path_);
-    unsynced_arrays_ = false;
+    *unsynced_arrays_ = false;
   });
 }
 
@@ -141,14 +167,23 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
     CatalogBatch b;
     b.put(kNextIdKey, std::to_string(next + 1));
+    if (!file_arrays_) b.put(array_prefix(next) + "schema", Array::schema_record(schema));
     catalog_->commit(b);
     if (!shadow_) {
-      if (!durable) unsynced_arrays_ = true;
       // The counter is the authority: a directory under an id it never handed out durably
       // is what a writer that crashed before its flush left behind.
       if (path_exists(array_dir(next))) remove_tree(array_dir(next));
-      Status st = Array::create(array_dir(next), schema, durable);
-      if (!st.ok()) throw_error(st.code(), st.message());
+      {
+        std::lock_guard<std::mutex> g(*dirs_mu_);
+        dirs_->erase(next);
+      }
+      if (file_arrays_) {
+        if (!durable) *unsynced_arrays_ = true;
+        Status st = Array::create(array_dir(next), schema, durable);
+        if (!st.ok()) throw_error(st.code(), st.message());
+        std::lock_guard<std::mutex> g(*dirs_mu_);
+        dirs_->insert(next);
+      }
     }
     *id = next;
   });
@@ -162,7 +197,34 @@ Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opt
   // We hold the catalog's writer lock; but ranks of a parallel file (collective) may
   // have temporary files in any array at any time: their cleanup is recover_arrays'.
   else if (!o.collective) o.sole_writer = writable && writable_;
-  return Array::open(array_dir(id), writable && writable_, o, out);
+  // Parallel files publish only through epoch journals, and only rank 0's catalog
+  // persists: no inline fragments there.
+  if (o.collective) o.inline_fragment_bytes = 0;
+  const std::string prefix = array_prefix(id);
+  if (!catalog_->contains(prefix + "schema")) {
+    std::string dir = array_dir(id);
+    // An array of an older container keeps its schema in its directory.
+    if (path_exists(join_path(dir, "schema"))) return Array::open(dir, writable && writable_, o, out);
+    return Status(Errc::kNotFound, "array " + std::to_string(id) + " has no schema record in the catalog '" +
+                                       catalog_->log_path() + "'");
+  }
+  CatalogBinding b;
+  b.catalog = catalog_;
+  b.prefix = prefix;
+  b.budget = budget_;
+  {
+    std::lock_guard<std::mutex> g(*dirs_mu_);
+    b.dir_absent = dirs_->count(id) == 0;
+  }
+  auto mu = dirs_mu_;
+  auto dirs = dirs_;
+  auto unsynced = unsynced_arrays_;
+  b.dir_created = [mu, dirs, unsynced, id] {
+    *unsynced = true;  // a new directory entry: the next flush needs a file-system sync
+    std::lock_guard<std::mutex> g(*mu);
+    dirs->insert(id);
+  };
+  return Array::open_bound(array_dir(id), std::move(b), writable && writable_, o, out);
 }
 
 Status Container::recover_arrays() {
@@ -193,7 +255,17 @@ Status Container::recover_arrays() {
 Status Container::remove_array(uint64_t id) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
+    CatalogBatch b;
+    uint64_t freed = 0;
+    for (auto& [key, value] : catalog_->scan(array_prefix(id))) {
+      b.del(key);
+      freed += value.size();
+    }
+    catalog_->commit(b);
+    budget_->used -= std::min<uint64_t>(budget_->used.load(), freed);
     if (!shadow_) remove_tree(array_dir(id));
+    std::lock_guard<std::mutex> g(*dirs_mu_);
+    dirs_->erase(id);
   });
 }
 

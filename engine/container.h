@@ -1,10 +1,16 @@
 // A container: the directory an application names in H5Fcreate.  It holds a small header
-// file (`tessera.container`), the catalog of HDF5 objects (catalog.h), and one directory
-// per array under `arrays/`, named by a numeric id — never by a user string, so no object
-// name can escape the container.  Byte layout: docs/format.md.
+// file (`tessera.container`), the catalog of HDF5 objects (catalog.h), and the arrays.
+// An array's schema and its small fragments are catalog records (array.h, "catalog-bound");
+// its directory under `arrays/`, named by a numeric id — never by a user string, so no
+// object name can escape the container — exists only once the array needs a file.
+// Arrays of containers written before catalog records existed keep their directories.
+// Byte layout: docs/format.md.
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "engine/array.h"
@@ -29,21 +35,30 @@ class Container {
   const std::string& path() const { return path_; }
   bool writable() const { return writable_; }
   bool shadow() const { return shadow_; }
+  // Parallel files: new arrays get a directory and schema file at creation (not catalog
+  // records), so the epoch protocol (docs/parallel.md) publishes everything as files.
+  void set_file_arrays(bool on) { file_arrays_ = on; }
   // Parallel commits (docs/parallel.md): the last epoch whose per-rank publish journals
   // are committed.  open_array passes it on, so recovery rolls those journals forward and
   // later ones back.
   static constexpr const char* kEpochKey = "sys/epoch";
   uint64_t committed_epoch() const;
   Catalog& catalog() { return *catalog_; }
+  // Catalog key prefix of an array's records: "arr/<hex16 id>/".
+  static std::string array_prefix(uint64_t id);
+  // Total inline bytes the catalog may hold (TESSERA_INLINE_TOTAL_MB, default 256).
+  const std::shared_ptr<InlineBudget>& inline_budget() const { return budget_; }
 
-  // Array ids are allocated from a counter kept in the catalog.
-  // durable = false: the array's files are not synced until the next sync().
+  // Array ids are allocated from a counter kept in the catalog; the schema is a catalog
+  // record committed with the id (durable per the catalog's durability; `durable` is
+  // kept for callers and means nothing more: no file is created).
   Status create_array(const Schema& schema, uint64_t* id, bool durable = true);
   // One syncfs(2) over the container's file system (see Array::prepare_flush).
   Status sync();
   // True when an array was created with durable = false since the last sync().
-  bool has_unsynced_arrays() const { return unsynced_arrays_; }
+  bool has_unsynced_arrays() const { return *unsynced_arrays_; }
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
+  // Removes the array's records and its directory (if any).
   Status remove_array(uint64_t id);
   // Finishes every array's crash recovery now (publish journals rolled forward or back,
   // orphan temporary fragments removed) instead of at each array's first open.  A
@@ -58,8 +73,18 @@ class Container {
   std::string path_;
   bool writable_ = false;
   bool shadow_ = false;
-  bool unsynced_arrays_ = false;
-  std::unique_ptr<Catalog> catalog_;
+  // Arrays get their directory and schema file at creation, as before catalog-bound
+  // arrays existed (parallel files: the epoch protocol publishes files only).
+  bool file_arrays_ = false;
+  // An array directory was created (unsynced) since the last sync(); shared with the
+  // arrays' dir_created callbacks.
+  std::shared_ptr<std::atomic<bool>> unsynced_arrays_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<Catalog> catalog_;
+  std::shared_ptr<InlineBudget> budget_ = std::make_shared<InlineBudget>();
+  void init_budget();
+  // Ids of the array directories under arrays/ (listed at open, then kept up to date).
+  std::shared_ptr<std::mutex> dirs_mu_ = std::make_shared<std::mutex>();
+  std::shared_ptr<std::set<uint64_t>> dirs_ = std::make_shared<std::set<uint64_t>>();
 };
 
 }  // namespace tessera

@@ -21,14 +21,32 @@ std::atomic<uint64_t> g_serial{1};
 }  // namespace
 
 std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
+  return open_source(path, std::make_unique<FileSource>(File::open_read(path)));
+}
+
+std::shared_ptr<Fragment> Fragment::open_inline(const std::string& label,
+                                                std::shared_ptr<const std::vector<uint8_t>> bytes) {
+  auto src = std::make_unique<MemorySource>(label, std::move(bytes));
+  MemorySource* m = src.get();
+  auto f = open_source(label, std::move(src));
+  f->inline_ = m;
+  return f;
+}
+
+File& Fragment::file() {
+  if (inline_) throw_error(Errc::kInternal, "fragment '" + path_ + "' is inline: it has no file");
+  return static_cast<FileSource*>(src_.get())->file();
+}
+
+std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::unique_ptr<ByteSource> src) {
   auto f = std::shared_ptr<Fragment>(new Fragment());
   f->path_ = path;
   f->serial_ = g_serial++;
-  f->file_ = File::open_read(path);
-  f->file_size_ = f->file_.size();
+  f->src_ = std::move(src);
+  f->file_size_ = f->src_->size();
   if (f->file_size_ < kFragHeaderSize + kFragTrailerSize) corrupt(path, "file truncated");
   uint8_t header[kFragHeaderSize], trailer[kFragTrailerSize];
-  f->file_.pread_exact(header, sizeof header, 0);
+  f->src_->pread_exact(header, sizeof header, 0);
   if (std::memcmp(header, kFragMagic, 8) != 0) corrupt(path, "not a tessera fragment (bad magic)");
   uint32_t ver;
   std::memcpy(&ver, header + 8, 4);
@@ -36,7 +54,7 @@ std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
     throw_error(Errc::kUnsupported, "fragment '" + path + "': format version " + std::to_string(ver) +
                                         " is not supported (this build reads versions " +
                                         std::to_string(kFragMinVersion) + " to " + std::to_string(kFragVersion) + ")");
-  f->file_.pread_exact(trailer, sizeof trailer, f->file_size_ - kFragTrailerSize);
+  f->src_->pread_exact(trailer, sizeof trailer, f->file_size_ - kFragTrailerSize);
   if (std::memcmp(trailer + 32, kFragEndMagic, 8) != 0) corrupt(path, "file truncated or trailer damaged");
   uint32_t tver;
   std::memcpy(&tver, trailer + 24, 4);
@@ -48,7 +66,7 @@ std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
   if (foff < kFragHeaderSize || fsz > f->file_size_ || foff != f->file_size_ - kFragTrailerSize - fsz)
     corrupt(path, "footer location is invalid");
   std::vector<uint8_t> footer(fsz);
-  f->file_.pread_exact(footer.data(), fsz, foff);
+  f->src_->pread_exact(footer.data(), fsz, foff);
   if (checksum64(footer.data(), fsz) != fck) corrupt(path, "footer checksum mismatch");
   f->meta_ = FragmentMeta::deserialize(footer.data(), fsz, "fragment '" + path + "'", ver);
   auto check = [&](const BlobRef& b) {
@@ -76,7 +94,7 @@ std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
 std::vector<uint8_t> Fragment::read_blob(const BlobRef& b, const FilterPipeline& p,
                                          const std::string& what) const {
   std::vector<uint8_t> stored(b.stored_size);
-  file_.pread_exact(stored.data(), stored.size(), b.offset);
+  src_->pread_exact(stored.data(), stored.size(), b.offset);
   if (checksum64(stored.data(), stored.size()) != b.checksum) corrupt(path_, what + ": checksum mismatch");
   if (p.empty()) {
     if (stored.size() != b.raw_size) corrupt(path_, what + ": size mismatch");
@@ -111,7 +129,7 @@ void Fragment::verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_
 std::vector<uint8_t> Fragment::read_checked_tile(size_t i) const {
   const DenseEntry& e = meta_.dense[i];
   std::vector<uint8_t> v(e.blob.stored_size);
-  file_.pread_exact(v.data(), v.size(), e.blob.offset);
+  src_->pread_exact(v.data(), v.size(), e.blob.offset);
   verify_blocks(i, v.data(), 0, e.block_checks.size());
   return v;
 }
@@ -162,13 +180,13 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
         ++k;
         skip = 0;
       }
-      file_.preadv_exact(iov.data(), static_cast<int>(iov.size()), base + start);
+      src_->preadv_exact(iov.data(), static_cast<int>(iov.size()), base + start);
       continue;
     }
     const uint64_t b0 = off / B, b1 = std::min({nblocks, b0 + kWindowBlocks, last_block + 1});
     const uint64_t w0 = b0 * B, w1 = std::min(size, b1 * B);
     scratch.resize(w1 - w0);
-    file_.pread_exact(scratch.data(), scratch.size(), base + w0);
+    src_->pread_exact(scratch.data(), scratch.size(), base + w0);
     verify_blocks(i, scratch.data(), b0, b1);
     while (k < runs.size()) {
       off = runs[k].off + skip;

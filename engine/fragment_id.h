@@ -22,11 +22,18 @@ struct FragmentId {
   bool operator!=(const FragmentId& o) const { return !(*this == o); }
 
   // File name stem: 16 + 8 + 8 + 8 hex digits; sorts like the id.
+  // (A plain loop, not snprintf: inline fragments' catalog keys are built per write.)
   std::string name() const {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%016llx-%08x-%08x-%08x", static_cast<unsigned long long>(ts),
-                  rank, seq, gen);
-    return buf;
+    std::string b(43, '-');
+    auto hex = [&](size_t at, uint64_t v, int digits) {
+      static const char kDigits[] = "0123456789abcdef";
+      for (int i = digits - 1; i >= 0; --i, v >>= 4) b[at + i] = kDigits[v & 15];
+    };
+    hex(0, ts, 16);
+    hex(17, rank, 8);
+    hex(26, seq, 8);
+    hex(35, gen, 8);
+    return b;
   }
   static bool parse(const std::string& stem, FragmentId* out) {
     unsigned long long ts;

@@ -19,18 +19,19 @@ FilterPipeline coords_pipeline() { return FilterPipeline({{FilterType::kShuffle,
 std::atomic<uint64_t> g_tmp_counter{0};
 }  // namespace
 
-FragmentWriter::FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema)
+FragmentWriter::FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema,
+                               uint64_t inline_limit, std::function<void()> before_file)
     : dir_(dir), schema_(schema), layout_(schema), pool_(ThreadPool::shared()),
-      out_(File(), 0) {
-  final_path_ = join_path(dir, file_name(id));
-  tmp_path_ = join_path(dir, "." + id.name() + "." + std::to_string(::getpid()) + "." +
-                                 std::to_string(g_tmp_counter++) + ".tmp");
-  out_ = AppendFile(File::open_rw(tmp_path_, true, true), 0);
+      out_(File(), 0), in_memory_(inline_limit > 0), inline_limit_(inline_limit),
+      before_file_(std::move(before_file)) {
+  meta_.id = id;
+  // Names only for a file (a small inline fragment never needs them: thousands of tiny
+  // datasets write one each).
+  if (!in_memory_) open_file();
   uint8_t header[kFragHeaderSize] = {};
   std::memcpy(header, kFragMagic, 8);
   std::memcpy(header + 8, &kFragVersion, 4);
-  out_.append(header, sizeof header);
-  meta_.id = id;
+  append(header, sizeof header);
   meta_.rank = static_cast<uint32_t>(schema.rank());
   meta_.elem_size = schema.elem_size;
   meta_.values_filters = schema.filters;
@@ -55,7 +56,7 @@ void FragmentWriter::abort() {
     }
   }
   try {
-    remove_file(tmp_path_);
+    if (!in_memory_) remove_file(tmp_path_);
   } catch (...) {
   }
   committed_ = true;  // nothing left to clean up
@@ -78,6 +79,31 @@ void encode_into(std::vector<uint8_t>& raw, const FilterPipeline* pipeline, bool
   }
 }
 }  // namespace
+void FragmentWriter::name_files() {
+  if (!final_path_.empty()) return;
+  final_path_ = join_path(dir_, file_name(meta_.id));
+  tmp_path_ = join_path(dir_, "." + meta_.id.name() + "." + std::to_string(::getpid()) + "." +
+                                  std::to_string(g_tmp_counter++) + ".tmp");
+}
+
+void FragmentWriter::open_file() {
+  name_files();
+  if (before_file_) before_file_();
+  out_ = AppendFile(File::open_rw(tmp_path_, true, true), 0);
+  if (!mem_.empty()) out_.append(mem_.data(), mem_.size());
+  mem_ = {};
+  in_memory_ = false;
+}
+
+void FragmentWriter::append(const void* p, size_t n) {
+  if (in_memory_ && mem_.size() + n > inline_limit_) open_file();
+  if (in_memory_) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    mem_.insert(mem_.end(), b, b + n);
+  } else {
+    out_.append(p, n);
+  }
+}
 
 void FragmentWriter::submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
                             TileStats* stats, std::vector<uint64_t>* blocks) {
@@ -110,11 +136,11 @@ void FragmentWriter::drain(size_t keep) {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     Encoded e = p.encoded.get();  // rethrows filter errors
-    p.ref->offset = out_.offset();
+    p.ref->offset = offset();
     p.ref->stored_size = e.bytes.size();
     p.ref->checksum = e.checksum;
     if (p.blocks) *p.blocks = std::move(e.blocks);
-    out_.append(e.bytes.data(), e.bytes.size());
+    append(e.bytes.data(), e.bytes.size());
   }
 }
 
@@ -191,6 +217,7 @@ void FragmentWriter::flush_sparse_tile() {
 
 std::string FragmentWriter::commit() {
   write_footer();
+  if (in_memory_) open_file();  // a durable file was asked for
   out_.file().sync();
   out_.file().close();
   rename_durable(tmp_path_, final_path_);
@@ -200,6 +227,10 @@ std::string FragmentWriter::commit() {
 
 std::string FragmentWriter::finish() {
   write_footer();
+  if (in_memory_) {
+    committed_ = true;  // nothing on disk; the caller takes the bytes
+    return std::string();
+  }
   out_.file().close();
   committed_ = true;  // the temporary file now belongs to the caller
   return tmp_path_;
@@ -217,8 +248,8 @@ void FragmentWriter::write_footer() {
   meta_.dense.assign(dense_.begin(), dense_.end());
   meta_.sparse.assign(sparse_.begin(), sparse_.end());
   std::vector<uint8_t> footer = meta_.serialize();
-  uint64_t footer_off = out_.offset();
-  out_.append(footer.data(), footer.size());
+  uint64_t footer_off = offset();
+  append(footer.data(), footer.size());
   uint8_t trailer[kFragTrailerSize] = {};
   uint64_t fsz = footer.size(), fck = checksum64(footer.data(), footer.size());
   std::memcpy(trailer, &footer_off, 8);
@@ -226,7 +257,7 @@ void FragmentWriter::write_footer() {
   std::memcpy(trailer + 16, &fck, 8);
   std::memcpy(trailer + 24, &kFragVersion, 4);
   std::memcpy(trailer + 32, kFragEndMagic, 8);
-  out_.append(trailer, sizeof trailer);
+  append(trailer, sizeof trailer);
 }
 
 }  // namespace tessera

@@ -2,8 +2,12 @@
 // pool, at most a few tiles in flight, so memory stays bounded), then commit() appends
 // the footer and trailer, syncs, and renames the file into place — the atomic publish.
 // Until commit() the fragment lives under a hidden temporary name no reader looks at.
+// With an inline limit the bytes first collect in memory and go to a file only once the
+// fragment outgrows the limit: a small fragment never creates a file (the caller stores
+// it as an inline catalog record: take_inline()).
 #pragma once
 #include <deque>
+#include <functional>
 #include <future>
 #include <string>
 #include <vector>
@@ -17,7 +21,10 @@ namespace tessera {
 
 class FragmentWriter {
  public:
-  FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema);
+  // inline_limit > 0: keep the fragment in memory while it is at most that many bytes;
+  // `before_file` runs once before the first file is created (e.g. to create `dir`).
+  FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema, uint64_t inline_limit = 0,
+                 std::function<void()> before_file = {});
   ~FragmentWriter();  // removes the temporary file unless committed
 
   // Cells of `box` (inside the tile's box) in cell order; tiles in ascending tile order.
@@ -40,9 +47,14 @@ class FragmentWriter {
   std::string commit();
   // Writes footer and trailer but neither syncs nor publishes: the complete fragment
   // stays under its temporary name, which the caller now owns (see publish_finished).
-  // Returns the temporary path.
+  // Returns the temporary path, or "" when the fragment stayed in memory (take_inline()).
   std::string finish();
-  const std::string& final_path() const { return final_path_; }
+  // After finish() returned "": the fragment's bytes (the same bytes a .tfr file holds).
+  std::vector<uint8_t> take_inline() { return std::move(mem_); }
+  const std::string& final_path() {
+    name_files();
+    return final_path_;
+  }
   // Makes a finished fragment durable under its final name: fdatasync(fd), rename.  The
   // caller fsyncs the directory once for a batch of these.
   static void publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
@@ -69,12 +81,20 @@ class FragmentWriter {
   void submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
               TileStats* stats = nullptr, std::vector<uint64_t>* blocks = nullptr);
   void drain(size_t keep);
+  void append(const void* p, size_t n);
+  uint64_t offset() const { return in_memory_ ? mem_.size() : out_.offset(); }
+  void name_files();
+  void open_file();  // moves the bytes collected in memory to the temporary file
 
   std::string dir_, tmp_path_, final_path_;
   const Schema schema_;
   Layout layout_;
   ThreadPool& pool_;
   AppendFile out_;
+  bool in_memory_ = false;
+  uint64_t inline_limit_ = 0;
+  std::function<void()> before_file_;
+  std::vector<uint8_t> mem_;
   FragmentMeta meta_;
   std::deque<DenseEntry> dense_;
   std::deque<SparseEntry> sparse_;

@@ -14,6 +14,7 @@
 // attributes is reopened, when native's order becomes an artefact of message placement.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "vol/error.h"
@@ -60,21 +61,16 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
   return a.release();
 }
 
-bool tracks_attr_corder(SharedFile& f, uint64_t owner) {
-  ObjectRecord rec = f.object(owner);
+bool tracks_attr_corder(SharedFile& f, uint64_t owner, const ObjectRecord& rec) {
   hid_t pl = H5I_INVALID_HID;
-  bool own = false;
-  if (!rec.cpl.empty()) {
-    pl = H5Pdecode(rec.cpl.data());
-    own = pl >= 0;
-  } else if (owner == kRootOid) {
-    pl = f.fcpl();
-  }
+  if (!rec.cpl.empty()) pl = f.decoded_plist(rec.cpl);
+  else if (owner == kRootOid) pl = f.fcpl();
   unsigned flags = 0;
   if (pl >= 0 && H5Pget_attr_creation_order(pl, &flags) < 0) flags = 0;
-  if (own) H5Pclose(pl);
   return (flags & H5P_CRT_ORDER_TRACKED) != 0;
 }
+
+bool tracks_attr_corder(SharedFile& f, uint64_t owner) { return tracks_attr_corder(f, owner, f.object(owner)); }
 
 using AttrList = std::vector<std::pair<std::string, AttrRecord>>;
 
@@ -106,13 +102,15 @@ size_t npoints(hid_t space) {
   return static_cast<size_t>(n);
 }
 
-void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const AttrRecord& r, H5A_info_t* info) {
+// corder: the creation order to report when the caller already knows it (iteration).
+void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const AttrRecord& r, H5A_info_t* info,
+               const int64_t* corder = nullptr) {
   hid_t t = H5Tdecode(r.type_enc.data());
   hid_t s = H5Sdecode(r.space_enc.data());
   try {
     if (t < 0 || s < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
     info->corder_valid = true;
-    info->corder = reported_corder(f, owner, name, r);
+    info->corder = corder ? *corder : reported_corder(f, owner, name, r);
     info->cset = r.cset;
     info->data_size = npoints(s) * file_type_size(t);
   } catch (...) {
@@ -178,13 +176,21 @@ void iterate(Obj* o, const H5VL_loc_params_t* lp, const H5VL_attr_iterate_args_t
   auto v = ordered_attrs(f, owner, it.idx_type, it.order);
   hsize_t start = it.idx ? *it.idx : 0;
   if (start > v.size()) fail_arg("iteration start index " + std::to_string(start) + " out of range");
+  // The reported creation orders, computed once (reported_corder per attribute would
+  // re-read the owner's record and attribute list for each).
+  std::map<std::string, int64_t> corders;
+  const bool tracked = tracks_attr_corder(f, owner);
+  AttrList by_corder = v;
+  if (!tracked) order_by_index(by_corder, H5_INDEX_CRT_ORDER, H5_ITER_INC);
+  for (size_t k = 0; k < by_corder.size(); ++k)
+    corders[by_corder[k].first] = tracked ? by_corder[k].second.corder : static_cast<int64_t>(k);
   hid_t loc = owner_id(o, owner);
   herr_t r = 0;
   hsize_t i = start;
   for (; i < v.size() && r == 0; ++i) {
     H5A_info_t info{};
     try {
-      fill_info(f, owner, v[i].first, v[i].second, &info);
+      fill_info(f, owner, v[i].first, v[i].second, &info, &corders[v[i].first]);
     } catch (...) {
       if (loc >= 0) H5Idec_ref(loc);
       throw;
@@ -228,7 +234,7 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     if (r.committed_type) f.ref_object(b, r.committed_type);  // native: the type's refcount
     f.commit(b);
     auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r));
-    a->corder_unknown = !tracks_attr_corder(f, owner);
+    a->corder_unknown = !tracks_attr_corder(f, owner, orec);
     return a;
   });
 }

@@ -225,8 +225,16 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   d->ftype = StoredType(rec.type_enc, "dataset '" + path + "'");
   d->committed_type = rec.committed_type;
   d->space = H5Sdecode(rec.space_enc.data());
-  d->dcpl = rec.cpl.empty() ? H5Pcopy(H5P_DATASET_CREATE_DEFAULT) : H5Pdecode(rec.cpl.data());
-  d->dapl = H5Pcopy(H5P_DATASET_ACCESS_DEFAULT);
+  if (rec.cpl.empty()) {
+    d->dcpl = H5Pcopy(H5P_DATASET_CREATE_DEFAULT);
+  } else {
+    // Shared with every handle of a dataset with the same dcpl: handles only read it
+    // (H5Dget_create_plist hands out a copy), and each holds one reference.
+    hid_t cached = f->decoded_plist(rec.cpl);
+    d->dcpl = cached >= 0 && H5Iinc_ref(cached) >= 0 ? cached : H5I_INVALID_HID;
+  }
+  hid_t dapl = f->shared_default_dapl();
+  d->dapl = dapl >= 0 && H5Iinc_ref(dapl) >= 0 ? dapl : H5I_INVALID_HID;
   if (d->space < 0 || d->dcpl < 0 || d->dapl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
   d->array = f->array(rec.array_id);

@@ -149,9 +149,16 @@ struct Copier {
     new_arrays.push_back(id);
     std::string from = src.container().array_dir(array_id), to = dst.container().array_dir(id);
     check(tessera::guard([&] {
+      // Inline fragments (catalog records) are copied as records under the new array.
+      const std::string sp = tessera::Container::array_prefix(array_id) + "frag/";
+      const std::string tp = tessera::Container::array_prefix(id) + "frag/";
+      tessera::CatalogBatch rb;
+      for (auto& [key, value] : src.container().catalog().scan(sp)) rb.put(tp + key.substr(sp.size()), value);
+      dst.container().catalog().commit(rb);
       for (const char* sub : {"frag", "heap"}) {
         std::string fd = tessera::join_path(from, sub), td = tessera::join_path(to, sub);
         if (!tessera::is_directory(fd)) continue;
+        tessera::make_dir(to);
         tessera::make_dir(td);
         for (const std::string& name : tessera::list_dir(fd)) {
           if (name.empty() || name[0] == '.' || name.find(".tmp") != std::string::npos) continue;  // temp files

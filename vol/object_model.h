@@ -163,6 +163,13 @@ class SharedFile {
   // Pending removal of an engine array whose dataset was deleted while open.
   void drop_array(uint64_t array_id);
 
+  // A stored creation plist (H5Pencode2 bytes) decoded once per distinct encoding and
+  // owned here: callers H5Pcopy it or query it, never close it.  Opening 10,000 datasets
+  // with the same dcpl then decodes it once.  H5I_INVALID_HID if it does not decode.
+  hid_t decoded_plist(const std::string& enc);
+  // A default dapl shared by dataset handles (each holds a reference: H5Iinc_ref).
+  hid_t shared_default_dapl();
+
  private:
   SharedFile() = default;
   // Parallel create/open: rank 0 does the disk work, then the others open shadows.
@@ -179,6 +186,8 @@ class SharedFile {
   // Arrays stay open (write buffers alive) until the container closes.
   std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
   std::map<void*, H5I_type_t> open_;
+  std::map<std::string, hid_t> plists_;  // decoded_plist cache
+  hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;
   uint64_t epoch_ = 0;  // parallel: the last committed epoch

@@ -112,6 +112,9 @@ class Corruption : public ::testing::Test {
     using F = FilterType;
     ArrayOptions o;
     o.direct_cells = 16;
+    // Fragment files here (inline fragments: InlineFragments below); schema records and
+    // extent changes are catalog commits, each noted as a catalog state.
+    o.inline_fragment_bytes = 0;
     // A: 2-D ints, shuffle+deflate, tiles not dividing the extent; dense, sparse, consolidated.
     uint64_t a_id = add_array(*c, schema({24, 20}, {24, 20}, {8, 8}, 4, ElementKind::kInt, {{F::kShuffle, 0}, {F::kDeflate, 5}}));
     {
@@ -132,7 +135,9 @@ class Corruption : public ::testing::Test {
       ASSERT_TRUE(c->open_array(b_id, true, o, &a).ok());
       write_box(*a, Box({0}, {99}), rng);
       ASSERT_TRUE(a->set_extent({60}).ok());
+      note_catalog(*c);
       ASSERT_TRUE(a->set_extent({110}).ok());
+      note_catalog(*c);
       write_box(*a, Box({70}, {79}), rng);  // buffered, spilled as a dense piece
       ASSERT_TRUE(a->flush().ok());
       write_points(*a, 5, rng);
@@ -164,7 +169,7 @@ class Corruption : public ::testing::Test {
       t.id = id;
       t.dir = c->array_dir(id);
       std::unique_ptr<Array> a;
-      ASSERT_TRUE(Array::open(t.dir, false, ArrayOptions(), &a).ok());
+      ASSERT_TRUE(c->open_array(id, false, ArrayOptions(), &a).ok());
       t.schema = a->schema();
       t.data = read_all(*a, nullptr);
       ASSERT_FALSE(t.data.empty());
@@ -198,6 +203,10 @@ class Corruption : public ::testing::Test {
   };
 
   // Full read of the current extent; on error returns {} and sets *err.
+ public:
+  static std::vector<uint8_t> read_all_public(Array& a) { return read_all(a, nullptr); }
+
+ protected:
   static std::vector<uint8_t> read_all(Array& a, Status* err) {
     const Schema& s = a.schema();
     Coords hi(s.rank());
@@ -232,19 +241,23 @@ class Corruption : public ::testing::Test {
           << status_str(st);
       EXPECT_NE(st.code(), Errc::kInternal) << what << ": " << op << ": " << status_str(st);
     };
+    std::unique_ptr<Container> c;
     {
-      std::unique_ptr<Container> c;
       Status st = Container::open(cpath_, writable_container, &c);
       if (!st.ok()) {
         check_err(st, "Container::open");
-      } else {
-        r.catalog_opened = true;
-        r.catalog = c->catalog().scan("");
+        return r;  // the arrays' schemas are catalog records
       }
+      r.catalog_opened = true;
+      r.catalog = c->catalog().scan("");
+      // A torn catalog tail is an older catalog state, and the arrays' schemas are
+      // catalog records: the arrays are then in an older state too (checked above as
+      // catalog states; a real crash only ever loses the commit in flight).
+      if (r.catalog != states_.back()) return r;
     }
     for (const ArrayTruth& t : arrays_) {
       std::unique_ptr<Array> a;
-      Status st = Array::open(t.dir, false, ArrayOptions(), &a);
+      Status st = c->open_array(t.id, false, ArrayOptions(), &a);
       if (!st.ok()) {
         check_err(st, "Array::open " + t.dir);
         continue;
@@ -486,6 +499,120 @@ TEST_F(Corruption, EveryFileFlippedAndTruncated) {
               "changed nothing (reserved fields):%s\n",
               files, fragments, mutations, secs, report.empty() ? " none" : report.c_str());
   EXPECT_GE(fragments, 8u) << "the container should hold a varied set of fragments";
+}
+
+
+// Inline fragments are catalog records holding the bytes of a fragment file.  On disk the
+// catalog's record checksum guards them (the test above flips catalog.log bytes); here a
+// record is rewritten with a damaged fragment inside a valid catalog frame (a bug, or
+// damage in memory), and the fragment's own checks must still catch it when the array is
+// opened and read: an error naming the record, or identical data — never wrong data.
+TEST(CorruptionInline, DamagedInlineRecordsAreDetected) {
+  testutil::TempDir tmp("tessera_corrupt_inline");
+  const std::string path = tmp.sub("c");
+  Rng rng(testutil::base_seed(kDefaultSeed) ^ 0x1F1);
+  std::vector<uint64_t> ids;
+  std::map<uint64_t, std::vector<uint8_t>> truth;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+    // A dense fragment (zstd tiles) and a sparse one (unfiltered), both inline.
+    for (int k = 0; k < 2; ++k) {
+      Schema s;
+      s.extent = {12, 10};
+      s.max_extent = s.extent;
+      s.tile_extent = {4, 8};
+      s.elem_size = 4;
+      s.kind = ElementKind::kInt;
+      s.fill.assign(4, 0x3C);
+      if (k == 0) s.filters = FilterPipeline({{FilterType::kZstd, 0}}, 4);
+      uint64_t id;
+      ASSERT_TRUE(c->create_array(s, &id).ok());
+      std::unique_ptr<Array> a;
+      ASSERT_TRUE(c->open_array(id, true, ArrayOptions(), &a).ok());
+      if (k == 0) {
+        std::vector<uint8_t> v(120 * 4);
+        rng.fill(v.data(), v.size());
+        ASSERT_TRUE(a->write(Selection::from_box(Box({0, 0}, {11, 9})), v.data()).ok());
+      } else {
+        std::vector<uint64_t> pts = {0, 0, 3, 7, 5, 2, 11, 9};
+        std::vector<uint8_t> v(4 * 4);
+        rng.fill(v.data(), v.size());
+        ASSERT_TRUE(a->write_points(pts.data(), 4, v.data()).ok());
+      }
+      ASSERT_TRUE(a->flush().ok());
+      ASSERT_EQ(a->fragments().size(), 1u);
+      EXPECT_FALSE(is_directory(c->array_dir(id))) << "a small array must not create a directory";
+      truth[id] = Corruption::read_all_public(*a);
+      ids.push_back(id);
+    }
+  }
+  size_t mutations = 0, silent = 0;
+  for (uint64_t id : ids) {
+    std::string key, orig;
+    {
+      std::unique_ptr<Container> c;
+      ASSERT_TRUE(Container::open(path, false, &c).ok());
+      auto recs = c->catalog().scan(Container::array_prefix(id) + "frag/");
+      ASSERT_EQ(recs.size(), 1u) << "the flushed fragment must be one inline record";
+      key = recs[0].first;
+      orig = recs[0].second;
+    }
+    auto put = [&](const std::string& v) {
+      std::unique_ptr<Container> c;
+      ASSERT_TRUE(Container::open(path, true, &c).ok());
+      CatalogBatch b;
+      b.put(key, v);
+      c->catalog().commit(b);
+    };
+    // Returns true if the damage was noticed (an error naming the record).
+    auto check = [&](const std::string& what) -> bool {
+      std::unique_ptr<Container> c;
+      Status st = Container::open(path, false, &c);
+      EXPECT_TRUE(st.ok()) << what << ": " << status_str(st);
+      if (!st.ok()) return true;
+      std::unique_ptr<Array> a;
+      st = c->open_array(id, false, ArrayOptions(), &a);
+      std::vector<uint8_t> got;
+      if (st.ok()) {
+        const Schema& s = a->schema();
+        got.resize(s.domain().cells() * s.elem_size);
+        st = a->read(Selection::from_box(Box({0, 0}, {11, 9})), got.data());
+      }
+      if (!st.ok()) {
+        EXPECT_NE(st.message().find(key), std::string::npos) << what << ": error does not name the record: " << status_str(st);
+        EXPECT_NE(st.code(), Errc::kInternal) << what << ": " << status_str(st);
+        return true;
+      }
+      EXPECT_EQ(got, truth[id]) << what << ": WRONG DATA without an error";
+      return false;
+    };
+    const uint64_t size = orig.size();
+    for (uint64_t off = 0; off < size; ++off) {
+      std::string bad = orig;
+      bad[off] = static_cast<char>(bad[off] ^ static_cast<char>(rng.range(1, 255)));
+      put(bad);
+      ++mutations;
+      const std::string what = key + ": byte " + std::to_string(off) + " of " + std::to_string(size) + " flipped";
+      if (!check(what)) {
+        ++silent;
+        const uint64_t t = size - kFragTrailerSize;
+        // The documented unchecked fields of a fragment (see Corruption::unchecked_ok).
+        EXPECT_TRUE((off >= 12 && off < kFragHeaderSize) || (off >= t + 24 && off < t + 32))
+            << what << ": the damage went unnoticed";
+      }
+      if (::testing::Test::HasFailure()) break;
+    }
+    for (uint64_t len : {uint64_t{0}, uint64_t{kFragHeaderSize}, size / 2, size - kFragTrailerSize, size - 1}) {
+      put(orig.substr(0, len));
+      ++mutations;
+      EXPECT_TRUE(check(key + ": truncated to " + std::to_string(len))) << "a truncated inline fragment went unnoticed";
+    }
+    put(orig);
+    EXPECT_FALSE(check(key + ": restored"));
+  }
+  std::printf("[ seed     ] CorruptionInline: %zu mutations of %zu inline records, %zu silent (reserved fields)\n",
+              mutations, ids.size(), silent);
 }
 
 }  // namespace

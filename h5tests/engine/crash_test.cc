@@ -183,6 +183,17 @@ void report(int fd, uint64_t v) {
   if (::write(fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) _exit(4);
 }
 
+// Fragments up to this size are inline catalog records: all of them (the default), some
+// (so flushes mix records and files, and consolidation turns one kind into the other), or
+// none.
+uint64_t inline_limit(uint64_t seed) {
+  switch ((seed / 3) % 3) {
+    case 0: return ArrayOptions().inline_fragment_bytes;
+    case 1: return 2048;
+    default: return 0;
+  }
+}
+
 // The child's loop; returns its exit status.
 int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode mode, int fd) {
   auto fail = [&](const char* what, const Status& st) {
@@ -200,6 +211,7 @@ int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode mode, 
   opts.buffer_budget = 64 << 20;  // only flush() spills: a point batch becomes durable at once
   opts.durable_writes = !deferred(mode);
   opts.max_open_writers = 1 + seed % 3;
+  opts.inline_fragment_bytes = inline_limit(seed);
   std::unique_ptr<Array> arr;
   st = cont->open_array(id, true, opts, &arr);
   if (!st.ok()) return fail("open_array", st);
@@ -363,8 +375,31 @@ std::string describe_state(const State& got, const State& want) {
 }
 
 struct Tally {
-  uint64_t total_ops = 0, in_flight_seen = 0, temp_files_seen = 0, leftovers_seen = 0;
+  uint64_t total_ops = 0, in_flight_seen = 0, temp_files_seen = 0, leftovers_seen = 0, inline_seen = 0;
 };
+
+// The array's fragment directory, which a catalog-bound array creates only for a file.
+std::vector<std::string> frag_names(const std::string& adir) {
+  const std::string d = join_path(adir, "frag");
+  return is_directory(d) ? list_dir(d) : std::vector<std::string>();
+}
+
+// Inline fragment records: each must be a complete fragment whose every tile decodes.
+size_t check_inline_records(Container& c, uint64_t id, const Schema& schema) {
+  auto recs = c.catalog().scan(Container::array_prefix(id) + "frag/");
+  Layout layout(schema);
+  for (auto& [key, value] : recs) {
+    try {
+      auto f = Fragment::open_inline(key, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()));
+      for (size_t i = 0; i < f->meta().dense.size(); ++i)
+        if (f->meta().dense[i].kind == DenseEntry::kData) f->dense_tile(i);
+      for (size_t i = 0; i < f->meta().sparse.size(); ++i) f->sparse_tile(i, layout);
+    } catch (const Error& e) {
+      ADD_FAILURE() << "inline fragment " << key << " is not complete: " << e.what();
+    }
+  }
+  return recs.size();
+}
 
 // One child: start, kill, check.  Failures return early (the caller stops at the first).
 void kill_once(uint64_t seed, Mode mode, Tally* tally) {
@@ -424,7 +459,7 @@ void kill_once(uint64_t seed, Mode mode, Tally* tally) {
   // or the publish journal of a flush the crash interrupted (the next writer finishes it;
   // a read-only reopen reads the batch through it).
   size_t tfr_files = 0;
-  for (const std::string& name : list_dir(join_path(adir, "frag"))) {
+  for (const std::string& name : frag_names(adir)) {
     std::string path = join_path(join_path(adir, "frag"), name);
     if (is_temp_name(name) || name.rfind("publish.journal", 0) == 0) {  // incl. its own temp
       ++tally->temp_files_seen;
@@ -451,6 +486,7 @@ void kill_once(uint64_t seed, Mode mode, Tally* tally) {
     std::unique_ptr<Array> a;
     st = c->open_array(id, writable, ArrayOptions(), &a);
     ASSERT_TRUE(st.ok()) << status_str(st);
+    const size_t records = check_inline_records(*c, id, schema);
     State got = engine_state(*a);
     bool is_last = got == want_last, is_next = got == want_next;
     ASSERT_TRUE(is_last || is_next) << "after " << last << " reported ops the array holds neither the state after op "
@@ -466,16 +502,22 @@ void kill_once(uint64_t seed, Mode mode, Tally* tally) {
     if (!writable) {
       tally->in_flight_seen += !is_last;
       // Inputs of a consolidation killed between publish and unlink stay on disk, hidden.
-      tally->leftovers_seen += tfr_files > a->fragments().size();
+      tally->leftovers_seen += tfr_files + records > a->fragments().size();
+      tally->inline_seen += records;
       for (auto& f : a->fragments()) {
+        if (f.path.compare(0, adir.size(), adir) != 0) continue;  // inline: checked above
         auto fr = Fragment::open(f.path);  // visible fragments open fine
         EXPECT_EQ(fr->meta().id, f.id);
       }
     } else {
       // A writer removes the hidden inputs of an interrupted consolidation.
+      // (Records are counted again: the writable open deletes replaced ones.  A catalog-
+      // bound array keeps the journal of its last extent change; it is not a fragment.)
       size_t on_disk = 0;
-      for (const std::string& name : list_dir(join_path(adir, "frag"))) on_disk += !is_temp_name(name);
-      EXPECT_EQ(on_disk, a->fragments().size()) << "replaced fragments left behind after a writable open";
+      for (const std::string& name : frag_names(adir))
+        on_disk += !is_temp_name(name) && name.rfind("publish.journal", 0) != 0;
+      const size_t live_records = c->catalog().scan(Container::array_prefix(id) + "frag/").size();
+      EXPECT_EQ(on_disk + live_records, a->fragments().size()) << "replaced fragments left behind after a writable open";
       // The recovered array accepts writes again.
       std::vector<uint64_t> v(4, 0xABCDEFull);
       ASSERT_TRUE(a->write(Selection::from_box(Box({0, 0}, {1, 1})), v.data()).ok());
@@ -505,10 +547,10 @@ void run_kills(Mode mode) {
   EXPECT_GT(t.total_ops, 0u) << "no child ever made an operation durable: the test tested nothing";
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("[ seed     ] %s: %llu durable ops in total; %llu kills caught an op published but not reported, "
-              "%llu left temp files, %llu left replaced fragments; %.1f s\n",
+              "%llu left temp files, %llu left replaced fragments; %llu inline fragments checked; %.1f s\n",
               name, static_cast<unsigned long long>(t.total_ops), static_cast<unsigned long long>(t.in_flight_seen),
               static_cast<unsigned long long>(t.temp_files_seen), static_cast<unsigned long long>(t.leftovers_seen),
-              secs);
+              static_cast<unsigned long long>(t.inline_seen), secs);
 }
 
 // Dense box writes (direct fragments), point writes + flush, consolidations.

@@ -99,7 +99,7 @@ class DiffRun {
     st = arr_->flush();
     ASSERT_TRUE(st.ok()) << status_str(st);
     arr_.reset();
-    st = Array::open(cont_->array_dir(id_), false, ArrayOptions(), &arr_);
+    st = open_reader(&arr_);
     ASSERT_TRUE(st.ok()) << status_str(st);
     ops_ = step_;
     step_ = 0;  // also checks the long-lived reader
@@ -178,6 +178,24 @@ class DiffRun {
       case 2: opts_.direct_cells = 1 + rng_.below(16); break;
       default: opts_.direct_cells = 1 + rng_.below(tile_cells()); break;
     }
+    // Inline fragments (catalog records): off, small (so one flush mixes inline records
+    // and files, and arrays reach their inline budget), or the default.
+    switch (rng_.below(4)) {
+      case 0: opts_.inline_fragment_bytes = 0; break;
+      case 1:
+        opts_.inline_fragment_bytes = 512 + rng_.below(4096);
+        opts_.inline_array_bytes = 4096 + rng_.below(16384);
+        break;
+      default: break;
+    }
+  }
+
+  // A reader in its own read-only container handle (another process would do the same).
+  Status open_reader(std::unique_ptr<Array>* out) {
+    std::unique_ptr<Container> c;
+    Status st = Container::open(dir_.sub("c.tsr"), false, &c);
+    if (!st.ok()) return st;
+    return c->open_array(id_, false, ArrayOptions(), out);
   }
 
   // ---- random selections (inside the current extent, which must be non-empty) ----------
@@ -298,7 +316,7 @@ class DiffRun {
     if (!durable_model_) return;
     log("read-only peek at the durable state");
     std::unique_ptr<Array> ro;
-    Status st = Array::open(cont_->array_dir(id_), false, ArrayOptions(), &ro);
+    Status st = open_reader(&ro);
     ASSERT_TRUE(st.ok()) << status_str(st);
     EXPECT_EQ(ro->schema().extent, durable_model_->extent()) << "unflushed extent change visible to a reader";
     if (!durable_model_->empty() && ro->schema().extent == durable_model_->extent())
@@ -407,7 +425,7 @@ class DiffRun {
       ASSERT_TRUE(st.ok()) << status_str(st);
       st = cont_->open_array(id_, true, opts_, &arr_);
     } else {
-      st = Array::open(cont_->array_dir(id_), true, opts_, &arr_);
+      st = cont_->open_array(id_, true, opts_, &arr_);
     }
     ASSERT_TRUE(st.ok()) << status_str(st);
     EXPECT_EQ(arr_->schema().extent, model_.extent());
@@ -444,12 +462,17 @@ class DiffRun {
     }
     EXPECT_EQ(arr_->buffered_cells(), 0u);
     // Merged inputs are removed; nothing temporary is left behind.
-    size_t tfr = 0;
-    for (const std::string& name : list_dir(join_path(cont_->array_dir(id_), "frag"))) {
+    size_t tfr = 0, file_frags = 0;
+    const std::string fdir = join_path(cont_->array_dir(id_), "frag");
+    for (const std::string& name : is_directory(fdir) ? list_dir(fdir) : std::vector<std::string>()) {
       EXPECT_FALSE(name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) << "stray temp file " << name;
       tfr += name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0;
     }
-    EXPECT_EQ(tfr, frags.size()) << "fragment files on disk vs live fragments";
+    for (auto& f : frags) file_frags += f.path.compare(0, fdir.size(), fdir) == 0;
+    EXPECT_EQ(tfr, file_frags) << "fragment files on disk vs live file fragments";
+    // Merged inline inputs are removed too: the catalog holds exactly the live ones.
+    size_t records = cont_->catalog().scan(Container::array_prefix(id_) + "frag/").size();
+    EXPECT_EQ(records, frags.size() - file_frags) << "inline fragment records vs live inline fragments";
     for (size_t i = 1; i < frags.size(); ++i) EXPECT_TRUE(frags[i - 1].id < frags[i].id);
   }
 
@@ -469,7 +492,7 @@ class DiffRun {
     if (!reader_ || rng_.chance(0.25)) {
       log("flush + open a read-only reader");
       reader_.reset();
-      st = Array::open(cont_->array_dir(id_), false, ArrayOptions(), &reader_);
+      st = open_reader(&reader_);
     } else {
       log("flush + refresh the read-only reader");
       st = reader_->refresh();
