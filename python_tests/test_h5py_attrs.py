@@ -77,6 +77,15 @@ SCENARIO = textwrap.dedent(r'''
         del f.attrs["alpha"]
         del g.attrs["m"]
         g.attrs["m"] = "again"
+        # Creation orders are never handed out twice, not even after the attribute that
+        # holds the largest one is deleted and the file reopened (native: max_crt_idx).
+        h = f.create_group("h", track_order=True)
+        for k in ["x", "y", "z"]:
+            h.attrs[k] = 1
+        del h.attrs["z"]
+    with h5py.File(path, "r+") as f:
+        del f["h"].attrs["y"]
+        f["h"].attrs["w"] = 2
     with h5py.File(path, "r") as f:
         result = {
             "root": describe(f.attrs),
@@ -85,6 +94,7 @@ SCENARIO = textwrap.dedent(r'''
             "g": describe(f["g"].attrs),
             "g_keys": list(f["g"].attrs),
             "d": describe(f["d"].attrs),
+            "h_corder": [[k, f["h"].attrs.get_id(k).get_info().corder] for k in f["h"].attrs],
         }
     print(json.dumps(result, sort_keys=True))
 ''')

@@ -5,13 +5,14 @@
 // atomic catalog commit.  Handles (AttrObj) name their owner and attribute, so several
 // handles of one attribute always see the newest value.
 //
-// Creation order: every owner counts its attributes (ObjectRecord::next_attr_corder)
-// whether or not its creation plist tracks the order.  Native HDF5 also answers creation
-// order queries for untracked objects (it uses the order of the attribute messages in
-// the object header), so neither refuses them; only H5Aget_info on the handle H5Acreate
-// returned says "not valid" there, as native does.  For such owners tessera reports
-// creation order where native reports header order: the same until a file with deleted
-// attributes is reopened, when native's order becomes an artefact of message placement.
+// Creation order: every owner counts its attributes (SharedFile::take_attr_corder, from
+// ObjectRecord::next_attr_corder and the stored attributes' orders) whether or not its
+// creation plist tracks the order.  Native HDF5 also answers creation order queries for
+// untracked objects (it uses the order of the attribute messages in the object header),
+// so neither refuses them; only H5Aget_info on the handle H5Acreate returned says "not
+// valid" there, as native does.  For such owners tessera reports creation order where
+// native reports header order: the same until a file with deleted attributes is
+// reopened, when native's order becomes an artefact of message placement.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -88,6 +89,16 @@ int64_t reported_corder(SharedFile& f, uint64_t owner, const std::string& name, 
   for (size_t i = 0; i < v.size(); ++i)
     if (v[i].first == name) return static_cast<int64_t>(i);
   return r.corder;
+}
+
+// Deleting an attribute: the owner's record keeps a counter past its order, since the
+// next order is derived from the remaining attributes when the file is reopened
+// (SharedFile::take_attr_corder) and must not hand that order out again.
+void keep_attr_corder(SharedFile& f, tessera::CatalogBatch& b, uint64_t owner, const AttrRecord& r) {
+  ObjectRecord orec = f.object(owner);
+  if (orec.next_attr_corder > r.corder) return;
+  orec.next_attr_corder = r.corder + 1;
+  f.put_object(b, owner, orec);
 }
 
 AttrRecord record_of(SharedFile& f, uint64_t owner, const std::string& name) {
@@ -218,7 +229,7 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     std::string path;
     uint64_t owner = owner_of(o, loc_params, &path);
     if (f.find_attr(owner, attr_name)) fail_arg(std::string("attribute '") + attr_name + "' already exists");
-    ObjectRecord orec = f.object(owner);
+    const ObjectRecord orec = f.object(owner);
     AttrRecord r;
     r.type_enc = StoredType::of(type_id).encoding();
     r.space_enc = encode_space(space_id);
@@ -226,11 +237,10 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     if (acpl_id != H5P_DEFAULT && acpl_id >= 0 && H5Pget_char_encoding(acpl_id, &cset) < 0)
       fail_arg("cannot read the character encoding of the acpl");
     r.cset = cset;
-    r.corder = orec.next_attr_corder++;
+    r.corder = f.take_attr_corder(owner, orec);  // the owner's record stays as it is
     r.committed_type = committed_type_oid(type_id, f);
     tessera::CatalogBatch b;
     f.put_attr(b, owner, attr_name, r);
-    f.put_object(b, owner, orec);
     if (r.committed_type) f.ref_object(b, r.committed_type);  // native: the type's refcount
     f.commit(b);
     auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r));
@@ -442,6 +452,7 @@ herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_s
         AttrRecord r = record_of(f, owner, args->args.del.name);
         tessera::CatalogBatch b;
         f.del_attr(b, owner, args->args.del.name);
+        keep_attr_corder(f, b, owner, r);
         if (r.committed_type) f.unref_object(b, r.committed_type);
         f.commit(b);
         return;
@@ -454,6 +465,7 @@ herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_s
         if (d.n >= v.size()) fail_arg("attribute index " + std::to_string(d.n) + " out of range");
         tessera::CatalogBatch b;
         f.del_attr(b, owner, v[d.n].first);
+        keep_attr_corder(f, b, owner, v[d.n].second);
         if (v[d.n].second.committed_type) f.unref_object(b, v[d.n].second.committed_type);
         f.commit(b);
         return;

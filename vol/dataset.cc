@@ -262,7 +262,14 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     d->committed_type = committed_type_oid(type_id, *f);
     d->space = H5Scopy(space_id);
     d->dcpl = copy_plist(dcpl, H5P_DATASET_CREATE_DEFAULT);
-    d->dapl = copy_plist(dapl_id, H5P_DATASET_ACCESS_DEFAULT);
+    if (dapl_id == H5P_DEFAULT || dapl_id == H5P_DATASET_ACCESS_DEFAULT) {
+      // The shared default dapl, as dataset_open: one H5Pcopy less per dataset.
+      hid_t dapl = f->shared_default_dapl();
+      d->dapl = dapl >= 0 && H5Iinc_ref(dapl) >= 0 ? dapl : H5I_INVALID_HID;
+      if (d->dapl < 0) fail_arg("cannot copy property list");
+    } else {
+      d->dapl = copy_plist(dapl_id, H5P_DATASET_ACCESS_DEFAULT);
+    }
     if (d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
     // As native HDF5 (H5D__update_oh_info): variable-length types with the default fill
     // value always "write" it (fill time ALLOC); never writing it is refused.

@@ -1,6 +1,7 @@
 // object_model.cc — catalog records and path resolution for HDF5 objects.
 #include "vol/object_model.h"
 
+#include <algorithm>
 #include <climits>
 #include <csignal>
 #include <cstdio>
@@ -560,6 +561,16 @@ void SharedFile::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::s
 
 void SharedFile::del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name) {
   b.del(attr_key(owner, name));
+}
+
+int64_t SharedFile::take_attr_corder(uint64_t owner, const ObjectRecord& rec) {
+  auto it = attr_corders_.find(owner);
+  if (it == attr_corders_.end()) {
+    int64_t next = rec.next_attr_corder;
+    for (auto& [name, a] : attrs(owner)) next = std::max(next, a.corder + 1);
+    it = attr_corders_.emplace(owner, next).first;
+  }
+  return it->second++;
 }
 
 // ---------------------------------------------------------------- arrays

@@ -147,6 +147,12 @@ class SharedFile {
   std::optional<AttrRecord> find_attr(uint64_t owner, const std::string& name);
   void put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r);
   void del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name);
+  // The creation order of owner's next attribute, counted: max(rec.next_attr_corder, the
+  // largest stored attribute corder + 1), computed once per owner and then kept in memory,
+  // so creating an attribute does not rewrite its owner's record.  Deleting the attribute
+  // that holds the largest order writes that order + 1 into the owner's record (the
+  // counter never goes back, as native's).
+  int64_t take_attr_corder(uint64_t owner, const ObjectRecord& rec);
 
   // --- arrays (shared by all dataset handles of the container)
   // In a parallel file these are collective (docs/parallel.md): every rank calls them.
@@ -187,6 +193,7 @@ class SharedFile {
   std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
   std::map<void*, H5I_type_t> open_;
   std::map<std::string, hid_t> plists_;  // decoded_plist cache
+  std::map<uint64_t, int64_t> attr_corders_;  // take_attr_corder: next order per owner
   hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;
