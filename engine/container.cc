@@ -171,12 +171,15 @@ Status Container::create_array(const Schema& schema, uint64_t* id, bool durable)
     catalog_->commit(b);
     if (!shadow_) {
       // The counter is the authority: a directory under an id it never handed out durably
-      // is what a writer that crashed before its flush left behind.
-      if (path_exists(array_dir(next))) remove_tree(array_dir(next));
+      // is what a writer that crashed before its flush left behind.  Every directory that
+      // existed at open is in dirs_ (init_budget lists them) and this container registers
+      // each one it makes, so only a listed id needs the check (no stat per new array).
+      bool listed;
       {
         std::lock_guard<std::mutex> g(*dirs_mu_);
-        dirs_->erase(next);
+        listed = dirs_->erase(next) != 0;
       }
+      if (listed && path_exists(array_dir(next))) remove_tree(array_dir(next));
       if (file_arrays_) {
         if (!durable) *unsynced_arrays_ = true;
         Status st = Array::create(array_dir(next), schema, durable);

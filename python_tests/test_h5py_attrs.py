@@ -94,7 +94,7 @@ SCENARIO = textwrap.dedent(r'''
             "g": describe(f["g"].attrs),
             "g_keys": list(f["g"].attrs),
             "d": describe(f["d"].attrs),
-            "h_corder": [[k, f["h"].attrs.get_id(k).get_info().corder] for k in f["h"].attrs],
+            "h_corder": [[k, h5py.h5a.get_info(f["h"].id, k.encode()).corder] for k in f["h"].attrs],
         }
     print(json.dumps(result, sort_keys=True))
 ''')
