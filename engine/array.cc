@@ -660,7 +660,7 @@ void Array::finish_parked() {
 // two renames would expose some writes of the batch without earlier ones.  So the batch
 // is written as a redo journal (synced) before the first rename; whoever opens the array
 // next finishes the renames (recover_journal), and the journal goes once all are done.
-void Array::stage_publish(bool synced, uint64_t epoch) {
+void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   // Catalog-bound: inline records and the schema go with the catalog batch (finish_publish).
   if (cat_ && unpublished_.empty()) {
     staged_epoch_ = epoch;
@@ -669,7 +669,7 @@ void Array::stage_publish(bool synced, uint64_t epoch) {
     return;
   }
   if (unpublished_.empty() && !schema_dirty_) return;
-  if (!synced)
+  if (!synced && !fragments_synced)
     for (auto& u : unpublished_) u.first->file().sync();
   staged_epoch_ = epoch;
   // One fragment and no extent change need no journal: a rename is atomic by itself (and
@@ -998,10 +998,10 @@ size_t Array::pending_publish() const {
   return unpublished_.size() + (schema_dirty_ ? 1 : 0);
 }
 
-Status Array::stage_prepared(bool synced, uint64_t epoch) {
+Status Array::stage_prepared(bool synced, uint64_t epoch, bool fragments_synced) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (writable_) stage_publish(synced, epoch);
+    if (writable_) stage_publish(synced, epoch, fragments_synced);
   });
 }
 

@@ -130,11 +130,13 @@ class Array {
   //   prepare_flush()        every pending fragment written (unsynced);   then sync
   //   stage_prepared(true)   the batch's publish journal written;         then sync
   //   publish_prepared(true) renames done, journal removed, schema;       then sync
-  // With synced = false each step syncs what it wrote itself.
+  // With synced = false each step syncs what it wrote itself; fragments_synced = true
+  // says the caller already synced the fragments (a syncfs after prepare_flush), so the
+  // stage writes and syncs just its journal.
   // epoch > 0 (parallel commits): the batch always gets a journal, named per writer rank
   // and tagged with the epoch; it is published only if that epoch's record is committed.
   Status prepare_flush();
-  Status stage_prepared(bool synced, uint64_t epoch = 0);
+  Status stage_prepared(bool synced, uint64_t epoch = 0, bool fragments_synced = false);
   Status publish_prepared(bool synced);
   // After prepare_flush: fragments (and extent changes) the next publish will make
   // visible; a caller publishing only a few may sync them file by file instead.
@@ -197,7 +199,7 @@ class Array {
   // Deferred mode: lets a dense writer keep filtering in the background.
   void park(std::unique_ptr<FragmentWriter> w);
   void finish_parked();
-  void stage_publish(bool synced, uint64_t epoch = 0);
+  void stage_publish(bool synced, uint64_t epoch = 0, bool fragments_synced = false);
   std::string journal_path() const;
   void recover_one_journal(const std::string& path);
   void discard_unpublished();

@@ -57,6 +57,8 @@ class Container {
   Status sync();
   // True when an array was created with durable = false since the last sync().
   bool has_unsynced_arrays() const { return *unsynced_arrays_; }
+  // Another process on this node ran the syncfs that covers this container (MPI commit).
+  void note_synced() { *unsynced_arrays_ = false; }
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
   // Removes the array's records and its directory (if any).
   Status remove_array(uint64_t id);

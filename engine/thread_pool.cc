@@ -1,5 +1,6 @@
 #include "engine/thread_pool.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -34,6 +35,18 @@ void ThreadPool::run() {
   }
 }
 
+unsigned ThreadPool::usable_cores() {
+  // The CPUs this process may run on, not the machine's: mpirun binds each rank to one
+  // core by default, and more filter threads than that core only add context switches.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  return std::thread::hardware_concurrency();
+}
+
 ThreadPool& ThreadPool::shared() {
   // Intentionally leaked: worker threads must outlive static destructors of users.
   // A forked child (Python multiprocessing, a test harness) inherits the pool object but
@@ -43,7 +56,7 @@ ThreadPool& ThreadPool::shared() {
   static pid_t owner = 0;
   std::lock_guard<std::mutex> g(mu);
   if (!pool || owner != ::getpid()) {
-    unsigned n = std::thread::hardware_concurrency();
+    unsigned n = usable_cores();
     if (const char* e = std::getenv("TESSERA_THREADS")) n = static_cast<unsigned>(std::atoi(e));
     pool = new ThreadPool(n ? n : 2);
     owner = ::getpid();

@@ -1,5 +1,6 @@
 // A fixed-size thread pool for tile compression and decompression.  The process-wide
-// pool has TESSERA_THREADS threads (default: the number of cores).
+// pool has TESSERA_THREADS threads (default: the cores the process may run on, its CPU
+// affinity mask — one under mpirun's default binding).
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -32,6 +33,8 @@ class ThreadPool {
   }
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
   static ThreadPool& shared();
+  // CPUs in the process's affinity mask (sched_getaffinity), else the machine's cores.
+  static unsigned usable_cores();
 
  private:
   void run();

@@ -645,11 +645,29 @@ void SharedFile::commit_epoch() {
     auto it = arrays_.find(id);
     list.push_back(it == arrays_.end() ? nullptr : it->second);
   }
+  // Syncing.  A rank publishing a few fragments into existing arrays (a point update)
+  // fdatasyncs just those files itself, as the serial flush does; a rank with many
+  // fragments or new array directories needs one file-system sync after step 1.  The
+  // ranks of one node share its page cache, so one syncfs(2) by the node's leader, after
+  // every rank of the node finished step 1, covers them all (syncfs also waits for other
+  // programs' dirty data: N ranks calling it would pay that N times).  The journals and
+  // renames of steps 2 and 4 are a few files per array: each rank syncs them itself
+  // (journal fdatasync, directory fsync), so no step after 1 needs a syncfs.
+  bool per_file = true;
   // 1. Every rank turns its pending writes into finished fragments under temporary names.
   p.agree([&] {
+    size_t pending = 0;
     for (auto& a : list)
-      if (a) check(a->prepare_flush());
-    check(container_->sync());
+      if (a) {
+        check(a->prepare_flush());
+        pending += a->pending_publish();
+      }
+    per_file = pending <= 4 && !container_->has_unsynced_arrays();
+  });
+  const bool node_syncfs = p.node_any(!per_file);  // also the node's barrier before it
+  p.agree([&] {
+    if (node_syncfs && p.node_leader()) check(container_->sync());
+    if (node_syncfs) container_->note_synced();
   });
   // Later writes on any rank sort after everything written before this point.
   std::vector<uint64_t> ts, pub, mine;
@@ -662,12 +680,13 @@ void SharedFile::commit_epoch() {
   p.sum(pub);
   for (size_t i = 0; i < list.size(); ++i)
     if (list[i]) list[i]->raise_timestamp(ts[i]);
-  // 2. Every rank stages its batch: a per-rank journal tagged with the epoch, durable.
+  // 2. Every rank stages its batch: a per-rank journal tagged with the epoch, durable
+  //    before the agreement (per file: each fragment fdatasync'ed first; else the syncfs
+  //    above already made them durable).
   const uint64_t e = epoch_ + 1;
   p.agree([&] {
     for (auto& a : list)
-      if (a) check(a->stage_prepared(true, e));
-    check(container_->sync());
+      if (a) check(a->stage_prepared(false, e, /*fragments_synced=*/!per_file));
     test_kill_point("staged", p.rank(), e);  // before the others know: never committed
   });
   // 3. The commit point: rank 0 makes the epoch record durable, with the metadata queued
@@ -681,12 +700,11 @@ void SharedFile::commit_epoch() {
   });
   epoch_ = e;
   test_kill_point("committed", p.rank(), e);
-  // 4. Renames (rank 0 also writes changed schemas); agreeing doubles as the barrier
-  //    before the others look at the directory.
+  // 4. Renames, each array's directory fsync'ed (rank 0 also writes changed schemas,
+  //    durably); agreeing doubles as the barrier before the others look at the directory.
   p.agree([&] {
     for (auto& a : list)
-      if (a) check(a->publish_prepared(true));
-    check(container_->sync());
+      if (a) check(a->publish_prepared(false));
   });
   // 5. Every rank picks up the fragments the others published.
   if (p.size() > 1)

@@ -15,6 +15,7 @@ namespace tessera_vol {
 
 struct Parallel::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm node = MPI_COMM_NULL;  // the ranks of comm on this node
 };
 
 namespace {
@@ -36,13 +37,23 @@ std::unique_ptr<Parallel> Parallel::from_fapl(hid_t fapl) {
   p->impl_->comm = comm;
   mpi_check(MPI_Comm_rank(comm, &p->rank_), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &p->size_), "MPI_Comm_size");
+  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, p->rank_, MPI_INFO_NULL, &p->impl_->node),
+            "MPI_Comm_split_type");
+  mpi_check(MPI_Comm_rank(p->impl_->node, &p->node_rank_), "MPI_Comm_rank");
   return p;
 }
 
 Parallel::~Parallel() {
   int finalized = 0;
   MPI_Finalized(&finalized);
+  if (impl_ && impl_->node != MPI_COMM_NULL && !finalized) MPI_Comm_free(&impl_->node);
   if (impl_ && impl_->comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&impl_->comm);
+}
+
+bool Parallel::node_any(bool mine) {
+  int in = mine ? 1 : 0, out = 0;
+  mpi_check(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, impl_->node), "MPI_Allreduce");
+  return out != 0;
 }
 
 void Parallel::agree(const std::function<void()>& f) {
@@ -111,6 +122,7 @@ void Parallel::agree(const std::function<void()>& f) { f(); }
 void Parallel::max(std::vector<uint64_t>&) {}
 void Parallel::sum(std::vector<uint64_t>&) {}
 std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) { return mine; }
+bool Parallel::node_any(bool mine) { return mine; }
 
 #endif
 

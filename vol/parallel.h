@@ -37,12 +37,17 @@ class Parallel {
   void sum(std::vector<uint64_t>& v);
   // The sorted union of every rank's values.
   std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine);
+  // The ranks sharing this node (MPI_COMM_TYPE_SHARED) share its page cache, so one
+  // syncfs(2) by one of them makes all their writes durable.  node_any is collective over
+  // the node's ranks (a barrier among them) and tells whether any of them passed true.
+  bool node_leader() const { return node_rank_ == 0; }
+  bool node_any(bool mine);
 
  private:
   Parallel() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, node_rank_ = 0;
 };
 
 }  // namespace tessera_vol
