@@ -153,6 +153,11 @@ void* file_open(const char* name, unsigned flags, hid_t fapl_id, hid_t, void**) 
   return vol_call_ptr(__func__, "file open", [&]() -> void* {
     if (!name || !*name) fail_arg("empty file name");
     auto f = SharedFile::open(name, flags, fapl_id);
+    // Metadata changes in a parallel file are collective: one rank alone must not make
+    // them through a serial handle (the others would never join).
+    if (f->parallel() && !mpio_fapl(fapl_id) && (flags & H5F_ACC_RDWR))
+      fail_arg("file '" + std::string(name) + "' is open in parallel (MPI-IO) in this process: "
+               "a serial handle to it may only read (open it H5F_ACC_RDONLY)");
     FileObj* fo = new_handle(f);
     // A serial open of a container this process has open in parallel (PHDF5 tests do it
     // on rank 0 only): the handle joins the parallel SharedFile but must not commit.
