@@ -203,6 +203,9 @@ def test_mpio_reopen_appends_in_a_new_epoch():
                 ds[RANK, :] = RANK
             with h5py.File(path, "r+", driver="mpio", comm=COMM) as f:
                 before = f["x"][...].tolist()
+                # Every rank has read before any writes: closing the dataset after a write
+                # publishes it to ranks that open it later (docs/parallel.md, "Visibility").
+                COMM.Barrier()
                 f["x"][(RANK + 1) % SIZE, 5:] = 100 + RANK
                 f.attrs["second"] = 1
             with h5py.File(path, "r", driver="mpio", comm=COMM) as f:
