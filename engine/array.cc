@@ -1104,6 +1104,41 @@ Status Array::refresh() {
   });
 }
 
+Status Array::refresh_fragments() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    finish_parked();
+    // A catalog-bound array (created by a serial writer) gets a fragment directory when
+    // a rank first writes a file into it.
+    if (cat_) dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+    load_fragments();
+  });
+}
+
+Status Array::publish_own(size_t* published) {
+  std::lock_guard<std::mutex> g(mu_);
+  *published = 0;
+  return guard([&] {
+    if (!writable_ || journal_staged_) return;  // mid-epoch: the epoch publishes them
+    finish_parked();
+    spill();
+    // Collective arrays hold no inline fragments (those go through the catalog, which
+    // only rank 0 writes at an epoch): only fragment files are published here.
+    if (unpublished_.empty()) return;
+    // Oldest first (writers finish out of order): a crash mid-way keeps a prefix of the
+    // writes, never a newer write without the older ones it overwrote.
+    std::stable_sort(unpublished_.begin(), unpublished_.end(),
+                     [](auto& a, auto& b) { return a.first->meta().id < b.first->meta().id; });
+    for (auto& [f, final_path] : unpublished_) {
+      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/false);
+      f->set_path(final_path);
+      ++*published;
+    }
+    unpublished_.clear();
+    sync_dir(frag_dir_);
+  });
+}
+
 uint64_t Array::last_timestamp() const {
   std::lock_guard<std::mutex> g(mu_);
   return last_ts_;

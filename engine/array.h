@@ -146,6 +146,15 @@ class Array {
   Status set_extent(const Coords& extent);
   // Picks up fragments published by other processes.
   Status refresh();
+  // MPI: picks up fragments other ranks published on their own (publish_own) without
+  // touching the schema (a shadow's in-memory extent may be ahead of the disk's).
+  Status refresh_fragments();
+  // MPI, collective arrays: publishes this writer's finished and buffered fragments on
+  // its own, outside an epoch (H5Dclose in a parallel file, docs/parallel.md): each file
+  // synced, then renamed to its final name oldest first, then the directory synced — a
+  // crash leaves a prefix of them.  *published: how many.  Extent changes wait for the
+  // epoch.
+  Status publish_own(size_t* published);
   // Newest fragment timestamp issued or seen; raise_timestamp makes every later fragment
   // sort after `ts` (MPI: ranks agree on the maximum at each collective point).
   uint64_t last_timestamp() const;

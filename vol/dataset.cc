@@ -237,7 +237,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   d->dapl = dapl >= 0 && H5Iinc_ref(dapl) >= 0 ? dapl : H5I_INVALID_HID;
   if (d->space < 0 || d->dcpl < 0 || d->dapl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
-  d->array = f->array(rec.array_id);
+  d->array = f->open_array(rec.array_id);  // parallel: sees what other ranks published
   sync_space(*d);
   return d.release();
 }
@@ -467,7 +467,14 @@ herr_t dataset_optional(void*, H5VL_optional_args_t* args, hid_t, void**) {
 herr_t dataset_close(void* dset, hid_t, void**) {
   return vol_call(__func__, "dataset close", [&] {
     // Nothing to flush: the array is shared and flushed at file close (or H5Dflush).
-    delete as_dataset(dset);
+    // A parallel file publishes this rank's writes to it on their own, so that ranks
+    // opening it after a barrier see them, as in PHDF5 (docs/parallel.md, "Visibility").
+    DatasetObj* d = as_dataset(dset);
+    if (d->array && d->file->parallel()) {
+      std::lock_guard<std::recursive_mutex> g(d->file->mu());
+      d->file->publish_own(*d->array);
+    }
+    delete d;
   });
 }
 

@@ -105,6 +105,17 @@ uint64_t tree_size(const std::string& dir, int depth) {
   return total;
 }
 
+// Whether a fapl asks for MPI-IO (without touching its communicator: duplicating it
+// would be collective, and a serial open happens on one rank).
+bool mpio_fapl(hid_t fapl) {
+#ifdef H5_HAVE_PARALLEL
+  return fapl != H5P_DEFAULT && fapl >= 0 && H5Pget_driver(fapl) == H5FD_MPIO;
+#else
+  (void)fapl;
+  return false;
+#endif
+}
+
 void flush_all(SharedFile& f) {
   if (!f.writable()) return;
   f.flush_arrays();
@@ -142,7 +153,16 @@ void* file_open(const char* name, unsigned flags, hid_t fapl_id, hid_t, void**) 
   return vol_call_ptr(__func__, "file open", [&]() -> void* {
     if (!name || !*name) fail_arg("empty file name");
     auto f = SharedFile::open(name, flags, fapl_id);
-    return new_handle(f);
+    // Metadata changes in a parallel file are collective: one rank alone must not make
+    // them through a serial handle (the others would never join).
+    if (f->parallel() && !mpio_fapl(fapl_id) && (flags & H5F_ACC_RDWR))
+      fail_arg("file '" + std::string(name) + "' is open in parallel (MPI-IO) in this process: "
+               "a serial handle to it may only read (open it H5F_ACC_RDONLY)");
+    FileObj* fo = new_handle(f);
+    // A serial open of a container this process has open in parallel (PHDF5 tests do it
+    // on rank 0 only): the handle joins the parallel SharedFile but must not commit.
+    fo->serial_view = f->parallel() && !mpio_fapl(fapl_id);
+    return fo;
   });
 }
 
@@ -219,6 +239,9 @@ herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t, void**) 
         auto* o = static_cast<Obj*>(obj);
         if (!o) fail_arg("NULL object");
         std::lock_guard<std::recursive_mutex> g(o->file->mu());
+        // A serial view of a parallel file: the commit is collective, its writes join the
+        // next commit through a parallel handle.
+        if (o->type == H5I_FILE && static_cast<FileObj*>(o)->serial_view) return;
         flush_all(*o->file);  // catalog commits are already durable
         return;
       }
@@ -276,7 +299,9 @@ herr_t file_close(void* file, hid_t, void**) {
     {
       std::lock_guard<std::recursive_mutex> g(fo->file->mu());
       // On failure the handle stays valid (HDF5 keeps the ID), so the caller may retry.
-      flush_all(*fo->file);
+      // A serial view of a parallel file leaves the (collective) commit to the parallel
+      // handles: closing it on one rank alone must not wait for the others.
+      if (!fo->serial_view) flush_all(*fo->file);
     }
     delete fo;
   });

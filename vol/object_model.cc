@@ -594,6 +594,24 @@ std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
   return sp;
 }
 
+std::shared_ptr<tessera::Array> SharedFile::open_array(uint64_t array_id) {
+  bool cached = arrays_.count(array_id) != 0;
+  auto a = array(array_id);
+  // A freshly opened array listed its directory just now; a cached one may miss what
+  // other ranks published since (rank-local, at their H5Dclose).
+  if (par_ && cached) check(a->refresh_fragments());
+  return a;
+}
+
+void SharedFile::publish_own(tessera::Array& a) {
+  if (!par_ || !writable()) return;
+  size_t n = 0;
+  check(a.publish_own(&n));
+  if (n == 0) return;
+  for (auto& [id, sp] : arrays_)
+    if (sp.get() == &a) own_published_[id] += n;
+}
+
 void SharedFile::create_array(const tessera::Schema& schema, uint64_t* id) {
   // Parallel: every rank allocates the same id; rank 0 alone creates the directory.
   if (par_) par_->agree([&] { check(container_->create_array(schema, id, /*durable=*/false)); });
@@ -671,10 +689,15 @@ void SharedFile::commit_epoch() {
   });
   // Later writes on any rank sort after everything written before this point.
   std::vector<uint64_t> ts, pub, mine;
-  for (auto& a : list) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto& a = list[i];
     ts.push_back(a ? a->last_timestamp() : 0);
-    pub.push_back(a ? a->unpublished_count() : 0);
+    // Fragments a rank published on its own since the last epoch (H5Dclose) count too:
+    // ranks that kept the dataset open pick them up below.
+    auto own = own_published_.find(ids[i]);
+    pub.push_back((a ? a->unpublished_count() : 0) + (own == own_published_.end() ? 0 : own->second));
   }
+  own_published_.clear();
   mine = pub;
   p.max(ts);
   p.sum(pub);

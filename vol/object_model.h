@@ -160,6 +160,10 @@ class SharedFile {
   void create_array(const tessera::Schema& schema, uint64_t* id);  // unsynced until flush
   void set_extent(tessera::Array& a, const tessera::Coords& extent);
   void flush_arrays();
+  // Parallel files (docs/parallel.md, "Visibility"): a dataset open picks up fragments
+  // other ranks published at H5Dclose; H5Dclose publishes this rank's writes on its own.
+  std::shared_ptr<tessera::Array> open_array(uint64_t array_id);
+  void publish_own(tessera::Array& a);
 
   // --- open object registry (H5Fget_obj_count / H5Fget_obj_ids)
   void register_open(void* obj, H5I_type_t type);
@@ -198,6 +202,7 @@ class SharedFile {
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;
   uint64_t epoch_ = 0;  // parallel: the last committed epoch
+  std::map<uint64_t, size_t> own_published_;  // parallel: publish_own count per array since the epoch
 };
 
 std::string hex16(uint64_t v);

@@ -36,6 +36,10 @@ struct Obj {
 
 struct FileObj : Obj {
   using Obj::Obj;
+  // Opened without an MPI-IO fapl while the container is open in parallel in this
+  // process (it shares that SharedFile): one rank alone holds it, so its flush and close
+  // must not start the collective epoch commit (docs/parallel.md).
+  bool serial_view = false;
 };
 
 struct GroupObj : Obj {

@@ -203,6 +203,9 @@ def test_mpio_reopen_appends_in_a_new_epoch():
                 ds[RANK, :] = RANK
             with h5py.File(path, "r+", driver="mpio", comm=COMM) as f:
                 before = f["x"][...].tolist()
+                # Every rank has read before any writes: closing the dataset after a write
+                # publishes it to ranks that open it later (docs/parallel.md, "Visibility").
+                COMM.Barrier()
                 f["x"][(RANK + 1) % SIZE, 5:] = 100 + RANK
                 f.attrs["second"] = 1
             with h5py.File(path, "r", driver="mpio", comm=COMM) as f:
@@ -304,3 +307,55 @@ def test_mpio_variable_length_strings_from_every_rank():
     finally:
         _cleanup(d)
     assert results == [(words, words)] * SIZE, results
+
+
+def test_mpio_dataset_close_publishes_to_ranks_that_open_it_after_a_barrier():
+    """PHDF5 programs (and HDF5's parallel API tests): one rank writes and closes the
+    dataset, all ranks pass a barrier, every rank opens it and sees the write — no flush.
+    A rank that keeps its own handle open sees it after the next H5Fflush."""
+    d = _tmpdir()
+    path = os.path.join(d, "visible.h5")
+    model = np.full((SIZE * 8,), FILL, dtype="i4")
+    seen = []
+    try:
+        try:
+            with h5py.File(path, "w", driver="mpio", comm=COMM) as f:
+                f.create_dataset("x", model.shape, "i4", chunks=(4,), fillvalue=FILL)
+                kept = f["x"]  # held open all along on every rank
+                for it in range(3):
+                    writer = it % SIZE
+                    if RANK == writer:
+                        ds = f["x"]
+                        ds[it * 4:it * 4 + 6] = np.arange(6) + 100 * it
+                        ds.id.close()  # H5Dclose: publishes this rank's writes
+                    model[it * 4:it * 4 + 6] = np.arange(6) + 100 * it
+                    COMM.Barrier()
+                    seen.append(f["x"][...].tolist())  # a fresh open on every rank
+                f.flush()
+                seen.append(kept[...].tolist())
+        except Exception as exc:
+            seen = ("error", repr(exc))
+        results = COMM.allgather(seen)
+        # Rank 0 reads the file serially while it is open in parallel: a read-only serial
+        # handle works and closing it starts no collective; a writable one is refused.
+        with h5py.File(path, "r+", driver="mpio", comm=COMM) as f:
+            serial = None
+            if RANK == 0:
+                with h5py.File(path, "r") as g:
+                    serial = g["x"][...].tolist()
+                try:
+                    h5py.File(path, "r+").close()
+                    serial = ("writable serial handle accepted", serial)
+                except OSError:
+                    pass
+            serial = COMM.bcast(serial, root=0)
+    finally:
+        _cleanup(d)
+    want = []
+    m = np.full_like(model, FILL)
+    for it in range(3):
+        m[it * 4:it * 4 + 6] = np.arange(6) + 100 * it
+        want.append(m.tolist())
+    want.append(m.tolist())
+    assert results == [want] * SIZE, results
+    assert serial == m.tolist(), serial
