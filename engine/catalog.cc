@@ -31,6 +31,16 @@ uint32_t header_check(const uint8_t* first12) {
   return static_cast<uint32_t>(checksum64(first12, 12));
 }
 
+// Fills in the header of a record whose `len` payload bytes follow it at h (framing below).
+void seal_record(uint8_t* h, uint64_t len) {
+  uint32_t len32 = static_cast<uint32_t>(len);
+  uint64_t sum = checksum64(h + kRecordHeaderSize, len);
+  std::memcpy(h, &len32, 4);
+  std::memcpy(h + 4, &sum, 8);
+  uint32_t check = header_check(h);
+  std::memcpy(h + 12, &check, 4);
+}
+
 // A record is framed as [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))]
 // followed by the payload (commit_impl, maybe_compact).
 
@@ -263,13 +273,7 @@ void Catalog::frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each) {
     put_str(key);
     if (is_put) put_str(value);
   });
-  uint8_t* h = queued_.data() + base;
-  uint32_t len32 = static_cast<uint32_t>(len);
-  uint64_t sum = checksum64(h + kRecordHeaderSize, len);
-  std::memcpy(h, &len32, 4);
-  std::memcpy(h + 4, &sum, 8);
-  uint32_t check = header_check(h);
-  std::memcpy(h + 12, &check, 4);
+  seal_record(queued_.data() + base, len);
 }
 
 // kOnSync: the commits since the last sync become ONE record holding their net effect
@@ -446,13 +450,7 @@ void Catalog::maybe_compact() {
       put(&vl, 4);
       put(v.data(), vl);
     }
-    uint8_t* h = data.data() + base;
-    uint32_t len32 = static_cast<uint32_t>(len);
-    uint64_t sum = checksum64(h + kRecordHeaderSize, len);
-    std::memcpy(h, &len32, 4);
-    std::memcpy(h + 4, &sum, 8);
-    uint32_t check = header_check(h);
-    std::memcpy(h + 12, &check, 4);
+    seal_record(data.data() + base, len);
     remove_file(tmp);  // a leftover from a crash
     File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
     f.pwrite_all(data.data(), data.size(), 0);

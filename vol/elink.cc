@@ -28,18 +28,6 @@ struct Place {
   std::string path;
 };
 
-std::vector<std::string> components(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    std::string p = path.substr(i, j - i);
-    if (!p.empty() && p != ".") parts.push_back(p);
-    i = j + 1;
-  }
-  return parts;
-}
 
 class Walker {
  public:
@@ -52,7 +40,7 @@ class Walker {
   // Follows path from p (all components, the last too).  nullopt: a component is missing.
   std::optional<Place> walk(Place p, const std::string& path) {
     if (!path.empty() && path[0] == '/') p = Place{p.file, kRootOid, "/"};
-    for (auto& part : components(path)) {
+    for (auto& part : path_components(path)) {
       auto next = step(p, part);
       if (!next) return std::nullopt;
       p = std::move(*next);
@@ -62,7 +50,7 @@ class Walker {
 
   // Follows all components but the last; returns the parent place and the last name.
   std::optional<std::pair<Place, std::string>> walk_parent(Place p, const std::string& path) {
-    auto parts = components(path);
+    auto parts = path_components(path);
     if (parts.empty()) return std::nullopt;
     if (!path.empty() && path[0] == '/') p = Place{p.file, kRootOid, "/"};
     for (size_t k = 0; k + 1 < parts.size(); ++k) {
@@ -94,7 +82,7 @@ class Walker {
   bool exists(const Place& p, const std::string& path, bool missing_is_error) {
     auto pp = walk_parent(p, path);
     if (!pp) {
-      if (components(path).empty()) return true;  // the location itself
+      if (path_components(path).empty()) return true;  // the location itself
       fail_arg("a group on the path '" + path + "' does not exist");
     }
     const Place& at = pp->first;

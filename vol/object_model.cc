@@ -37,6 +37,19 @@ tessera::ByteReader reader(const std::string& s, const char* what) {
 
 }  // namespace
 
+std::vector<std::string> path_components(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string p = path.substr(i, j - i);
+    if (!p.empty() && p != ".") parts.push_back(p);
+    i = j + 1;
+  }
+  return parts;
+}
+
 std::string hex16(uint64_t v) {
   // Every catalog key holds one: a plain loop, not snprintf (it showed in profiles).
   static const char kDigits[] = "0123456789abcdef";
@@ -459,15 +472,7 @@ void SharedFile::unref_object(tessera::CatalogBatch& b, uint64_t oid) {
 
 std::optional<uint64_t> SharedFile::try_resolve(uint64_t start, const std::string& path, bool follow_last) {
   uint64_t cur = path.size() && path[0] == '/' ? kRootOid : start;
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    std::string p = path.substr(i, j - i);
-    if (!p.empty() && p != ".") parts.push_back(p);
-    i = j + 1;
-  }
+  std::vector<std::string> parts = path_components(path);
   int soft_budget = 64;  // HDF5's default limit on soft link traversals is 16; be generous
   for (size_t k = 0; k < parts.size(); ++k) {
     auto l = find_link(cur, parts[k]);

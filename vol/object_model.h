@@ -206,5 +206,7 @@ class SharedFile {
 };
 
 std::string hex16(uint64_t v);
+// The names of an HDF5 path, without empty and "." components ("/a//./b" -> a, b).
+std::vector<std::string> path_components(const std::string& path);
 
 }  // namespace tessera_vol
