@@ -45,7 +45,7 @@ void seal_record(uint8_t* h, uint64_t len) {
 // followed by the payload (commit_impl, maybe_compact).
 
 // Bytes one live pair costs in a compacted log (op byte + two length-prefixed strings).
-uint64_t entry_bytes(const std::string& k, const std::string& v) {
+uint64_t entry_bytes(std::string_view k, std::string_view v) {
   return 1 + 4 + k.size() + 4 + v.size();
 }
 
@@ -117,13 +117,14 @@ Catalog::~Catalog() {
 std::optional<std::string> Catalog::get(std::string_view key) const {
   std::lock_guard<std::mutex> g(mu_);
   auto it = kv_.find(key);
-  if (it == kv_.end()) return std::nullopt;
-  return it->second;
+  if (it == kv_.end() || it->second.dead) return std::nullopt;
+  return std::string(it->second.value);
 }
 
 bool Catalog::contains(std::string_view key) const {
   std::lock_guard<std::mutex> g(mu_);
-  return kv_.find(key) != kv_.end();
+  auto it = kv_.find(key);
+  return it != kv_.end() && !it->second.dead;
 }
 
 std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view prefix) const {
@@ -131,7 +132,7 @@ std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view 
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
     if (it->first.compare(0, prefix.size(), prefix) != 0) break;
-    out.emplace_back(it->first, it->second);
+    if (!it->second.dead) out.emplace_back(it->first, it->second.value);
   }
   return out;
 }
@@ -141,7 +142,7 @@ uint64_t Catalog::value_bytes(std::string_view prefix) const {
   uint64_t n = 0;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
     if (it->first.compare(0, prefix.size(), prefix) != 0) break;
-    n += it->second.size();
+    n += it->second.value.size();
   }
   return n;
 }
@@ -228,7 +229,7 @@ void Catalog::replay() {
     } catch (const Error& e) {
       corrupt(base + off, e.what());
     }
-    apply(batch, /*move=*/true);
+    apply(batch);
     off = rv.end;
     log_end_ = base + off;
   }
@@ -240,12 +241,12 @@ void Catalog::replay() {
 
 void Catalog::commit(const CatalogBatch& batch) {
   std::lock_guard<std::mutex> g(mu_);
-  commit_impl(const_cast<CatalogBatch&>(batch), /*move=*/false);
+  commit_impl(batch);
 }
 
 void Catalog::commit(CatalogBatch&& batch) {
   std::lock_guard<std::mutex> g(mu_);
-  commit_impl(batch, /*move=*/true);
+  commit_impl(batch);
   batch.ops_.clear();
 }
 
@@ -283,43 +284,26 @@ void Catalog::frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each) {
 // are added, an object's as attributes are) is written once, not once per commit.
 void Catalog::encode_dirty() {
   if (dirty_.empty()) return;
-  // Each dirty key's entry (or end() once deleted).  Both are sorted by key: when many
-  // keys are dirty, one merge walk over the map beats a search per key.
-  std::vector<Map::const_iterator> at;
-  at.reserve(dirty_.size());
-  if (dirty_.size() * 16 >= kv_.size()) {
-    auto it = kv_.lower_bound(*dirty_.begin());
-    for (const std::string& k : dirty_) {
-      while (it != kv_.end() && it->first < k) ++it;
-      at.push_back(it != kv_.end() && it->first == k ? it : kv_.end());
-    }
-  } else {
-    for (const std::string& k : dirty_) at.push_back(kv_.find(k));
-  }
   uint64_t len = 4;
-  size_t i = 0;
-  for (const std::string& k : dirty_) {
-    len += 1 + 4 + k.size() + (at[i] != kv_.end() ? 4 + at[i]->second.size() : 0);
-    ++i;
-  }
+  for (const auto& it : dirty_)
+    len += 1 + 4 + it->first.size() + (it->second.dead ? 0 : 4 + it->second.value.size());
   frame_into_queue(static_cast<uint32_t>(dirty_.size()), len, [&](auto emit) {
-    size_t j = 0;
-    for (const std::string& k : dirty_) {
-      if (at[j] != kv_.end()) emit(true, k, at[j]->second);
-      else emit(false, k, std::string_view());
-      ++j;
-    }
+    for (const auto& it : dirty_) emit(!it->second.dead, it->first, it->second.value);
   });
+  for (const auto& it : dirty_) {
+    if (it->second.dead) kv_.erase(it);
+    else it->second.dirty = false;
+  }
   dirty_.clear();
   dirty_bytes_ = 0;
 }
 
-void Catalog::commit_impl(CatalogBatch& batch, bool move) {
+void Catalog::commit_impl(const CatalogBatch& batch) {
   if (mode_ == Mode::kReadOnly)
     throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
   if (batch.empty()) return;
   if (mode_ == Mode::kShadow) {  // rank 0 persists the same batch
-    apply(batch, move);
+    apply(batch);
     return;
   }
   if (!log_.is_open())
@@ -329,9 +313,8 @@ void Catalog::commit_impl(CatalogBatch& batch, bool move) {
   if (len > UINT32_MAX)
     throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
   if (durability_ == Durability::kOnSync) {
-    for (const auto& op : batch.ops()) dirty_.insert(op.key);
     dirty_bytes_ += len;
-    apply(batch, move);
+    apply(batch);
     if (dirty_bytes_ > (4u << 20)) sync_locked();
     return;
   }
@@ -339,7 +322,7 @@ void Catalog::commit_impl(CatalogBatch& batch, bool move) {
   frame_into_queue(static_cast<uint32_t>(batch.ops().size()), len, [&](auto emit) {
     for (const auto& op : batch.ops()) emit(op.put, op.key, op.value);
   });
-  apply(batch, move);
+  apply(batch);
   sync_locked();
 }
 
@@ -368,23 +351,42 @@ void Catalog::sync_locked() {
   maybe_compact();
 }
 
-void Catalog::apply(CatalogBatch& batch, bool move) {
-  for (auto& op : batch.ops_) {
+// kOnSync (not a shadow): changed entries are flagged dirty and listed once; a delete
+// leaves a tombstone until the next sync writes it (encode_dirty).
+void Catalog::apply(const CatalogBatch& batch) {
+  const bool track = durability_ == Durability::kOnSync && mode_ == Mode::kReadWrite;
+  for (const auto& op : batch.ops()) {
     auto it = kv_.lower_bound(op.key);  // also the insertion hint
-    if (it != kv_.end() && it->first == op.key) {
-      live_bytes_ -= entry_bytes(it->first, it->second);
+    if (it != kv_.end() && std::string_view(it->first) == op.key) {
+      Entry& e = it->second;
+      if (!e.dead) live_bytes_ -= entry_bytes(it->first, e.value);
       if (!op.put) {
-        kv_.erase(it);
-        continue;
+        if (!track) {
+          kv_.erase(it);
+          continue;
+        }
+        e.value.clear();
+        e.value.shrink_to_fit();
+        e.dead = true;
+      } else {
+        e.value.assign(op.value);
+        e.dead = false;
+        live_bytes_ += entry_bytes(it->first, e.value);
       }
-      if (move) it->second = std::move(op.value);
-      else it->second = op.value;
-      live_bytes_ += entry_bytes(it->first, it->second);
+      if (track && !e.dirty) {
+        e.dirty = true;
+        dirty_.push_back(it);
+      }
       continue;
     }
-    if (!op.put) continue;
-    auto r = move ? kv_.emplace_hint(it, std::move(op.key), std::move(op.value)) : kv_.emplace_hint(it, op.key, op.value);
-    live_bytes_ += entry_bytes(r->first, r->second);
+    if (!op.put) continue;  // not in the map: not in the log either
+    it = kv_.emplace_hint(it, std::piecewise_construct, std::forward_as_tuple(op.key),
+                          std::forward_as_tuple(std::string_view(op.value)));
+    live_bytes_ += entry_bytes(it->first, it->second.value);
+    if (track) {
+      it->second.dirty = true;
+      dirty_.push_back(it);
+    }
   }
 }
 
@@ -398,7 +400,7 @@ void Catalog::reload() {
   if (::fstat(log_.fd(), &fd_st) != 0) throw_errno("cannot stat", log_path_, errno);
   if (path_st.st_ino != fd_st.st_ino || path_st.st_dev != fd_st.st_dev) {
     File f = File::open_read(log_path_);
-    std::map<std::string, std::string, std::less<>> old_kv;
+    Map old_kv(&pool_);
     old_kv.swap(kv_);
     uint64_t old_end = log_end_, old_live = live_bytes_;
     File old_log = std::move(log_);
@@ -428,7 +430,7 @@ void Catalog::maybe_compact() {
   // File header + one framed record of every live pair, built in one buffer (the catalog
   // can hold megabytes of inline fragments: no intermediate copies).
   uint64_t len = 4;
-  for (const auto& [k, v] : kv_) len += 1 + 4 + k.size() + 4 + v.size();
+  for (const auto& [k, e] : kv_) len += 1 + 4 + k.size() + 4 + e.value.size();
   if (len > UINT32_MAX) return;  // cannot be framed as one record; keep appending
   try {
     std::vector<uint8_t> data = file_header();
@@ -441,7 +443,8 @@ void Catalog::maybe_compact() {
     };
     uint32_t n = static_cast<uint32_t>(kv_.size());
     put(&n, 4);
-    for (const auto& [k, v] : kv_) {
+    for (const auto& [k, e] : kv_) {
+      const std::pmr::string& v = e.value;
       uint8_t one = 1;
       uint32_t kl = static_cast<uint32_t>(k.size()), vl = static_cast<uint32_t>(v.size());
       put(&one, 1);
