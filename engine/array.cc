@@ -704,7 +704,7 @@ std::string Array::journal_path() const {
   return join_path(frag_dir_, kRankJournalPrefix + std::to_string(opts_.writer_rank) + kJournalSuffix);
 }
 
-void Array::finish_publish(bool synced) {
+void Array::finish_publish(bool synced, CatalogBatch* into) {
   if (!journal_staged_) return;
   const bool files = !unpublished_.empty();
   for (auto& [f, final_path] : unpublished_) {
@@ -729,8 +729,12 @@ void Array::finish_publish(bool synced) {
       schema_dirty_ = false;
     }
     if (!b.empty() && cat_->catalog->contains(cat_->prefix + "schema")) {
-      cat_->catalog->commit(std::move(b));
-      if (!synced) cat_->catalog->sync();
+      if (into) {  // the caller commits (and syncs) it with other arrays' records
+        for (const auto& op : b.ops()) into->put(op.key, op.value);
+      } else {
+        cat_->catalog->commit(std::move(b));
+        if (!synced) cat_->catalog->sync();
+      }
     }
     // A journal that carried an extent change stays until a later flush replaces it: the
     // schema record is durable only once the caller syncs the catalog, and a crash before
@@ -1005,10 +1009,10 @@ Status Array::stage_prepared(bool synced, uint64_t epoch, bool fragments_synced)
   });
 }
 
-Status Array::publish_prepared(bool synced) {
+Status Array::publish_prepared(bool synced, CatalogBatch* into) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (writable_) finish_publish(synced);
+    if (writable_) finish_publish(synced, into);
   });
 }
 

@@ -137,7 +137,10 @@ class Array {
   // and tagged with the epoch; it is published only if that epoch's record is committed.
   Status prepare_flush();
   Status stage_prepared(bool synced, uint64_t epoch = 0, bool fragments_synced = false);
-  Status publish_prepared(bool synced);
+  // into (catalog-bound arrays): the step's catalog records (inline fragments, schema)
+  // are added to *into for the caller to commit and sync, instead of a commit per array
+  // (flushing 10,000 small datasets is then one catalog batch).
+  Status publish_prepared(bool synced, CatalogBatch* into = nullptr);
   // After prepare_flush: fragments (and extent changes) the next publish will make
   // visible; a caller publishing only a few may sync them file by file instead.
   size_t pending_publish() const;
@@ -212,7 +215,7 @@ class Array {
   std::string journal_path() const;
   void recover_one_journal(const std::string& path);
   void discard_unpublished();
-  void finish_publish(bool synced);
+  void finish_publish(bool synced, CatalogBatch* into = nullptr);
   void recover_journal();
   void flush_impl();
   bool apply_extent_commits();

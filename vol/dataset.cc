@@ -261,7 +261,18 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     d->ftype = StoredType::of(type_id);
     d->committed_type = committed_type_oid(type_id, *f);
     d->space = H5Scopy(space_id);
-    d->dcpl = copy_plist(dcpl, H5P_DATASET_CREATE_DEFAULT);
+    // The dcpl is reported back as stored.  Most need no adjustment (below): those are
+    // encoded as given and the handle shares the file's decoded copy of that encoding (as
+    // dataset_open does) instead of an H5Pcopy per dataset.
+    std::string cpl_enc;
+    if (!schema.var && H5Pget_nfilters(dcpl) == 0) {
+      cpl_enc = encode_plist(dcpl);
+      hid_t shared = f->decoded_plist(cpl_enc);
+      d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
+      if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");
+    } else {
+      d->dcpl = copy_plist(dcpl, H5P_DATASET_CREATE_DEFAULT);
+    }
     if (dapl_id == H5P_DEFAULT || dapl_id == H5P_DATASET_ACCESS_DEFAULT) {
       // The shared default dapl, as dataset_open: one H5Pcopy less per dataset.
       hid_t dapl = f->shared_default_dapl();
@@ -298,7 +309,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     rec.type_enc = d->ftype.encoding();
     rec.committed_type = d->committed_type;
     rec.space_enc = encode_space(d->space);
-    rec.cpl = encode_plist(d->dcpl);
+    rec.cpl = cpl_enc.empty() ? encode_plist(d->dcpl) : std::move(cpl_enc);
 
     tessera::CatalogBatch b;
     uint64_t parent = 0;

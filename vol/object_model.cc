@@ -766,18 +766,34 @@ void SharedFile::flush_arrays() {
   // those files: each fragment's fdatasync, its directory's fsync (Array's own durable
   // publish) — syncfs would also wait for every other writer's dirty data on the file
   // system.  Many fragments or new array directories: the syncfs batch below is cheaper.
+  // Every array's catalog records (inline fragments, schemas) go in one batch; an array
+  // failing to publish does not keep the others' records from it.
+  tessera::CatalogBatch records;
+  auto publish_all = [&](bool synced) {
+    tessera::Status first;
+    for (auto& [id, a] : arrays_) {
+      tessera::Status st = a->publish_prepared(synced, &records);
+      if (first.ok() && !st.ok()) first = st;
+    }
+    if (files && synced) {
+      tessera::Status st = container_->sync();
+      if (first.ok() && !st.ok()) first = st;
+    }
+    check(tessera::guard([&] {
+      container_->catalog().commit(std::move(records));
+      container_->catalog().sync();
+    }));
+    check(first);
+  };
   if (files && pending <= 4 && !container_->has_unsynced_arrays()) {
     for (auto& [id, a] : arrays_) check(a->stage_prepared(false));
-    for (auto& [id, a] : arrays_) check(a->publish_prepared(false));
-    check(tessera::guard([&] { container_->catalog().sync(); }));
+    publish_all(false);
     return;
   }
   if (files) check(container_->sync());
   for (auto& [id, a] : arrays_) check(a->stage_prepared(true));
   if (files) check(container_->sync());
-  for (auto& [id, a] : arrays_) check(a->publish_prepared(true));
-  if (files) check(container_->sync());
-  check(tessera::guard([&] { container_->catalog().sync(); }));
+  publish_all(true);
 }
 
 hid_t SharedFile::decoded_plist(const std::string& enc) {
