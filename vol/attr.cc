@@ -41,12 +41,11 @@ std::string encode_space(hid_t space) {
   return enc;
 }
 
-hid_t make_acpl(H5T_cset_t cset) {
-  hid_t acpl = H5Pcreate(H5P_ATTRIBUTE_CREATE);
-  if (acpl < 0 || H5Pset_char_encoding(acpl, cset) < 0) {
-    if (acpl >= 0) H5Pclose(acpl);
-    fail_arg("cannot build the attribute creation property list");
-  }
+// The acpl a handle reports: only the character encoding is stored, so handles share one
+// acpl per encoding (each holds a reference; H5Aget_create_plist hands out a copy).
+hid_t make_acpl(SharedFile& f, H5T_cset_t cset) {
+  hid_t acpl = f.shared_acpl(cset);
+  if (acpl < 0 || H5Iinc_ref(acpl) < 0) fail_arg("cannot build the attribute creation property list");
   return acpl;
 }
 
@@ -58,20 +57,11 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
   a->ftype = StoredType(r.type_enc, "attribute '" + name + "'");
   a->space = H5Sdecode(r.space_enc.data());
   if (a->space < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
-  a->acpl = make_acpl(r.cset);
+  a->acpl = make_acpl(*loc->file, r.cset);
   return a.release();
 }
 
-bool tracks_attr_corder(SharedFile& f, uint64_t owner, const ObjectRecord& rec) {
-  hid_t pl = H5I_INVALID_HID;
-  if (!rec.cpl.empty()) pl = f.decoded_plist(rec.cpl);
-  else if (owner == kRootOid) pl = f.fcpl();
-  unsigned flags = 0;
-  if (pl >= 0 && H5Pget_attr_creation_order(pl, &flags) < 0) flags = 0;
-  return (flags & H5P_CRT_ORDER_TRACKED) != 0;
-}
-
-bool tracks_attr_corder(SharedFile& f, uint64_t owner) { return tracks_attr_corder(f, owner, f.object(owner)); }
+bool tracks_attr_corder(SharedFile& f, uint64_t owner) { return f.tracks_attr_corder(owner, f.object(owner)); }
 
 using AttrList = std::vector<std::pair<std::string, AttrRecord>>;
 
@@ -228,8 +218,7 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     f.require_writable("attribute create");
     std::string path;
     uint64_t owner = owner_of(o, loc_params, &path);
-    if (f.find_attr(owner, attr_name)) fail_arg(std::string("attribute '") + attr_name + "' already exists");
-    const ObjectRecord orec = f.object(owner);
+    if (f.has_attr(owner, attr_name)) fail_arg(std::string("attribute '") + attr_name + "' already exists");
     AttrRecord r;
     r.type_enc = StoredType::of(type_id).encoding();
     r.space_enc = encode_space(space_id);
@@ -237,14 +226,15 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     if (acpl_id != H5P_DEFAULT && acpl_id >= 0 && H5Pget_char_encoding(acpl_id, &cset) < 0)
       fail_arg("cannot read the character encoding of the acpl");
     r.cset = cset;
-    r.corder = f.take_attr_corder(owner, orec);  // the owner's record stays as it is
+    const SharedFile::AttrOrder order = f.take_attr_corder(owner);  // the owner's record stays as it is
+    r.corder = order.corder;
     r.committed_type = committed_type_oid(type_id, f);
     tessera::CatalogBatch b;
     f.put_attr(b, owner, attr_name, r);
     if (r.committed_type) f.ref_object(b, r.committed_type);  // native: the type's refcount
     f.commit(b);
     auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r));
-    a->corder_unknown = !tracks_attr_corder(f, owner, orec);
+    a->corder_unknown = !order.tracked;
     return a;
   });
 }

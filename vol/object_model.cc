@@ -267,6 +267,7 @@ SharedFile::~SharedFile() {
   for (auto& [enc, id] : plists_)
     if (id >= 0) H5Pclose(id);
   if (default_dapl_ >= 0) H5Pclose(default_dapl_);
+  for (auto& [cset, acpl] : acpls_) H5Pclose(acpl);
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
@@ -568,14 +569,30 @@ void SharedFile::del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::s
   b.del(attr_key(owner, name));
 }
 
-int64_t SharedFile::take_attr_corder(uint64_t owner, const ObjectRecord& rec) {
+bool SharedFile::has_attr(uint64_t owner, const std::string& name) {
+  return container_->catalog().contains(attr_key(owner, name));
+}
+
+bool SharedFile::tracks_attr_corder(uint64_t owner, const ObjectRecord& rec) {
+  hid_t pl = H5I_INVALID_HID;
+  if (!rec.cpl.empty()) pl = decoded_plist(rec.cpl);
+  else if (owner == kRootOid) pl = fcpl();
+  unsigned flags = 0;
+  if (pl >= 0 && H5Pget_attr_creation_order(pl, &flags) < 0) flags = 0;
+  return (flags & H5P_CRT_ORDER_TRACKED) != 0;
+}
+
+SharedFile::AttrOrder SharedFile::take_attr_corder(uint64_t owner) {
   auto it = attr_corders_.find(owner);
   if (it == attr_corders_.end()) {
+    const ObjectRecord rec = object(owner);
     int64_t next = rec.next_attr_corder;
     for (auto& [name, a] : attrs(owner)) next = std::max(next, a.corder + 1);
-    it = attr_corders_.emplace(owner, next).first;
+    it = attr_corders_.emplace(owner, AttrOrder{next, tracks_attr_corder(owner, rec)}).first;
   }
-  return it->second++;
+  AttrOrder taken = it->second;
+  ++it->second.corder;
+  return taken;
 }
 
 // ---------------------------------------------------------------- arrays
@@ -807,6 +824,18 @@ hid_t SharedFile::decoded_plist(const std::string& enc) {
   hid_t id = H5Pdecode(enc.data());
   plists_[enc] = id;
   return id;
+}
+
+hid_t SharedFile::shared_acpl(H5T_cset_t cset) {
+  auto it = acpls_.find(static_cast<int>(cset));
+  if (it != acpls_.end()) return it->second;
+  hid_t acpl = H5Pcreate(H5P_ATTRIBUTE_CREATE);
+  if (acpl >= 0 && H5Pset_char_encoding(acpl, cset) < 0) {
+    H5Pclose(acpl);
+    acpl = H5I_INVALID_HID;
+  }
+  if (acpl >= 0) acpls_[static_cast<int>(cset)] = acpl;
+  return acpl;
 }
 
 hid_t SharedFile::shared_default_dapl() {

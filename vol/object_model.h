@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/array.h"
@@ -145,14 +146,22 @@ class SharedFile {
   // --- attributes
   std::vector<std::pair<std::string, AttrRecord>> attrs(uint64_t owner);  // sorted by name
   std::optional<AttrRecord> find_attr(uint64_t owner, const std::string& name);
+  bool has_attr(uint64_t owner, const std::string& name);
   void put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r);
   void del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name);
   // The creation order of owner's next attribute, counted: max(rec.next_attr_corder, the
   // largest stored attribute corder + 1), computed once per owner and then kept in memory,
-  // so creating an attribute does not rewrite its owner's record.  Deleting the attribute
-  // that holds the largest order writes that order + 1 into the owner's record (the
-  // counter never goes back, as native's).
-  int64_t take_attr_corder(uint64_t owner, const ObjectRecord& rec);
+  // so creating an attribute does not read or rewrite its owner's record.  Deleting the
+  // attribute that holds the largest order writes that order + 1 into the owner's record
+  // (the counter never goes back, as native's).  tracked: the owner's creation plist
+  // asks for attribute creation order tracking (H5Pset_attr_creation_order).
+  struct AttrOrder {
+    int64_t corder;
+    bool tracked;
+  };
+  AttrOrder take_attr_corder(uint64_t owner);
+  // Whether owner's creation plist tracks attribute creation order.
+  bool tracks_attr_corder(uint64_t owner, const ObjectRecord& rec);
 
   // --- arrays (shared by all dataset handles of the container)
   // In a parallel file these are collective (docs/parallel.md): every rank calls them.
@@ -179,6 +188,8 @@ class SharedFile {
   hid_t decoded_plist(const std::string& enc);
   // A default dapl shared by dataset handles (each holds a reference: H5Iinc_ref).
   hid_t shared_default_dapl();
+  // An acpl with only the character encoding set, shared by attribute handles.
+  hid_t shared_acpl(H5T_cset_t cset);
 
  private:
   SharedFile() = default;
@@ -197,7 +208,8 @@ class SharedFile {
   std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
   std::map<void*, H5I_type_t> open_;
   std::map<std::string, hid_t> plists_;  // decoded_plist cache
-  std::map<uint64_t, int64_t> attr_corders_;  // take_attr_corder: next order per owner
+  std::unordered_map<uint64_t, AttrOrder> attr_corders_;  // take_attr_corder: next order per owner
+  std::map<int, hid_t> acpls_;  // shared_acpl
   hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;
