@@ -198,6 +198,12 @@ void Array::open_impl(bool writable) {
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
+  if (schema_.compact) {
+    // No fragments, journals or directory: the cells are one catalog record.
+    if (!cat_) throw_error(Errc::kCorrupt, "array '" + dir_ + "': a compact array outside a catalog");
+    compact_ = std::make_unique<CompactCells>(schema_);
+    return;
+  }
   // A shadow rank never recovers: rank 0 recovered every array at file open.
   if (dir_exists_ && !opts_.shadow) recover_journal();
   load_fragments();
@@ -265,6 +271,38 @@ void Array::release_inline(const Fragment& f) {
   uint64_t n = f.file_size();
   inline_bytes_ -= std::min(inline_bytes_, n);
   if (cat_->budget) cat_->budget->used -= std::min<uint64_t>(cat_->budget->used.load(), n);
+}
+
+CompactCells& Array::compact_cells() {
+  if (!compact_loaded_) {
+    const std::string key = cat_->prefix + "cells";
+    if (auto v = cat_->catalog->get(key)) compact_->decode(*v, inline_label(key));
+    compact_loaded_ = true;
+  }
+  return *compact_;
+}
+
+// The cells record goes into the caller's batch (the flush's one catalog batch) or is
+// committed now (and synced unless the caller syncs).  A dataset deleted meanwhile has no
+// schema record: its cells must not come back.  The first record of an array counts
+// against the container's inline budget (Container::create_array checked the room).
+void Array::publish_compact(bool synced, CatalogBatch* into) {
+  if (!compact_dirty_) return;
+  const std::string key = cat_->prefix + "cells";
+  if (!cat_->catalog->contains(cat_->prefix + "schema")) {
+    compact_dirty_ = false;
+    return;
+  }
+  if (cat_->budget && !cat_->catalog->contains(key)) cat_->budget->used += compact_->bytes();
+  if (into) {
+    into->put(key, compact_->encode());
+  } else {
+    CatalogBatch b;
+    b.put(key, compact_->encode());
+    cat_->catalog->commit(std::move(b));
+    if (!synced) cat_->catalog->sync();
+  }
+  compact_dirty_ = false;
 }
 
 // A finished in-memory fragment: durable mode commits its record (and syncs the catalog)
@@ -457,6 +495,12 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     if (src_strides) std::copy(src_strides, src_strides + r, sstride);
     else sel.dense_strides(sstride);
     const auto* p = static_cast<const uint8_t*>(src);
+    if (compact_) {
+      compact_cells().write(sel, p, sstride);
+      compact_dirty_ = true;
+      if (opts_.durable_writes) publish_compact(false, nullptr);
+      return;
+    }
     if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
       write_dense(sel, p, sstride);
     } else {
@@ -554,6 +598,12 @@ Status Array::write_points(const uint64_t* coords, size_t n, const void* values)
     require_writable();
     require_var(false);
     check_points(coords, n);
+    if (compact_) {
+      compact_cells().write_points(coords, n, static_cast<const uint8_t*>(values));
+      compact_dirty_ = compact_dirty_ || n > 0;
+      if (opts_.durable_writes && n > 0) publish_compact(false, nullptr);
+      return;
+    }
     buffer_->add(coords, static_cast<const uint8_t*>(values), n);
     maybe_spill();
   });
@@ -705,6 +755,10 @@ std::string Array::journal_path() const {
 }
 
 void Array::finish_publish(bool synced, CatalogBatch* into) {
+  if (compact_) {
+    publish_compact(synced, into);
+    return;
+  }
   if (!journal_staged_) return;
   const bool files = !unpublished_.empty();
   for (auto& [f, final_path] : unpublished_) {
@@ -864,6 +918,14 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
   return guard([&] {
     require_var(false);
     check_selection(sel);
+    if (compact_) {
+      if (sel.empty()) return;
+      uint64_t dstride[kMaxRank];
+      if (dst_strides) std::copy(dst_strides, dst_strides + schema_.rank(), dstride);
+      else sel.dense_strides(dstride);
+      compact_cells().read(sel, static_cast<uint8_t*>(dst), dstride);
+      return;
+    }
     finish_parked();
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
@@ -876,6 +938,10 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
   return guard([&] {
     require_var(false);
     check_points(coords, n);
+    if (compact_) {
+      compact_cells().read_points(coords, n, static_cast<uint8_t*>(dst));
+      return;
+    }
     finish_parked();
     buffer_->normalize();
     ReadView view{frags_, buffer_.get()};
@@ -1022,6 +1088,10 @@ Status Array::set_extent(const Coords& extent) {
     require_writable();
     Schema next = schema_;
     if (extent.size() != next.extent.size()) throw_error(Errc::kInvalidArgument, "set_extent: rank differs");
+    if (compact_) {
+      if (extent != schema_.extent) throw_error(Errc::kInvalidArgument, "set_extent: a compact array's extent is fixed");
+      return;
+    }
     finish_parked();  // the fill fragments must be newer than every write before them
     next.extent = extent;
     next.validate();
@@ -1099,6 +1169,10 @@ Status Array::refresh() {
     finish_parked();
     if (cat_ && !cat_->catalog->writable()) cat_->catalog->reload();
     if (cat_) dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+    if (compact_) {  // a reader re-reads the record on next use
+      if (!compact_dirty_) compact_loaded_ = false;
+      return;
+    }
     if (!schema_dirty_) {
       schema_ = cat_ ? load_schema() : read_schema(dir_, &extent_id_);
       buffer_->reset_layout(schema_);
@@ -1173,6 +1247,11 @@ std::vector<FragmentInfo> Array::fragments() {
 uint64_t Array::storage_bytes() {
   std::lock_guard<std::mutex> g(mu_);
   (void)guard([&] { finish_parked(); });
+  if (compact_) {
+    bool written = false;
+    (void)guard([&] { written = compact_cells().written(); });
+    return written ? compact_->bytes() : 0;
+  }
   uint64_t n = 0;
   for (auto& f : frags_) n += f->file_size();
   return n;

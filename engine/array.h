@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/catalog.h"
+#include "engine/compact_cells.h"
 #include "engine/error.h"
 #include "engine/fragment.h"
 #include "engine/fragment_writer.h"
@@ -231,6 +232,13 @@ class Array {
   void put_schema(bool durable);
   Schema load_schema();
   void release_inline(const Fragment& f);
+
+  // --- compact arrays (schema_.compact, catalog-bound only): no fragments, one record
+  CompactCells& compact_cells();  // loaded from the record on first use
+  void publish_compact(bool synced, CatalogBatch* into);
+  std::unique_ptr<CompactCells> compact_;
+  bool compact_loaded_ = false;
+  bool compact_dirty_ = false;  // written since the last publish
 
   std::optional<CatalogBinding> cat_;
   bool dir_exists_ = true;

@@ -159,10 +159,17 @@ Status Container::sync() {
   });
 }
 
-Status Container::create_array(const Schema& schema, uint64_t* id, bool durable) {
+Status Container::create_array(const Schema& requested, uint64_t* id, bool durable) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
-    schema.validate();
+    requested.validate();
+    // A compact array is one catalog record: only where arrays live in the catalog, and
+    // only while the container's inline budget has room for its cells.
+    Schema schema = requested;
+    if (schema.compact) {
+      const uint64_t bytes = CompactCells(schema).bytes();
+      if (file_arrays_ || shadow_ || budget_->used.load() + bytes > budget_->cap) schema.compact = false;
+    }
     uint64_t next = 1;
     if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
     CatalogBatch b;

@@ -52,6 +52,8 @@ class Container {
   // Array ids are allocated from a counter kept in the catalog; the schema is a catalog
   // record committed with the id (durable per the catalog's durability; `durable` is
   // kept for callers and means nothing more: no file is created).
+  // schema.compact is a request: the array is created compact only when it can be (a
+  // catalog-bound container with inline budget left), else as an ordinary array.
   Status create_array(const Schema& schema, uint64_t* id, bool durable = true);
   // One syncfs(2) over the container's file system (see Array::prepare_flush).
   Status sync();

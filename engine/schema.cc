@@ -6,7 +6,6 @@
 namespace tessera {
 
 namespace {
-constexpr uint32_t kSchemaVersion = 1;
 }
 
 Box Schema::domain() const {
@@ -58,12 +57,22 @@ void Schema::validate() const {
   if (var && (elem_size != kVarDescriptorSize || !fill.empty() || kind != ElementKind::kOpaque))
     bad("variable-length arrays have 32-byte opaque descriptors and no fill value");
   filters.validate();
+  if (compact) {
+    if (var || !filters.empty()) bad("compact arrays hold fixed-size unfiltered cells");
+    for (size_t d = 0; d < r; ++d)
+      if (max_extent[d] != extent[d]) bad("compact arrays have a fixed extent");
+    uint64_t bytes = elem_size;
+    for (size_t d = 0; d < r; ++d) {
+      if (extent[d] != 0 && bytes > kCompactMaxBytes / extent[d]) bad("compact arrays hold at most 64 KiB");
+      bytes *= extent[d];
+    }
+  }
 }
 
 std::vector<uint8_t> Schema::serialize() const {
   ByteWriter w;
   w.bytes("TSRASCHM", 8);
-  w.u32(kSchemaVersion);
+  w.u32(compact ? 2 : 1);
   w.u32(static_cast<uint32_t>(extent.size()));
   for (size_t d = 0; d < extent.size(); ++d) {
     w.u64(extent[d]);
@@ -80,6 +89,7 @@ std::vector<uint8_t> Schema::serialize() const {
   w.bytes(fill.data(), fill.size());
   filters.serialize(w);
   w.u8(var ? 1 : 0);
+  if (compact) w.u8(1);
   return std::move(w.buf());
 }
 
@@ -89,9 +99,9 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   r.bytes(magic, 8);
   if (std::string(magic, 8) != "TSRASCHM") r.fail("bad schema magic");
   uint32_t ver = r.u32();
-  if (ver != kSchemaVersion)
+  if (ver != 1 && ver != 2)
     throw_error(Errc::kUnsupported, what + ": schema format version " + std::to_string(ver) +
-                                        " is not supported (this build reads version 1)");
+                                        " is not supported (this build reads versions 1 and 2)");
   Schema s;
   uint32_t rank = r.u32();
   if (rank < 1 || rank > static_cast<uint32_t>(kMaxRank)) r.fail("bad rank");
@@ -118,6 +128,11 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   uint8_t var = r.u8();
   if (var > 1) r.fail("bad variable-length flag");
   s.var = var == 1;
+  if (ver == 2) {
+    uint8_t compact = r.u8();
+    if (compact != 1) r.fail("bad compact flag");
+    s.compact = true;
+  }
   if (!r.done()) r.fail("trailing bytes");
   try {
     s.validate();

@@ -20,6 +20,9 @@ enum class Order : uint8_t { kRowMajor = 0, kColMajor = 1 };
 
 constexpr uint32_t kVarDescriptorSize = 32;
 
+// The largest compact array (Schema::compact), in bytes of cells.
+constexpr uint64_t kCompactMaxBytes = 64 << 10;
+
 struct Schema {
   Coords extent;       // current extent per dimension
   Coords max_extent;   // kUnlimited allowed
@@ -36,6 +39,11 @@ struct Schema {
   // descriptors (var_heap.h) and the bytes live in heap files; elem_size must be
   // kVarDescriptorSize and the fill value is the empty string.
   bool var = false;
+  // A compact array (compact_cells.h): small, fixed extent, unfiltered, fixed-size cells,
+  // kept as ONE catalog record of all its cells instead of fragments — HDF5's compact
+  // layout (raw data in the object header) in the catalog's terms.  Serialized only when
+  // set (schema version 2), so other schemas read as before.
+  bool compact = false;
 
   int rank() const { return static_cast<int>(extent.size()); }
   Box domain() const;            // [0, extent-1]; empty (cells()==0) if any extent is 0

@@ -391,7 +391,7 @@ herr_t dataset_get(void* obj, H5VL_dataset_get_args_t* args, hid_t, void**) {
         return;
       }
       case H5VL_DATASET_GET_SPACE_STATUS:
-        *args->args.get_space_status.status = d.array->fragments().empty() && d.array->buffered_cells() == 0
+        *args->args.get_space_status.status = d.array->storage_bytes() == 0 && d.array->buffered_cells() == 0
                                                   ? H5D_SPACE_STATUS_NOT_ALLOCATED
                                                   : H5D_SPACE_STATUS_ALLOCATED;
         return;

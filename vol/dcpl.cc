@@ -160,6 +160,18 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
     // nbit, scaleoffset, user filters): stored unfiltered, reported back via the dcpl.
   }
   s.filters = tessera::FilterPipeline(std::move(filters), s.elem_size);
+  // Small contiguous and compact datasets (HDF5 cannot extend or filter them) become
+  // compact arrays: one catalog record of all their cells (engine/compact_cells.h).  The
+  // container keeps them ordinary when it cannot (parallel files, inline budget spent).
+  if (layout != H5D_CHUNKED && !var && s.filters.empty()) {
+    uint64_t bytes = s.elem_size;
+    bool fits = true;
+    for (uint64_t e : s.extent) {
+      if (e != 0 && bytes > tessera::kCompactMaxBytes / e) fits = false;
+      bytes *= e;  // fits == false stops it mattering
+    }
+    s.compact = fits;
+  }
   return s;
 }
 

@@ -147,6 +147,17 @@ struct Copier {
     uint64_t id = 0;
     check(dst.container().create_array(a->schema(), &id, /*durable=*/false));
     new_arrays.push_back(id);
+    if (a->schema().compact) {
+      // A compact array's cells are one record: copied through read and write, so the
+      // copy is right whether or not the destination could make it compact too.  Never
+      // written: nothing to copy (both read as the fill value).
+      if (a->storage_bytes() == 0) return id;
+      const tessera::Selection all = tessera::Selection::from_box(a->schema().domain());
+      std::vector<uint8_t> cells(all.cells() * a->schema().elem_size);
+      check(a->read(all, cells.data()));
+      check(dst.array(id)->write(all, cells.data()));
+      return id;
+    }
     std::string from = src.container().array_dir(array_id), to = dst.container().array_dir(id);
     check(tessera::guard([&] {
       // Inline fragments (catalog records) are copied as records under the new array.
