@@ -148,7 +148,35 @@ uint64_t owner_of(Obj* o, const H5VL_loc_params_t* lp, std::string* path) {
 // registers it, H5Aint.c H5A__iterate).  Opened by token through object_open, so every
 // object kind gets its own handle type.  If the object cannot be opened the callback gets
 // H5I_INVALID_HID rather than no iteration at all (h5py ignores this ID).
+// A second handle to the dataset `d` (its array, type and plists shared; plists hold one
+// more reference each), or null.
+DatasetObj* clone_dataset(const DatasetObj& d) {
+  auto c = std::make_unique<DatasetObj>(H5I_DATASET, d.file, d.oid, d.path);
+  c->ftype = d.ftype;
+  c->committed_type = d.committed_type;
+  c->array = d.array;
+  c->handle = d.handle;
+  c->space = H5Scopy(d.space);
+  if (c->space < 0) return nullptr;
+  if (H5Iinc_ref(d.dcpl) < 0) return nullptr;
+  c->dcpl = d.dcpl;
+  if (H5Iinc_ref(d.dapl) < 0) return nullptr;
+  c->dapl = d.dapl;
+  return c.release();
+}
+
 hid_t owner_id(Obj* o, uint64_t owner) {
+  if (o->oid == owner && o->type == H5I_DATASET) {
+    // Iterating a dataset's own attributes (h5py's attrs, H5Aiterate on the dataset):
+    // the callback's handle is a copy of this one, not a fresh open by token.
+    DatasetObj* c = clone_dataset(*static_cast<DatasetObj*>(o));
+    if (c) {
+      hid_t id = H5VLwrap_register(c, H5I_DATASET);
+      if (id >= 0) return id;
+      H5Eclear2(H5E_DEFAULT);
+      delete c;
+    }
+  }
   H5O_token_t token;
   oid_to_token(owner, &token);
   H5VL_loc_params_t lp{};

@@ -331,6 +331,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       (void)f->container().remove_array(rec.array_id);
       throw;
     }
+    f->note_new_object(d->oid, d->dcpl);
     d->array = f->array(rec.array_id);
     d->handle = o->handle;  // H5F_OBJ_LOCAL counts objects per file handle
     return d.release();

@@ -160,6 +160,9 @@ class SharedFile {
     bool tracked;
   };
   AttrOrder take_attr_corder(uint64_t owner);
+  // A just-created object has no attributes: its counter starts at 0 without reading
+  // anything back (cpl: its creation plist).
+  void note_new_object(uint64_t oid, hid_t cpl);
   // Whether owner's creation plist tracks attribute creation order.
   bool tracks_attr_corder(uint64_t owner, const ObjectRecord& rec);
 
