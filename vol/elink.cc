@@ -250,6 +250,7 @@ ExternalHop::ExternalHop(Obj* o, const H5VL_loc_params_t* l, const char* n, bool
   if (l->type == H5VL_OBJECT_BY_IDX) follow_last = true;
   if (n && l->type != H5VL_OBJECT_BY_IDX) path = path.empty() ? n : path + "/" + n;
   if (path.empty()) return;
+  if (!o->file->may_have_ud_links()) return;  // no external link to cross
 
   hid_t lapl = loc_lapl(l);
   Walker w(lapl == H5P_DEFAULT ? apl : lapl);

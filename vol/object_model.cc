@@ -189,6 +189,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   root.rc = 1;
   b.put("o/" + hex16(kRootOid), root.serialize());
   b.put("sys/next_oid", std::to_string(kRootOid + 1));
+  b.put(kUdLinksKey, "0");  // no external or user-defined links yet (add_link)
   size_t sz = 0;
   if (H5Pencode2(f->fcpl_, nullptr, &sz, H5P_DEFAULT) >= 0 && sz > 0) {
     std::string enc(sz, '\0');
@@ -357,6 +358,11 @@ std::optional<std::string> from_batch(const tessera::CatalogBatch& b, const std:
 }
 }  // namespace
 
+bool SharedFile::may_have_ud_links() {
+  auto v = container_->catalog().get(kUdLinksKey);
+  return !v || *v != "0";  // containers from before the key: unknown
+}
+
 std::optional<LinkRecord> SharedFile::find_link(uint64_t group, const std::string& name) {
   auto v = container_->catalog().get(link_key(group, name));
   if (!v) return std::nullopt;
@@ -389,6 +395,7 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
   if (g.type != ObjType::kGroup) fail_arg("link parent is not a group");
   rec.corder = g.next_link_corder++;
   put_object(b, group, g);
+  if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(kUdLinksKey, "1");
   if (rec.type == H5L_TYPE_HARD) {
     ObjectRecord t;
     if (auto v = from_batch(b, "o/" + hex16(rec.target), &deleted)) t = ObjectRecord::deserialize(*v);

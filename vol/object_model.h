@@ -15,6 +15,8 @@
 //   o/<hex16>                    ObjectRecord of a group, dataset or committed datatype
 //   l/<hex16 parent>/<name>      LinkRecord in a group
 //   a/<hex16 owner>/<name>       AttrRecord on an object
+//   sys/ud_links                 "0" until an external or user-defined link is created,
+//                                then "1" (paths with no such link never leave the file)
 // The root group has object id 1.  Tokens are the object id in the first 8 bytes.
 #pragma once
 
@@ -122,6 +124,10 @@ class SharedFile {
 
   // --- links
   std::optional<LinkRecord> find_link(uint64_t group, const std::string& name);
+  // False when no external or user-defined link was ever created in the file: path
+  // walks then need not look for one (ExternalHop).
+  bool may_have_ud_links();
+  static constexpr const char* kUdLinksKey = "sys/ud_links";
   // Links of a group as (name, record), sorted by name.
   std::vector<std::pair<std::string, LinkRecord>> links(uint64_t group);
   // Creates `name` in `group` (bumping the group's creation-order counter and, for hard
