@@ -56,7 +56,7 @@ void fill_info(SharedFile& f, uint64_t g, H5G_info_t* info) {
   info->mounted = false;
   // Native HDF5 writes old-style (symbol table) groups unless the gcpl asks for new-style
   // features such as creation order; new-style groups go dense past max_compact links.
-  info->max_corder = tracked ? r.next_link_corder : 0;
+  info->max_corder = tracked ? f.peek_link_corder(g, r) : 0;
   if (!tracked) {
     info->storage_type = H5G_STORAGE_TYPE_SYMBOL_TABLE;
   } else {

@@ -52,7 +52,9 @@ LinkAt link_at(Obj* o, const H5VL_loc_params_t* lp) {
 // Native HDF5 restarts creation order at 0 when a group loses its last link.
 void reset_corder_if_empty(SharedFile& f, uint64_t group) {
   auto r = f.find_object(group);
-  if (!r || r->type != ObjType::kGroup || r->next_link_corder == 0 || !f.links(group).empty()) return;
+  if (!r || r->type != ObjType::kGroup || !f.links(group).empty()) return;
+  f.reset_link_corder(group);
+  if (r->next_link_corder == 0) return;
   r->next_link_corder = 0;
   tessera::CatalogBatch b;
   f.put_object(b, group, *r);
@@ -74,6 +76,7 @@ void remove_link_keep_open(SharedFile& f, const LinkAt& at) {
       b.del("l/" + hex16(at.group) + "/" + at.name);
       r->rc = 0;
       f.put_object(b, at.rec.target, *r);
+      f.keep_link_corder(b, at.group, at.rec.corder);  // after: the target may be the group
       f.commit(b);
       return;
     }
@@ -283,6 +286,7 @@ void copy_or_move(void* src_obj, const H5VL_loc_params_t* lp1, void* dst_obj, co
   f.add_link(b, parent, last, l);
   if (!keep && !two_step) {
     b.del("l/" + hex16(from.group) + "/" + from.name);
+    f.keep_link_corder(b, from.group, from.rec.corder);
     if (before) f.put_object(b, l.target, *before);
   }
   f.commit(b);

@@ -388,13 +388,15 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
   auto pending = from_batch(b, link_key(group, name), &deleted);
   if (pending || (!deleted && find_link(group, name)))
     fail_arg("link '" + name + "' already exists");
-  // Group record, possibly already modified in this batch.
-  ObjectRecord g;
-  if (auto v = from_batch(b, "o/" + hex16(group), &deleted)) g = ObjectRecord::deserialize(*v);
-  else g = object(group);
-  if (g.type != ObjType::kGroup) fail_arg("link parent is not a group");
-  rec.corder = g.next_link_corder++;
-  put_object(b, group, g);
+  // The group's record (possibly new in this batch) is read only the first time.
+  if (link_corders_.find(group) == link_corders_.end()) {
+    ObjectRecord g;
+    if (auto v = from_batch(b, "o/" + hex16(group), &deleted)) g = ObjectRecord::deserialize(*v);
+    else g = object(group);
+    if (g.type != ObjType::kGroup) fail_arg("link parent is not a group");
+    peek_link_corder(group, g);
+  }
+  rec.corder = link_corders_[group]++;
   if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(kUdLinksKey, "1");
   if (rec.type == H5L_TYPE_HARD) {
     ObjectRecord t;
@@ -404,6 +406,28 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
     put_object(b, rec.target, t);
   }
   b.put(link_key(group, name), rec.serialize());
+}
+
+int64_t SharedFile::peek_link_corder(uint64_t group, const ObjectRecord& rec) {
+  auto it = link_corders_.find(group);
+  if (it == link_corders_.end()) {
+    int64_t next = rec.next_link_corder;
+    for (auto& [name, l] : links(group)) next = std::max(next, l.corder + 1);
+    it = link_corders_.emplace(group, next).first;
+  }
+  return it->second;
+}
+
+void SharedFile::keep_link_corder(tessera::CatalogBatch& b, uint64_t group, int64_t removed) {
+  bool deleted;
+  ObjectRecord g;
+  if (auto v = from_batch(b, "o/" + hex16(group), &deleted)) g = ObjectRecord::deserialize(*v);
+  else if (deleted) return;  // the group itself goes in this batch
+  else if (auto r = find_object(group)) g = *r;
+  else return;
+  if (g.next_link_corder > removed) return;
+  g.next_link_corder = removed + 1;
+  put_object(b, group, g);
 }
 
 void SharedFile::remove_link(uint64_t group, const std::string& name) {
@@ -417,6 +441,7 @@ void SharedFile::remove_link(uint64_t group, const std::string& name) {
     if (t.rc == 0) delete_object(l->target, b, 0);
     else put_object(b, l->target, t);
   }
+  keep_link_corder(b, group, l->corder);  // after: the target may be the group itself
   commit(b);
 }
 

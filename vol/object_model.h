@@ -136,6 +136,15 @@ class SharedFile {
   // Removes a link; a hard link's target loses a reference and is deleted (recursively
   // for groups) when none remain.
   void remove_link(uint64_t group, const std::string& name);
+  // Link creation order, counted like attributes' (take_attr_corder): the group record's
+  // next_link_corder is a lower bound, the next order is max(it, largest stored link
+  // order + 1), computed once per group and then kept in memory, so adding a link does
+  // not rewrite its group's record.  A deleted link's order is written into the record
+  // (keep_link_corder, in the deleting batch) so it is never handed out again; a group
+  // that loses its last link restarts at 0 as native's (reset_link_corder).
+  int64_t peek_link_corder(uint64_t group, const ObjectRecord& rec);
+  void keep_link_corder(tessera::CatalogBatch& b, uint64_t group, int64_t removed);
+  void reset_link_corder(uint64_t group) { link_corders_.erase(group); }
 
   // --- paths
   // Resolves `path` (absolute, or relative to `start`) to an object id; follows soft links
@@ -218,6 +227,7 @@ class SharedFile {
   std::map<void*, H5I_type_t> open_;
   std::map<std::string, hid_t> plists_;  // decoded_plist cache
   std::unordered_map<uint64_t, AttrOrder> attr_corders_;  // take_attr_corder: next order per owner
+  std::unordered_map<uint64_t, int64_t> link_corders_;    // peek_link_corder: next order per group
   std::map<int, hid_t> acpls_;  // shared_acpl
   hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
