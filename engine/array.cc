@@ -145,13 +145,13 @@ std::string Array::schema_record(const Schema& schema) {
 }
 
 Status Array::open_bound(const std::string& dir, CatalogBinding binding, bool writable, const ArrayOptions& opts,
-                         std::unique_ptr<Array>* out) {
+                         std::unique_ptr<Array>* out, const Schema* known) {
   std::unique_ptr<Array> a(new Array());
   a->dir_ = dir;
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
   a->cat_ = std::move(binding);
-  Status st = guard([&] { a->open_impl(writable); });
+  Status st = guard([&] { a->open_impl(writable, known); });
   if (st.ok()) *out = std::move(a);
   return st;
 }
@@ -182,13 +182,13 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
   return st;
 }
 
-void Array::open_impl(bool writable) {
+void Array::open_impl(bool writable, const Schema* known) {
   raise_fd_limit();
   writable_ = writable;
   if (cat_) {
     if (writable_ && !cat_->catalog->writable())
       throw_error(Errc::kInvalidArgument, "array '" + dir_ + "': its catalog is open read-only");
-    schema_ = load_schema();
+    schema_ = known ? *known : load_schema();
     // Created on first need (a file fragment or heap).
     dir_exists_ = !cat_->dir_absent && is_directory(frag_dir_);
   } else {

@@ -99,8 +99,10 @@ class Array {
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
                      std::unique_ptr<Array>* out);
   // A catalog-bound array (Container::open_array); `dir` may not exist yet.
+  // known: a schema the caller just created the array with (nothing to read back: no
+  // record to decode, no fragments yet).
   static Status open_bound(const std::string& dir, CatalogBinding binding, bool writable,
-                           const ArrayOptions& opts, std::unique_ptr<Array>* out);
+                           const ArrayOptions& opts, std::unique_ptr<Array>* out, const Schema* known = nullptr);
   // The catalog record of a new bound array's schema (Container::create_array).
   static std::string schema_record(const Schema& schema);
   ~Array();  // flushes the write buffer (errors are lost: call flush() first to see them)
@@ -189,7 +191,7 @@ class Array {
 
  private:
   Array() = default;
-  void open_impl(bool writable);
+  void open_impl(bool writable, const Schema* known = nullptr);
   void load_fragments();
   FragmentId next_id();
   void check_selection(const Selection& sel) const;

@@ -160,46 +160,63 @@ Status Container::sync() {
 }
 
 Status Container::create_array(const Schema& requested, uint64_t* id, bool durable) {
-  return guard([&] {
-    if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
-    requested.validate();
-    // A compact array is one catalog record: only where arrays live in the catalog, and
-    // only while the container's inline budget has room for its cells.
-    Schema schema = requested;
-    if (schema.compact) {
-      const uint64_t bytes = CompactCells(schema).bytes();
-      if (file_arrays_ || shadow_ || budget_->used.load() + bytes > budget_->cap) schema.compact = false;
+  return guard([&] { create_array_impl(requested, id, durable, nullptr); });
+}
+
+Status Container::create_and_open_array(const Schema& schema, bool durable, bool writable, const ArrayOptions& opts,
+                                        uint64_t* id, std::unique_ptr<Array>* out) {
+  Schema created;
+  Status st = guard([&] { create_array_impl(schema, id, durable, &created); });
+  if (!st.ok()) return st;
+  return open_array_impl(*id, writable, opts, file_arrays_ ? nullptr : &created, out);
+}
+
+void Container::create_array_impl(const Schema& requested, uint64_t* id, bool durable, Schema* created) {
+  if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
+  requested.validate();
+  // A compact array is one catalog record: only where arrays live in the catalog, and
+  // only while the container's inline budget has room for its cells.
+  Schema schema = requested;
+  if (schema.compact) {
+    const uint64_t bytes = CompactCells(schema).bytes();
+    if (file_arrays_ || shadow_ || budget_->used.load() + bytes > budget_->cap) schema.compact = false;
+  }
+  uint64_t next = 1;
+  if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
+  CatalogBatch b;
+  b.put(kNextIdKey, std::to_string(next + 1));
+  if (!file_arrays_) b.put(array_prefix(next) + "schema", Array::schema_record(schema));
+  catalog_->commit(b);
+  if (!shadow_) {
+    // The counter is the authority: a directory under an id it never handed out durably
+    // is what a writer that crashed before its flush left behind.  Every directory that
+    // existed at open is in dirs_ (init_budget lists them) and this container registers
+    // each one it makes, so only a listed id needs the check (no stat per new array).
+    bool listed;
+    {
+      std::lock_guard<std::mutex> g(*dirs_mu_);
+      listed = dirs_->erase(next) != 0;
     }
-    uint64_t next = 1;
-    if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
-    CatalogBatch b;
-    b.put(kNextIdKey, std::to_string(next + 1));
-    if (!file_arrays_) b.put(array_prefix(next) + "schema", Array::schema_record(schema));
-    catalog_->commit(b);
-    if (!shadow_) {
-      // The counter is the authority: a directory under an id it never handed out durably
-      // is what a writer that crashed before its flush left behind.  Every directory that
-      // existed at open is in dirs_ (init_budget lists them) and this container registers
-      // each one it makes, so only a listed id needs the check (no stat per new array).
-      bool listed;
-      {
-        std::lock_guard<std::mutex> g(*dirs_mu_);
-        listed = dirs_->erase(next) != 0;
-      }
-      if (listed && path_exists(array_dir(next))) remove_tree(array_dir(next));
-      if (file_arrays_) {
-        if (!durable) *unsynced_arrays_ = true;
-        Status st = Array::create(array_dir(next), schema, durable);
-        if (!st.ok()) throw_error(st.code(), st.message());
-        std::lock_guard<std::mutex> g(*dirs_mu_);
-        dirs_->insert(next);
-      }
+    if (listed && path_exists(array_dir(next))) remove_tree(array_dir(next));
+    if (file_arrays_) {
+      if (!durable) *unsynced_arrays_ = true;
+      Status st = Array::create(array_dir(next), schema, durable);
+      if (!st.ok()) throw_error(st.code(), st.message());
+      std::lock_guard<std::mutex> g(*dirs_mu_);
+      dirs_->insert(next);
     }
-    *id = next;
-  });
+  }
+  *id = next;
+  if (created) *created = std::move(schema);
 }
 
 Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out) {
+  return open_array_impl(id, writable, opts, nullptr, out);
+}
+
+// known: the schema the array was just created with (its record need not be read back).
+Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions& opts, const Schema* known,
+                                  std::unique_ptr<Array>* out) {
   ArrayOptions o = opts;
   Status st = guard([&] { o.committed_epoch = committed_epoch(); });
   if (!st.ok()) return st;
@@ -211,7 +228,7 @@ Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opt
   // persists: no inline fragments there.
   if (o.collective) o.inline_fragment_bytes = 0;
   const std::string prefix = array_prefix(id);
-  if (!catalog_->contains(prefix + "schema")) {
+  if (!known && !catalog_->contains(prefix + "schema")) {
     std::string dir = array_dir(id);
     // An array of an older container keeps its schema in its directory.
     if (path_exists(join_path(dir, "schema"))) return Array::open(dir, writable && writable_, o, out);
@@ -234,7 +251,7 @@ Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opt
     std::lock_guard<std::mutex> g(*mu);
     dirs->insert(id);
   };
-  return Array::open_bound(array_dir(id), std::move(b), writable && writable_, o, out);
+  return Array::open_bound(array_dir(id), std::move(b), writable && writable_, o, out, known);
 }
 
 Status Container::recover_arrays() {

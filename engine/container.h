@@ -55,6 +55,10 @@ class Container {
   // schema.compact is a request: the array is created compact only when it can be (a
   // catalog-bound container with inline budget left), else as an ordinary array.
   Status create_array(const Schema& schema, uint64_t* id, bool durable = true);
+  // create_array, then open_array of the new array without reading back what was just
+  // written (its schema, an empty fragment list).
+  Status create_and_open_array(const Schema& schema, bool durable, bool writable, const ArrayOptions& opts,
+                               uint64_t* id, std::unique_ptr<Array>* out);
   // One syncfs(2) over the container's file system (see Array::prepare_flush).
   Status sync();
   // True when an array was created with durable = false since the last sync().
@@ -86,6 +90,9 @@ class Container {
   std::shared_ptr<Catalog> catalog_;
   std::shared_ptr<InlineBudget> budget_ = std::make_shared<InlineBudget>();
   void init_budget();
+  void create_array_impl(const Schema& requested, uint64_t* id, bool durable, Schema* created);
+  Status open_array_impl(uint64_t id, bool writable, const ArrayOptions& opts, const Schema* known,
+                         std::unique_ptr<Array>* out);
   // Ids of the array directories under arrays/ (listed at open, then kept up to date).
   std::shared_ptr<std::mutex> dirs_mu_ = std::make_shared<std::mutex>();
   std::shared_ptr<std::set<uint64_t>> dirs_ = std::make_shared<std::set<uint64_t>>();

@@ -50,12 +50,13 @@ hid_t make_acpl(SharedFile& f, H5T_cset_t cset) {
 }
 
 // A handle for (owner, name) from its record: decoded type and space, rebuilt acpl.
+// created: the type and space the attribute was just created with (no decoding back).
 AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, const std::string& name,
-                   const AttrRecord& r) {
+                   const AttrRecord& r, const StoredType* created_type = nullptr, hid_t created_space = -1) {
   auto a = std::make_unique<CreatedAttr>(H5I_ATTR, loc->file, owner, owner_path);
   a->name = name;
-  a->ftype = StoredType(r.type_enc, "attribute '" + name + "'");
-  a->space = H5Sdecode(r.space_enc.data());
+  a->ftype = created_type ? *created_type : StoredType(r.type_enc, "attribute '" + name + "'");
+  a->space = created_space >= 0 ? H5Scopy(created_space) : H5Sdecode(r.space_enc.data());
   if (a->space < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
   a->acpl = make_acpl(*loc->file, r.cset);
   return a.release();
@@ -248,7 +249,8 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     uint64_t owner = owner_of(o, loc_params, &path);
     if (f.has_attr(owner, attr_name)) fail_arg(std::string("attribute '") + attr_name + "' already exists");
     AttrRecord r;
-    r.type_enc = StoredType::of(type_id).encoding();
+    const StoredType ftype = StoredType::of(type_id);
+    r.type_enc = ftype.encoding();
     r.space_enc = encode_space(space_id);
     H5T_cset_t cset = H5T_CSET_ASCII;
     if (acpl_id != H5P_DEFAULT && acpl_id >= 0 && H5Pget_char_encoding(acpl_id, &cset) < 0)
@@ -261,7 +263,7 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     f.put_attr(b, owner, attr_name, r);
     if (r.committed_type) f.ref_object(b, r.committed_type);  // native: the type's refcount
     f.commit(b);
-    auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r));
+    auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r, &ftype, space_id));
     a->corder_unknown = !order.tracked;
     return a;
   });

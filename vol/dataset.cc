@@ -328,7 +328,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       }
       f->commit(b);
     } catch (...) {
-      (void)f->container().remove_array(rec.array_id);
+      f->drop_array(rec.array_id);
       throw;
     }
     f->note_new_object(d->oid, d->dcpl);

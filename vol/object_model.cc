@@ -639,8 +639,7 @@ std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
   auto it = arrays_.find(array_id);
   if (it != arrays_.end()) return it->second;
   std::unique_ptr<tessera::Array> a;
-  tessera::ArrayOptions opts = tessera::ArrayOptions::from_env();
-  opts.durable_writes = false;  // published at flush/close (flush_arrays)
+  tessera::ArrayOptions opts = array_options();
   if (par_) {
     // Each rank writes fragments named by its rank.  Not collective: recovery was done
     // at file open (recover_arrays), so a rank may open a dataset the others never open
@@ -672,10 +671,24 @@ void SharedFile::publish_own(tessera::Array& a) {
     if (sp.get() == &a) own_published_[id] += n;
 }
 
+tessera::ArrayOptions SharedFile::array_options() {
+  if (!array_opts_) {  // the environment is read once per open file
+    array_opts_ = tessera::ArrayOptions::from_env();
+    array_opts_->durable_writes = false;  // published at flush/close (flush_arrays)
+  }
+  return *array_opts_;
+}
+
 void SharedFile::create_array(const tessera::Schema& schema, uint64_t* id) {
   // Parallel: every rank allocates the same id; rank 0 alone creates the directory.
-  if (par_) par_->agree([&] { check(container_->create_array(schema, id, /*durable=*/false)); });
-  else check(container_->create_array(schema, id, /*durable=*/false));
+  if (par_) {
+    par_->agree([&] { check(container_->create_array(schema, id, /*durable=*/false)); });
+    return;
+  }
+  // Serial: opened at once (the dataset's handle needs it) from what was just created.
+  std::unique_ptr<tessera::Array> a;
+  check(container_->create_and_open_array(schema, /*durable=*/false, writable(), array_options(), id, &a));
+  arrays_[*id] = std::shared_ptr<tessera::Array>(std::move(a));
 }
 
 void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {

@@ -184,7 +184,7 @@ class SharedFile {
   // --- arrays (shared by all dataset handles of the container)
   // In a parallel file these are collective (docs/parallel.md): every rank calls them.
   std::shared_ptr<tessera::Array> array(uint64_t array_id);
-  void create_array(const tessera::Schema& schema, uint64_t* id);  // unsynced until flush
+  void create_array(const tessera::Schema& schema, uint64_t* id);  // unsynced until flush (serial: opened too)
   void set_extent(tessera::Array& a, const tessera::Coords& extent);
   void flush_arrays();
   // Parallel files (docs/parallel.md, "Visibility"): a dataset open picks up fragments
@@ -224,6 +224,8 @@ class SharedFile {
   std::recursive_mutex mu_;
   // Arrays stay open (write buffers alive) until the container closes.
   std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
+  std::optional<tessera::ArrayOptions> array_opts_;  // array_options()
+  tessera::ArrayOptions array_options();
   std::map<void*, H5I_type_t> open_;
   std::map<std::string, hid_t> plists_;  // decoded_plist cache
   std::unordered_map<uint64_t, AttrOrder> attr_corders_;  // take_attr_corder: next order per owner
