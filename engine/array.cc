@@ -273,6 +273,15 @@ void Array::release_inline(const Fragment& f) {
   if (cat_->budget) cat_->budget->used -= std::min<uint64_t>(cat_->budget->used.load(), n);
 }
 
+// Each MPI rank would hold its own copy of the cells and only rank 0's catalog persists:
+// writes from other ranks would be lost, so a compact array is read-only in a parallel
+// file (it can only come from a serial writer: parallel files never create one).
+void Array::require_compact_writable() const {
+  if (opts_.collective)
+    throw_error(Errc::kUnsupported, "array '" + dir_ + "' is a compact array written serially: it cannot be written "
+                                    "in a parallel (MPI-IO) file");
+}
+
 CompactCells& Array::compact_cells() {
   if (!compact_loaded_) {
     const std::string key = cat_->prefix + "cells";
@@ -496,6 +505,7 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     else sel.dense_strides(sstride);
     const auto* p = static_cast<const uint8_t*>(src);
     if (compact_) {
+      require_compact_writable();
       compact_cells().write(sel, p, sstride);
       compact_dirty_ = true;
       if (opts_.durable_writes) publish_compact(false, nullptr);
@@ -599,6 +609,7 @@ Status Array::write_points(const uint64_t* coords, size_t n, const void* values)
     require_var(false);
     check_points(coords, n);
     if (compact_) {
+      require_compact_writable();
       compact_cells().write_points(coords, n, static_cast<const uint8_t*>(values));
       compact_dirty_ = compact_dirty_ || n > 0;
       if (opts_.durable_writes && n > 0) publish_compact(false, nullptr);

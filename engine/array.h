@@ -237,6 +237,7 @@ class Array {
 
   // --- compact arrays (schema_.compact, catalog-bound only): no fragments, one record
   CompactCells& compact_cells();  // loaded from the record on first use
+  void require_compact_writable() const;
   void publish_compact(bool synced, CatalogBatch* into);
   std::unique_ptr<CompactCells> compact_;
   bool compact_loaded_ = false;
