@@ -111,6 +111,8 @@ class Array {
   // per dimension over the selection's ranks, or null for dense).
   Status write(const Selection& sel, const void* src, const uint64_t* src_strides = nullptr);
   Status write_points(const uint64_t* coords, size_t n, const void* values);
+  // The same, taking over `coords` (n * rank words): a large point list is not copied.
+  Status write_points(std::vector<uint64_t>&& coords, const void* values);
   Status read(const Selection& sel, void* dst, const uint64_t* dst_strides = nullptr);
   Status read_points(const uint64_t* coords, size_t n, void* dst);
 

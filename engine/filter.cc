@@ -318,6 +318,20 @@ void FilterPipeline::decode(const uint8_t* in, size_t n, size_t raw_size, std::v
                                     " bytes, expected " + std::to_string(raw_size));
 }
 
+FilterPipeline fast_variant(const FilterPipeline& p) {
+  std::vector<Filter> out;
+  bool codec = false;
+  for (const Filter& f : p.filters()) {
+    if (f.type == FilterType::kShuffle) {
+      out.push_back(f);
+    } else if (!codec) {  // deflate, zstd or lz4: one lz4 stage
+      out.push_back({FilterType::kLz4, 0});
+      codec = true;
+    }
+  }
+  return FilterPipeline(std::move(out), p.elem_size());
+}
+
 void FilterPipeline::serialize(ByteWriter& w) const {
   w.u32(static_cast<uint32_t>(filters_.size()));
   for (const Filter& f : filters_) {
