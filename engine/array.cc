@@ -589,10 +589,9 @@ void Array::spill() {
   const size_t es = schema_.elem_size;
   auto w = make_writer(next_id());
   // Scattered points: an LSM-style delta, values under a fast codec until consolidation
-  // (docs/engine.md "Sparse deltas").  Synced right after, so writeback starts early.
+  // (docs/engine.md "Sparse deltas").
   if (buffer_->scattered()) w->set_values_pipeline(fast_variant(schema_.filters));
   w->expect_sparse_cells(buffer_->cells());
-  w->set_early_writeback(true);
   // Tile by tile in global order.  A tile's cells that fill their bounding box exactly
   // are stored as a dense piece; the rest stays sparse.
   buffer_->for_each_tile([&](const uint64_t* tile, const uint64_t* cs, const uint8_t* vs, size_t m, const Box& bb) {

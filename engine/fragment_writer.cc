@@ -1,6 +1,5 @@
 #include "engine/fragment_writer.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,9 +17,6 @@ namespace {
 // cost of a spill near memcpy speed.
 FilterPipeline coords_pipeline() { return FilterPipeline({{FilterType::kShuffle, 0}, {FilterType::kLz4, 0}}, 8); }
 std::atomic<uint64_t> g_tmp_counter{0};
-// Early writeback goes in pieces of at least this many bytes (one call per blob costs
-// more in system calls than it saves).
-constexpr uint64_t kWritebackChunk = 256 << 10;
 }  // namespace
 
 FragmentWriter::FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema,
@@ -145,13 +141,6 @@ void FragmentWriter::drain(size_t keep) {
     p.ref->checksum = e.checksum;
     if (p.blocks) *p.blocks = std::move(e.blocks);
     append(e.bytes.data(), e.bytes.size());
-    if (early_writeback_ && !in_memory_ && out_.offset() - written_back_ >= kWritebackChunk) {
-      // Only a hint: an error here changes nothing (the commit's fdatasync reports it).
-      const uint64_t end = out_.offset();
-      (void)::sync_file_range(out_.file().fd(), static_cast<off64_t>(written_back_),
-                              static_cast<off64_t>(end - written_back_), SYNC_FILE_RANGE_WRITE);
-      written_back_ = end;
-    }
   }
 }
 

@@ -40,12 +40,9 @@ class FragmentWriter {
   // Cells strictly ascending in global order, across calls.  Cut into data tiles of the
   // schema's sparse capacity.
   void add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n);
-  // Hints for a spill: about how many sparse cells will follow (tile buffers are sized
-  // once instead of growing), and whether to start the kernel's writeback of each blob
-  // as it is appended (sync_file_range), so the flush's fdatasync finds most bytes
-  // already on their way — a spill is synced right after it is written.
+  // A hint for a spill: about how many sparse cells will follow (tile buffers are then
+  // sized once instead of growing through fresh pages).
   void expect_sparse_cells(uint64_t n) { expect_sparse_ = n; }
-  void set_early_writeback(bool on) { early_writeback_ = on; }
   // Replaces the pipeline of the value tiles (before the first tile is added): a spill
   // of scattered points stores its values with a fast codec (Array::delta_pipeline).
   void set_values_pipeline(const FilterPipeline& p);
@@ -115,8 +112,6 @@ class FragmentWriter {
   Box sp_mbr_;
   size_t pending_sparse_ = 0;
   uint64_t expect_sparse_ = 0;
-  bool early_writeback_ = false;
-  uint64_t written_back_ = 0;  // file offset up to which writeback was started
   bool committed_ = false;
 };
 
