@@ -282,6 +282,13 @@ void Array::require_compact_writable() const {
                                     "in a parallel (MPI-IO) file");
 }
 
+void Array::write_compact_points(const uint64_t* coords, size_t n, const void* values) {
+  require_compact_writable();
+  compact_cells().write_points(coords, n, static_cast<const uint8_t*>(values));
+  compact_dirty_ = compact_dirty_ || n > 0;
+  if (opts_.durable_writes && n > 0) publish_compact(false, nullptr);
+}
+
 CompactCells& Array::compact_cells() {
   if (!compact_loaded_) {
     const std::string key = cat_->prefix + "cells";
@@ -609,13 +616,26 @@ Status Array::write_points(const uint64_t* coords, size_t n, const void* values)
     require_var(false);
     check_points(coords, n);
     if (compact_) {
-      require_compact_writable();
-      compact_cells().write_points(coords, n, static_cast<const uint8_t*>(values));
-      compact_dirty_ = compact_dirty_ || n > 0;
-      if (opts_.durable_writes && n > 0) publish_compact(false, nullptr);
+      write_compact_points(coords, n, values);
       return;
     }
-    buffer_->add(coords, static_cast<const uint8_t*>(values), n);
+    buffer_->add(coords, static_cast<const uint8_t*>(values), n, /*scattered=*/true);
+    maybe_spill();
+  });
+}
+
+Status Array::write_points(std::vector<uint64_t>&& coords, const void* values) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    require_writable();
+    require_var(false);
+    const size_t n = coords.size() / static_cast<size_t>(std::max(1, schema_.rank()));
+    check_points(coords.data(), n);
+    if (compact_) {
+      write_compact_points(coords.data(), n, values);
+      return;
+    }
+    buffer_->add(std::move(coords), static_cast<const uint8_t*>(values), n);
     maybe_spill();
   });
 }
@@ -635,37 +655,18 @@ void Array::spill() {
     pending_heap_.reset();
   }
   if (buffer_->empty()) return;
-  buffer_->normalize();
-  Layout layout(schema_);
-  const int r = schema_.rank();
   const size_t es = schema_.elem_size;
-  const auto& cs = buffer_->coords();
-  const auto& vs = buffer_->values();
-  const size_t n = buffer_->cells();
   auto w = make_writer(next_id());
-  // Cells are in global order, so each tile's cells are contiguous.  A tile's group that
-  // fills its bounding box exactly is stored as a dense piece; the rest stays sparse.
-  size_t i = 0;
-  uint64_t ti[kMaxRank], tj[kMaxRank];
-  while (i < n) {
-    layout.tile_of(&cs[i * r], ti);
-    size_t j = i + 1;
-    Box bb(Coords(&cs[i * r], &cs[i * r] + r), Coords(&cs[i * r], &cs[i * r] + r));
-    for (; j < n; ++j) {
-      layout.tile_of(&cs[j * r], tj);
-      if (std::memcmp(ti, tj, r * 8) != 0) break;
-      for (int d = 0; d < r; ++d) {
-        bb.lo[d] = std::min(bb.lo[d], cs[j * r + d]);
-        bb.hi[d] = std::max(bb.hi[d], cs[j * r + d]);
-      }
-    }
-    if (j - i > 1 && bb.cells() == j - i) {
-      w->add_dense_tile(ti, bb, std::vector<uint8_t>(vs.begin() + i * es, vs.begin() + j * es));
-    } else {
-      w->add_sparse_cells(&cs[i * r], &vs[i * es], j - i);
-    }
-    i = j;
-  }
+  // Scattered points: an LSM-style delta, values under a fast codec until consolidation
+  // (docs/engine.md "Sparse deltas").
+  if (buffer_->scattered()) w->set_values_pipeline(fast_variant(schema_.filters));
+  w->expect_sparse_cells(buffer_->cells());
+  // Tile by tile in global order.  A tile's cells that fill their bounding box exactly
+  // are stored as a dense piece; the rest stays sparse.
+  buffer_->for_each_tile([&](const uint64_t* tile, const uint64_t* cs, const uint8_t* vs, size_t m, const Box& bb) {
+    if (m > 1 && bb.cells() == m) w->add_dense_tile(tile, bb, std::vector<uint8_t>(vs, vs + m * es));
+    else w->add_sparse_cells(cs, vs, m);
+  });
   complete(std::move(w));
   buffer_->clear();
 }
@@ -1009,7 +1010,7 @@ Status Array::write_points_var(const uint64_t* coords, size_t n, const uint64_t*
     require_var(true);
     check_points(coords, n);
     std::vector<uint8_t> desc = make_descriptors(pending_heap(), n, lengths, data);
-    buffer_->add(coords, desc.data(), n);
+    buffer_->add(coords, desc.data(), n, /*scattered=*/true);
     maybe_spill();
   });
 }

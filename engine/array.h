@@ -114,6 +114,8 @@ class Array {
   // per dimension over the selection's ranks, or null for dense).
   Status write(const Selection& sel, const void* src, const uint64_t* src_strides = nullptr);
   Status write_points(const uint64_t* coords, size_t n, const void* values);
+  // The same, taking over `coords` (n * rank words): a large point list is not copied.
+  Status write_points(std::vector<uint64_t>&& coords, const void* values);
   Status read(const Selection& sel, void* dst, const uint64_t* dst_strides = nullptr);
   Status read_points(const uint64_t* coords, size_t n, void* dst);
 
@@ -238,6 +240,7 @@ class Array {
   // --- compact arrays (schema_.compact, catalog-bound only): no fragments, one record
   CompactCells& compact_cells();  // loaded from the record on first use
   void require_compact_writable() const;
+  void write_compact_points(const uint64_t* coords, size_t n, const void* values);
   void publish_compact(bool synced, CatalogBatch* into);
   std::unique_ptr<CompactCells> compact_;
   bool compact_loaded_ = false;

@@ -53,4 +53,9 @@ class FilterPipeline {
   uint32_t elem_size_ = 1;
 };
 
+// `p` with its slow codecs (deflate, zstd) replaced by one lz4 stage, shuffle kept: the
+// pipeline of a write-buffer spill of scattered points (a small, short-lived delta that
+// consolidation rewrites with the schema's pipeline; docs/engine.md "Sparse deltas").
+FilterPipeline fast_variant(const FilterPipeline& p);
+
 }  // namespace tessera

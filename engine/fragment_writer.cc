@@ -173,15 +173,37 @@ void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {
   dense_.push_back(std::move(e));
 }
 
+void FragmentWriter::set_values_pipeline(const FilterPipeline& p) {
+  if (!dense_.empty() || !sparse_.empty() || pending_sparse_ != 0)
+    throw_error(Errc::kInternal, "the values pipeline must be set before the first tile");
+  meta_.values_filters = p;
+  meta_.check_block = p.empty() ? kCheckBlock : 0;
+}
+
 void FragmentWriter::add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n) {
   const size_t r = static_cast<size_t>(schema_.rank()), es = schema_.elem_size;
   size_t i = 0;
   while (i < n) {
+    if (pending_sparse_ == 0) {
+      // Room for the whole tile at once (growing would copy and touch fresh pages).
+      const uint64_t cap = std::max<uint64_t>(1, std::min<uint64_t>(schema_.sparse_capacity, expect_sparse_));
+      sp_coords_.reserve(cap * r * 8);
+      sp_values_.reserve(cap * es);
+      sp_mbr_ = Box(Coords(coords + i * r, coords + (i + 1) * r), Coords(coords + i * r, coords + (i + 1) * r));
+    }
     size_t room = schema_.sparse_capacity - pending_sparse_;
     size_t take = std::min(room, n - i);
-    sp_coords_.insert(sp_coords_.end(), coords + i * r, coords + (i + take) * r);
+    const auto* cb = reinterpret_cast<const uint8_t*>(coords + i * r);
+    sp_coords_.insert(sp_coords_.end(), cb, cb + take * r * 8);
     sp_values_.insert(sp_values_.end(), values + i * es, values + (i + take) * es);
+    for (size_t c = i; c < i + take; ++c)
+      for (size_t d = 0; d < r; ++d) {
+        const uint64_t v = coords[c * r + d];
+        if (v < sp_mbr_.lo[d]) sp_mbr_.lo[d] = v;
+        if (v > sp_mbr_.hi[d]) sp_mbr_.hi[d] = v;
+      }
     pending_sparse_ += take;
+    expect_sparse_ -= std::min<uint64_t>(expect_sparse_, take);
     i += take;
     if (pending_sparse_ == schema_.sparse_capacity) flush_sparse_tile();
   }
@@ -192,25 +214,18 @@ void FragmentWriter::flush_sparse_tile() {
   const size_t r = static_cast<size_t>(schema_.rank());
   SparseEntry e;
   e.cells = pending_sparse_;
-  e.first.assign(sp_coords_.begin(), sp_coords_.begin() + r);
-  e.last.assign(sp_coords_.end() - r, sp_coords_.end());
-  e.mbr = Box(e.first, e.first);
-  for (size_t c = 0; c < pending_sparse_; ++c) {
-    for (size_t d = 0; d < r; ++d) {
-      uint64_t v = sp_coords_[c * r + d];
-      if (v < e.mbr.lo[d]) e.mbr.lo[d] = v;
-      if (v > e.mbr.hi[d]) e.mbr.hi[d] = v;
-    }
-  }
+  e.first.resize(r);
+  e.last.resize(r);
+  std::memcpy(e.first.data(), sp_coords_.data(), r * 8);
+  std::memcpy(e.last.data(), sp_coords_.data() + sp_coords_.size() - r * 8, r * 8);
+  e.mbr = std::move(sp_mbr_);
   e.stats = compute_stats(schema_, sp_values_.data(), pending_sparse_);
   meta_.extend_domain(e.mbr);
   meta_.cells += pending_sparse_;
   sparse_.push_back(std::move(e));
-  std::vector<uint8_t> raw_coords(sp_coords_.size() * 8);
-  std::memcpy(raw_coords.data(), sp_coords_.data(), raw_coords.size());
-  submit(std::move(raw_coords), &meta_.coords_filters, &sparse_.back().coords);
+  submit(std::move(sp_coords_), &meta_.coords_filters, &sparse_.back().coords);
   submit(std::move(sp_values_), &meta_.values_filters, &sparse_.back().values);
-  sp_coords_.clear();
+  sp_coords_ = {};
   sp_values_ = {};
   pending_sparse_ = 0;
 }

@@ -40,6 +40,12 @@ class FragmentWriter {
   // Cells strictly ascending in global order, across calls.  Cut into data tiles of the
   // schema's sparse capacity.
   void add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n);
+  // A hint for a spill: about how many sparse cells will follow (tile buffers are then
+  // sized once instead of growing through fresh pages).
+  void expect_sparse_cells(uint64_t n) { expect_sparse_ = n; }
+  // Replaces the pipeline of the value tiles (before the first tile is added): a spill
+  // of scattered points stores its values with a fast codec (Array::delta_pipeline).
+  void set_values_pipeline(const FilterPipeline& p);
   void set_replaces(std::vector<FragmentId> ids) { meta_.replaces = std::move(ids); }
   bool empty() const { return meta_.dense.empty() && meta_.sparse.empty() && pending_sparse_ == 0; }
   // Publishes the fragment durably (finish + sync + rename + directory sync); returns its
@@ -99,10 +105,13 @@ class FragmentWriter {
   std::deque<DenseEntry> dense_;
   std::deque<SparseEntry> sparse_;
   std::deque<Pending> pending_;
-  // Sparse cells of the data tile being filled.
-  std::vector<uint64_t> sp_coords_;
+  // Sparse cells of the data tile being filled: coordinates as the bytes the coords blob
+  // is filtered from (moved to the pool, not copied), their MBR kept as cells arrive.
+  std::vector<uint8_t> sp_coords_;
   std::vector<uint8_t> sp_values_;
+  Box sp_mbr_;
   size_t pending_sparse_ = 0;
+  uint64_t expect_sparse_ = 0;
   bool committed_ = false;
 };
 

@@ -9,7 +9,12 @@ namespace tessera {
 
 Layout::Layout(const Schema& s)
     : rank_(s.rank()), tile_extent_(s.tile_extent), max_extent_(s.max_extent),
-      cell_order_(s.cell_order), tile_order_(s.tile_order) {}
+      cell_order_(s.cell_order), tile_order_(s.tile_order) {
+  for (int d = 0; d < rank_; ++d) {
+    const uint64_t t = tile_extent_[d];
+    tile_shift_[d] = t != 0 && (t & (t - 1)) == 0 ? __builtin_ctzll(t) : -1;
+  }
+}
 
 Box Layout::tile_box(const uint64_t* tile) const {
   Box b;
@@ -39,9 +44,9 @@ void Layout::key_words(const uint64_t* c, uint64_t* out) const {
   // cell order.  Lexicographic order of the words is the global order.
   for (int i = 0; i < rank_; ++i) {
     int d = tile_order_ == Order::kRowMajor ? i : rank_ - 1 - i;
-    out[i] = c[d] / tile_extent_[d];
+    out[i] = tile_shift_[d] >= 0 ? c[d] >> tile_shift_[d] : c[d] / tile_extent_[d];
     int e = cell_order_ == Order::kRowMajor ? i : rank_ - 1 - i;
-    out[rank_ + i] = c[e] % tile_extent_[e];
+    out[rank_ + i] = tile_shift_[e] >= 0 ? c[e] & (tile_extent_[e] - 1) : c[e] % tile_extent_[e];
   }
 }
 
@@ -93,31 +98,52 @@ std::pair<size_t, size_t> Layout::key_range(const uint64_t* keys, size_t n, cons
   return {first, a};
 }
 
-bool Layout::packed_keys(const uint64_t* coords, size_t n, std::vector<uint64_t>* keys) const {
-  const int w = 2 * rank_;
-  std::vector<uint64_t> words(n * w);
-  std::vector<uint64_t> maxw(w, 0);
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t* k = &words[i * w];
-    key_words(coords + i * rank_, k);
-    for (int j = 0; j < w; ++j) maxw[j] |= k[j];
+namespace {
+int bit_width(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
+uint64_t shl(uint64_t v, int b) { return b >= 64 ? 0 : v << b; }
+}  // namespace
+
+bool Layout::packed_keys(const uint64_t* coords, size_t n, std::vector<uint64_t>* keys, int* cell_bits,
+                         int* key_bits) const {
+  // Field widths from the largest coordinate per dimension: one cheap pass, and then each
+  // key is built with one division (or shift) per dimension, straight into `keys`.
+  const int r = rank_;
+  uint64_t maxc[kMaxRank] = {};
+  for (size_t i = 0; i < n; ++i)
+    for (int d = 0; d < r; ++d) maxc[d] = std::max(maxc[d], coords[i * r + d]);
+  int tdim[kMaxRank], cdim[kMaxRank], tbits[kMaxRank], cbits[kMaxRank];
+  int total = 0, low = 0;
+  for (int i = 0; i < r; ++i) {
+    tdim[i] = tile_order_ == Order::kRowMajor ? i : r - 1 - i;
+    cdim[i] = cell_order_ == Order::kRowMajor ? i : r - 1 - i;
   }
-  std::vector<int> bits(w);
-  int total = 0;
-  for (int j = 0; j < w; ++j) {
-    bits[j] = maxw[j] ? 64 - __builtin_clzll(maxw[j]) : 0;
-    total += bits[j];
+  for (int i = 0; i < r; ++i) {
+    tbits[i] = bit_width(maxc[tdim[i]] / tile_extent_[tdim[i]]);
+    cbits[i] = bit_width(std::min(maxc[cdim[i]], tile_extent_[cdim[i]] - 1));
+    total += tbits[i] + cbits[i];
+    low += cbits[i];
   }
   if (total > 64) return false;
+  if (cell_bits) *cell_bits = low;
+  if (key_bits) *key_bits = total;
   keys->resize(n);
+  uint64_t* out = keys->data();
+  uint64_t q[kMaxRank], rem[kMaxRank];
   for (size_t i = 0; i < n; ++i) {
-    uint64_t kk = 0;
-    const uint64_t* k = &words[i * w];
-    for (int j = 0; j < w; ++j) {
-      if (bits[j] >= 64) kk = k[j];  // the only non-zero word
-      else if (bits[j]) kk = (kk << bits[j]) | k[j];
+    const uint64_t* c = coords + i * r;
+    for (int d = 0; d < r; ++d) {
+      if (tile_shift_[d] >= 0) {
+        q[d] = c[d] >> tile_shift_[d];
+        rem[d] = c[d] & (tile_extent_[d] - 1);
+      } else {
+        q[d] = c[d] / tile_extent_[d];
+        rem[d] = c[d] - q[d] * tile_extent_[d];
+      }
     }
-    (*keys)[i] = kk;
+    uint64_t k = 0;
+    for (int j = 0; j < r; ++j) k = shl(k, tbits[j]) | q[tdim[j]];
+    for (int j = 0; j < r; ++j) k = shl(k, cbits[j]) | rem[cdim[j]];
+    out[i] = k;
   }
   return true;
 }

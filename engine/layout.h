@@ -18,7 +18,8 @@ class Layout {
   const Coords& tile_extent() const { return tile_extent_; }
 
   void tile_of(const uint64_t* cell, uint64_t* tile) const {
-    for (int d = 0; d < rank_; ++d) tile[d] = cell[d] / tile_extent_[d];
+    for (int d = 0; d < rank_; ++d)
+      tile[d] = tile_shift_[d] >= 0 ? cell[d] >> tile_shift_[d] : cell[d] / tile_extent_[d];
   }
   // The tile's box, clipped to the maximum extent where that is bounded.
   Box tile_box(const uint64_t* tile) const;
@@ -38,14 +39,20 @@ class Layout {
   std::pair<size_t, size_t> key_range(const uint64_t* keys, size_t n, const uint64_t* klo,
                                       const uint64_t* khi) const;
   // One word per cell whose order is the global order (the key words bit-packed, widths
-  // fitted to these cells); false when they need more than 64 bits.
-  bool packed_keys(const uint64_t* coords, size_t n, std::vector<uint64_t>* keys) const;
+  // fitted to the largest coordinates of these cells); false when they need more than 64
+  // bits.  `cell_bits`: how many low bits hold the in-tile offsets (key >> cell_bits names
+  // the tile); `key_bits`: the bits used in all.
+  bool packed_keys(const uint64_t* coords, size_t n, std::vector<uint64_t>* keys, int* cell_bits = nullptr,
+                   int* key_bits = nullptr) const;
   // Stable sort of n cells (coords[n*rank]) into global order: returns the permutation.
   std::vector<uint32_t> sort_global(const uint64_t* coords, size_t n) const;
 
  private:
   int rank_;
   Coords tile_extent_, max_extent_;
+  // log2 of each tile extent when it is a power of two (shift and mask instead of a
+  // division: HDF5 chunk shapes usually are), else -1.
+  int tile_shift_[kMaxRank];
   Order cell_order_, tile_order_;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "vol/dcpl.h"
 #include "vol/object_model.h"
@@ -156,10 +157,11 @@ FileSelection resolve_file_selection(hid_t fspace, hid_t dspace) {
   }
   if (st == H5S_SEL_POINTS) {
     fs.kind = FileSelection::kPoints;
-    std::vector<hsize_t> pts(fs.n * r);
-    if (H5Sget_select_elem_pointlist(fspace, 0, fs.n, pts.data()) < 0) fail_arg("cannot get the point list");
-    fs.points.assign(pts.begin(), pts.end());
-    tessera::Coords mn(pts.begin(), pts.begin() + r);
+    static_assert(std::is_same<hsize_t, uint64_t>::value, "the point list is read straight into fs.points");
+    fs.points.resize(fs.n * r);
+    const uint64_t* pts = fs.points.data();
+    if (H5Sget_select_elem_pointlist(fspace, 0, fs.n, fs.points.data()) < 0) fail_arg("cannot get the point list");
+    tessera::Coords mn(pts, pts + r);
     for (uint64_t i = 1; i < fs.n; ++i)
       for (int d = 0; d < r; ++d) mn[d] = std::min<uint64_t>(mn[d], pts[i * r + d]);
     bool shifted = false;
@@ -201,13 +203,13 @@ void read_selection(tessera::Array& a, const FileSelection& fs, void* packed) {
   }
 }
 
-void write_selection(tessera::Array& a, const FileSelection& fs, const void* packed) {
+void write_selection(tessera::Array& a, FileSelection& fs, const void* packed) {
   const auto* in = static_cast<const uint8_t*>(packed);
   const size_t es = a.schema().elem_size;
   switch (fs.kind) {
     case FileSelection::kNone: return;
     case FileSelection::kSlab: check(a.write(fs.slab, in)); return;
-    case FileSelection::kPoints: check(a.write_points(fs.points.data(), fs.n, in)); return;
+    case FileSelection::kPoints: check(a.write_points(std::move(fs.points), in)); return;
     case FileSelection::kIrregular: {
       const tessera::Coords E = space_dims(fs.space);
       size_t pos = 0;

@@ -31,7 +31,8 @@ FileSelection resolve_file_selection(hid_t fspace, hid_t dspace);
 
 // Reads/writes the selected elements as a packed buffer in HDF5's pairing order.
 void read_selection(tessera::Array& a, const FileSelection& fs, void* packed);
-void write_selection(tessera::Array& a, const FileSelection& fs, const void* packed);
+// A point list is handed over to the engine: fs.points is empty afterwards.
+void write_selection(tessera::Array& a, FileSelection& fs, const void* packed);
 
 // Variable-length arrays: cell values in pairing order, lengths[i] bytes each,
 // concatenated (never-written cells are empty).  Irregular selections go as point lists.
