@@ -354,6 +354,7 @@ void Catalog::sync_locked() {
 // kOnSync (not a shadow): changed entries are flagged dirty and listed once; a delete
 // leaves a tombstone until the next sync writes it (encode_dirty).
 void Catalog::apply(const CatalogBatch& batch) {
+  version_.fetch_add(1, std::memory_order_acq_rel);
   const bool track = durability_ == Durability::kOnSync && mode_ == Mode::kReadWrite;
   for (const auto& op : batch.ops()) {
     auto it = kv_.lower_bound(op.key);  // also the insertion hint
@@ -402,6 +403,7 @@ void Catalog::reload() {
     File f = File::open_read(log_path_);
     Map old_kv(&pool_);
     old_kv.swap(kv_);
+    version_.fetch_add(1, std::memory_order_acq_rel);
     uint64_t old_end = log_end_, old_live = live_bytes_;
     File old_log = std::move(log_);
     log_ = std::move(f);

@@ -17,6 +17,7 @@
 // the same map as the writer on rank 0, which alone persists it.
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <memory_resource>
@@ -78,6 +79,9 @@ class Catalog {
   // Re-reads the log to pick up commits made by another process.
   void reload();
   bool writable() const { return mode_ != Mode::kReadOnly; }
+  // Changes whenever the map does (a commit, a reload): callers may cache what they
+  // decoded from a record as long as the version stays the same.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
   bool shadow() const { return mode_ == Mode::kShadow; }
   const std::string& log_path() const { return log_path_; }
 
@@ -132,6 +136,7 @@ class Catalog {
   // so these iterators stay valid.
   std::vector<Map::iterator> dirty_;
   uint64_t dirty_bytes_ = 0;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace tessera

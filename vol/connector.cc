@@ -6,6 +6,7 @@
 // implemented ones live in one file per object class (file.cc, dataset.cc, ...);
 // a NULL entry makes HDF5 fail the call with "VOL connector has no '...' method".
 #include "vol/error.h"
+#include "vol/stored_type.h"
 #include "vol/tessera_vol.h"
 
 #include <H5PLextern.h>
@@ -22,6 +23,7 @@ herr_t connector_initialize(hid_t /*vipl_id*/) {
 
 // Called when the connector is unregistered, at the latest at library shutdown.
 herr_t connector_terminate() {
+  clear_type_caches();
   unregister_error_class();
   return 0;
 }

@@ -586,10 +586,16 @@ std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner
 }
 
 std::optional<AttrRecord> SharedFile::find_attr(uint64_t owner, const std::string& name) {
+  // H5Aopen, H5Aget_type/space and H5Aread of one attribute each need its record: the
+  // last one decoded is kept while the catalog does not change.
+  const uint64_t version = container_->catalog().version();
+  if (last_attr_ && last_attr_->version == version && last_attr_->owner == owner && last_attr_->name == name)
+    return last_attr_->rec;
   auto v = container_->catalog().get(attr_key(owner, name));
   if (!v) return std::nullopt;
   AttrRecord r;
   check(tessera::guard([&] { r = AttrRecord::deserialize(*v); }));
+  last_attr_ = LastAttr{version, owner, name, r};
   return r;
 }
 

@@ -231,6 +231,12 @@ class SharedFile {
   std::unordered_map<uint64_t, AttrOrder> attr_corders_;  // take_attr_corder: next order per owner
   std::unordered_map<uint64_t, int64_t> link_corders_;    // peek_link_corder: next order per group
   std::map<int, hid_t> acpls_;  // shared_acpl
+  struct LastAttr {  // find_attr's cache of one record
+    uint64_t version, owner;
+    std::string name;
+    AttrRecord rec;
+  };
+  std::optional<LastAttr> last_attr_;
   hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;

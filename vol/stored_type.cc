@@ -4,12 +4,58 @@
 #include "vol/object_model.h"
 #include "vol/vlen.h"
 
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
 namespace tessera_vol {
+
+namespace {
+// What a datatype encoding decodes to, and H5Tequal answers against library-owned
+// (immutable) memory types, per encoding, for the whole process: opening 10,000 datasets
+// or 30,000 attributes of a handful of types then decodes each type once.  Bounded (a
+// file rarely holds more than a few distinct types); cleared when the connector
+// terminates, since library IDs may be handed out again after H5close.
+struct Learned {
+  size_t size, file_size;
+  bool vlen;
+};
+struct TypeCaches {
+  std::mutex mu;
+  std::map<std::string, Learned, std::less<>> learned;
+  std::map<std::pair<std::string, hid_t>, bool> equal;
+};
+TypeCaches& caches() {
+  static TypeCaches* c = new TypeCaches;  // leaked: used until the last static destructor
+  return *c;
+}
+constexpr size_t kMaxCached = 1024;
+}  // namespace
+
+void clear_type_caches() {
+  TypeCaches& c = caches();
+  std::lock_guard<std::mutex> g(c.mu);
+  c.learned.clear();
+  c.equal.clear();
+}
 
 StoredType::StoredType(std::string enc, const std::string& what) : enc_(std::move(enc)) {
   if (enc_.empty()) fail_arg(what + " has no stored datatype");
+  TypeCaches& c = caches();
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.learned.find(enc_);
+    if (it != c.learned.end()) {
+      size_ = it->second.size, file_size_ = it->second.file_size, vlen_ = it->second.vlen;
+      return;
+    }
+  }
   TypeId id(*this);  // validates the encoding once
   learn(id);
+  std::lock_guard<std::mutex> g(c.mu);
+  if (c.learned.size() >= kMaxCached) c.learned.clear();
+  c.learned.emplace(enc_, Learned{size_, file_size_, vlen_});
 }
 
 StoredType StoredType::of(hid_t type) {
@@ -32,13 +78,28 @@ void StoredType::learn(hid_t id) {
 bool StoredType::equal(hid_t mtype) const {
   for (auto& [id, eq] : eq_cache_)
     if (id == mtype) return eq;
-  TypeId mine(*this);
-  htri_t eq = H5Tequal(mtype, mine);
-  if (eq < 0) fail_arg("invalid memory datatype");
   // IDs are never reused while the library runs, and one without application references
   // belongs to the library (predefined types): immutable, so its answer stays true.
   // Bounded: a handful of memory types per dataset in practice.
-  if (eq_cache_.size() < 16 && H5Iget_ref(mtype) == 0) eq_cache_.emplace_back(mtype, eq > 0);
+  const bool library_type = H5Iget_ref(mtype) == 0;
+  TypeCaches& c = caches();
+  if (library_type) {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.equal.find({enc_, mtype});
+    if (it != c.equal.end()) {
+      if (eq_cache_.size() < 16) eq_cache_.emplace_back(mtype, it->second);
+      return it->second;
+    }
+  }
+  TypeId mine(*this);
+  htri_t eq = H5Tequal(mtype, mine);
+  if (eq < 0) fail_arg("invalid memory datatype");
+  if (library_type) {
+    if (eq_cache_.size() < 16) eq_cache_.emplace_back(mtype, eq > 0);
+    std::lock_guard<std::mutex> g(c.mu);
+    if (c.equal.size() >= kMaxCached) c.equal.clear();
+    c.equal.emplace(std::make_pair(enc_, mtype), eq > 0);
+  }
   return eq > 0;
 }
 

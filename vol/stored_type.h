@@ -46,6 +46,9 @@ class StoredType {
   mutable std::vector<std::pair<hid_t, bool>> eq_cache_;  // immutable library IDs only
 };
 
+// Drops the process-wide decoding caches of stored_type.cc (connector terminate).
+void clear_type_caches();
+
 // A registered datatype ID decoded from a StoredType, closed when it goes out of scope.
 class TypeId {
  public:
