@@ -23,46 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---------------------------------------------------------------- log */
-typedef struct {
-    char  *buf;
-    size_t len, cap;
-} log_t;
-
-static log_t *g_log;
-static int    g_failed;
-
-static void logf_(const char *fmt, ...)
-{
-    char    line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof line)
-        n = sizeof line - 1;
-    if (g_log->len + (size_t)n + 2 > g_log->cap) {
-        g_log->cap = (g_log->cap + (size_t)n + 2) * 2;
-        g_log->buf = realloc(g_log->buf, g_log->cap);
-    }
-    memcpy(g_log->buf + g_log->len, line, (size_t)n);
-    g_log->len += (size_t)n;
-    g_log->buf[g_log->len++] = '\n';
-    g_log->buf[g_log->len]   = '\0';
-}
-#define LOG(...) logf_(__VA_ARGS__)
-
-static void check(int ok, const char *what, const char *run)
-{
-    printf("  [%s] %s (%s)\n", ok ? "PASS" : "FAIL", what, run);
-    if (!ok)
-        g_failed++;
-}
-
-/* Result of a call as a short word: ok / fail. */
-#define RC(x) ((x) >= 0 ? "ok" : "fail")
+#include "vol_test_log.h"
 
 /* ---------------------------------------------------------------- error stack */
 typedef struct {
@@ -578,23 +539,7 @@ int main(void)
     g_log = &tess;
     run("tessera", "test_objects_tessera.h5", fapl_tess, 1);
 
-    /* compare logs line by line */
-    char *a = native.buf ? native.buf : "", *b = tess.buf ? tess.buf : "";
-    int   line = 1, diffs = 0;
-    while (*a || *b) {
-        char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
-        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
-        if (la != lb || memcmp(a, b, la) != 0) {
-            printf("  DIFF line %d\n    native : %.*s\n    tessera: %.*s\n", line, (int)la, a, (int)lb, b);
-            diffs++;
-        }
-        a += la + (ea ? 1 : 0);
-        b += lb + (eb ? 1 : 0);
-        line++;
-    }
-    if (getenv("TEST_OBJECTS_VERBOSE"))
-        printf("--- native log ---\n%s", native.buf);
-    printf("%d log lines compared, %d differ; %d checks failed\n", line - 1, diffs, g_failed);
+    int line = 0, diffs = compare_logs(&native, &tess, "TEST_OBJECTS_VERBOSE", &line);
     H5Pclose(fapl_native);
     H5Pclose(fapl_tess);
     H5VLclose(vol);
