@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
+#include <unordered_set>
 #include <chrono>
 #include <cmath>
 #include <cstdarg>
@@ -328,5 +330,28 @@ struct Ids {
     H5E_END_TRY
   }
 };
+
+// Distinct random cells of an n0 x n1 array and the values written to them (duplicates
+// would make "which write wins" depend on the implementation's order inside one call);
+// the same for a given seed on every rank and side.
+struct Points {
+  std::vector<hsize_t> coords;  // n x 2
+  std::vector<int32_t> values;
+  size_t size() const { return values.size(); }
+};
+
+inline Points make_points(hsize_t n0, hsize_t n1, uint64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::unordered_set<uint64_t> seen;
+  Points p;
+  while (p.values.size() < n) {
+    hsize_t i = rng() % n0, j = rng() % n1;
+    if (!seen.insert(i * n1 + j).second) continue;
+    p.coords.push_back(i);
+    p.coords.push_back(j);
+    p.values.push_back(-1 - (int32_t)(rng() % 1000000000));
+  }
+  return p;
+}
 
 }  // namespace bench

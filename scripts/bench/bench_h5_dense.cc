@@ -40,28 +40,6 @@ Dims dims_for(double s) {
   return d;
 }
 
-// Distinct random cells (duplicates would make "which write wins" depend on the
-// implementation's order inside one call) and the values written to them.
-struct Points {
-  std::vector<hsize_t> coords;  // n x 2
-  std::vector<int32_t> values;
-  size_t size() const { return values.size(); }
-};
-
-Points make_points(const Dims& d, uint64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::unordered_set<uint64_t> seen;
-  Points p;
-  while (p.values.size() < n) {
-    hsize_t i = rng() % d.n0, j = rng() % d.n1;
-    if (!seen.insert(i * d.n1 + j).second) continue;
-    p.coords.push_back(i);
-    p.coords.push_back(j);
-    p.values.push_back(-1 - (int32_t)(rng() % 1000000000));
-  }
-  return p;
-}
-
 struct Open {
   Ids ids;
   hid_t file = -1, dset = -1;
@@ -260,7 +238,7 @@ void flow(const Options& o, const Dims& d, Report& r, bool deflate, const std::v
     std::vector<bool> colds = deflate ? std::vector<bool>{false} : std::vector<bool>{false, true};
     uint64_t seed = 1000;
     for (bool cold : colds) {
-      Points p = make_points(d, d.updates, seed++);
+      Points p = make_points(d.n0, d.n1, d.updates, seed++);
       std::string label = "update (a) " + std::to_string(d.updates) + " points, one H5Dwrite" + tag +
                           (cold ? ", cold" : ", warm");
       Options oo = o;
@@ -274,7 +252,7 @@ void flow(const Options& o, const Dims& d, Report& r, bool deflate, const std::v
     }
   }
   if (want("single")) {
-    Points p = make_points(d, d.writes, 2000);
+    Points p = make_points(d.n0, d.n1, d.writes, 2000);
     double close_s[2] = {NAN, NAN};
     uint64_t done[2] = {0, 0};
     t = run_sides(o, r, "single", [&](Side s) {

@@ -139,26 +139,6 @@ void fill_block(const Dims& d, const Block& b, std::vector<int32_t>& buf) {
       buf[i * b.count[1] + j] = (int32_t)((b.start[0] + i) * d.n1 + b.start[1] + j);
 }
 
-// Distinct random cells and their values, the same on every rank (same seed).
-struct Points {
-  std::vector<hsize_t> coords;  // n x 2
-  std::vector<int32_t> values;
-};
-
-Points make_points(const Dims& d, uint64_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::unordered_set<uint64_t> seen;
-  Points p;
-  while (p.values.size() < n) {
-    hsize_t i = rng() % d.n0, j = rng() % d.n1;
-    if (!seen.insert(i * d.n1 + j).second) continue;
-    p.coords.push_back(i);
-    p.coords.push_back(j);
-    p.values.push_back(-1 - (int32_t)(rng() % 1000000000));
-  }
-  return p;
-}
-
 // ---------------------------------------------------------------- files
 hid_t parallel_fapl(Side s) {
   hid_t fapl = fapl_for(s);  // the side's connector
@@ -588,7 +568,7 @@ struct Run {
   }
 
   void updates() {
-    Points p = make_points(d, d.updates, 1000);
+    Points p = make_points(d.n0, d.n1, d.updates, 1000);
     Out t = sides("update", [&](Side s) { return update(d, s, path_of(s, "plain"), p); });
     result("(3) update " + std::to_string(d.updates) + " random points, one H5Dwrite per rank, to durable", t, "s",
            "PHDF5 " + std::string(mode_name(d.native_update)) + ", tessera " + mode_name(d.tessera_xfer));
