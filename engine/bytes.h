@@ -54,6 +54,14 @@ class ByteReader {
     pos_ += n;
     return s;
   }
+  // The same field as str(), as a view into the reader's buffer (valid while it is).
+  std::string_view str_view() {
+    uint32_t n = u32();
+    need(n);
+    std::string_view s(reinterpret_cast<const char*>(p_ + pos_), n);
+    pos_ += n;
+    return s;
+  }
   std::vector<uint8_t> blob() {
     uint64_t n = u64();
     need(n);

@@ -212,24 +212,27 @@ void Catalog::replay() {
                                                                        : "payload checksum mismatch");
       break;
     }
-    // Decode the whole batch before applying any of it.
-    CatalogBatch batch;
+    // Decode the whole batch before applying any of it (as views into buf: a compacted
+    // log is one record of every live pair, tens of thousands of them).
+    std::vector<OpView> batch;
     try {
       ByteReader r(buf.data() + off + kRecordHeaderSize, rv.end - off - kRecordHeaderSize, "payload");
       uint32_t ops = r.u32();
       if (ops > r.remaining() / 5) r.fail("implausible op count");  // a del is 5 bytes
+      batch.reserve(ops);
       for (uint32_t i = 0; i < ops; ++i) {
         uint8_t kind = r.u8();
         if (kind > 1) r.fail("unknown op " + std::to_string(kind));
-        std::string key = r.str();
-        if (kind == 1) batch.put(std::move(key), r.str());
-        else batch.del(std::move(key));
+        std::string_view key = r.str_view();
+        batch.push_back({kind == 1, key, kind == 1 ? r.str_view() : std::string_view()});
       }
       if (!r.done()) r.fail("trailing bytes");
     } catch (const Error& e) {
       corrupt(base + off, e.what());
     }
-    apply(batch);
+    version_.fetch_add(1, std::memory_order_acq_rel);
+    const bool track = tracking();
+    for (const OpView& op : batch) apply_one(op.put, op.key, op.value, track);
     off = rv.end;
     log_end_ = base + off;
   }
@@ -355,39 +358,40 @@ void Catalog::sync_locked() {
 // leaves a tombstone until the next sync writes it (encode_dirty).
 void Catalog::apply(const CatalogBatch& batch) {
   version_.fetch_add(1, std::memory_order_acq_rel);
-  const bool track = durability_ == Durability::kOnSync && mode_ == Mode::kReadWrite;
-  for (const auto& op : batch.ops()) {
-    auto it = kv_.lower_bound(op.key);  // also the insertion hint
-    if (it != kv_.end() && std::string_view(it->first) == op.key) {
-      Entry& e = it->second;
-      if (!e.dead) live_bytes_ -= entry_bytes(it->first, e.value);
-      if (!op.put) {
-        if (!track) {
-          kv_.erase(it);
-          continue;
-        }
-        e.value.clear();
-        e.value.shrink_to_fit();
-        e.dead = true;
-      } else {
-        e.value.assign(op.value);
-        e.dead = false;
-        live_bytes_ += entry_bytes(it->first, e.value);
+  const bool track = tracking();
+  for (const auto& op : batch.ops()) apply_one(op.put, op.key, op.value, track);
+}
+
+void Catalog::apply_one(bool put, std::string_view key, std::string_view value, bool track) {
+  auto it = kv_.lower_bound(key);  // also the insertion hint
+  if (it != kv_.end() && std::string_view(it->first) == key) {
+    Entry& e = it->second;
+    if (!e.dead) live_bytes_ -= entry_bytes(it->first, e.value);
+    if (!put) {
+      if (!track) {
+        kv_.erase(it);
+        return;
       }
-      if (track && !e.dirty) {
-        e.dirty = true;
-        dirty_.push_back(it);
-      }
-      continue;
+      e.value.clear();
+      e.value.shrink_to_fit();
+      e.dead = true;
+    } else {
+      e.value.assign(value);
+      e.dead = false;
+      live_bytes_ += entry_bytes(it->first, e.value);
     }
-    if (!op.put) continue;  // not in the map: not in the log either
-    it = kv_.emplace_hint(it, std::piecewise_construct, std::forward_as_tuple(op.key),
-                          std::forward_as_tuple(std::string_view(op.value)));
-    live_bytes_ += entry_bytes(it->first, it->second.value);
-    if (track) {
-      it->second.dirty = true;
+    if (track && !e.dirty) {
+      e.dirty = true;
       dirty_.push_back(it);
     }
+    return;
+  }
+  if (!put) return;  // not in the map: not in the log either
+  it = kv_.emplace_hint(it, std::piecewise_construct, std::forward_as_tuple(key), std::forward_as_tuple(value));
+  live_bytes_ += entry_bytes(it->first, it->second.value);
+  if (track) {
+    it->second.dirty = true;
+    dirty_.push_back(it);
   }
 }
 

@@ -89,6 +89,13 @@ class Catalog {
   Catalog() = default;
   void replay();
   void apply(const CatalogBatch& batch);  // updates kv_, live_bytes_ and dirty_
+  void apply_one(bool put, std::string_view key, std::string_view value, bool track);
+  // kOnSync writers flag what they change (dirty_) and keep deletions as tombstones.
+  bool tracking() const { return durability_ == Durability::kOnSync && mode_ == Mode::kReadWrite; }
+  struct OpView {
+    bool put;
+    std::string_view key, value;
+  };
   void commit_impl(const CatalogBatch& batch);
   void maybe_compact();
   void sync_locked();
