@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include <sys/uio.h>
@@ -154,7 +155,12 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   // to a discard buffer, so a box's rows are one preadv); others are read a window at a
   // time into scratch, verified, and copied out.  (posix_fadvise(WILLNEED) over the whole
   // span before a cold read was tried: it made random box reads slower, not faster.)
-  constexpr uint64_t kWindowBlocks = 4;
+  static const uint64_t kWindowBlocks = [] { const char* e = std::getenv("TESSERA_RD_WIN"); return e ? std::strtoull(e, nullptr, 10) : 4; }();
+  static const int willneed = [] { const char* e = std::getenv("TESSERA_RD_WILLNEED"); return e ? std::atoi(e) : 0; }();
+  if (willneed) {
+    const uint64_t b0 = runs.front().off / B;
+    if (!verified(i, b0, last_block)) src_->will_need(base + b0 * B, std::min(size, (last_block + 1) * B) - b0 * B);
+  }
   constexpr size_t kMaxIov = 1024, kDiscard = 64 << 10;
   std::vector<uint8_t> scratch, discard;
   std::vector<struct iovec> iov;

@@ -1,9 +1,15 @@
 #include "engine/read_planner.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <future>
+#include <mutex>
 
 #include "engine/error.h"
+#include "engine/thread_pool.h"
 
 namespace tessera {
 
@@ -129,8 +135,66 @@ bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragme
     }
     if (d < 0) break;
   }
-  f.read_dense_runs(idx, byte_runs_);
+  add_job(f, idx);
   return true;
+}
+
+// Queues byte_runs_ of tile idx, split into parts of about kSplitBytes that start in a
+// new check block (so no block is read by two parts).
+void ReadPlanner::add_job(const Fragment& f, size_t idx) {
+  const uint64_t B = f.meta().check_block;
+  static const uint64_t split = [] { const char* e = std::getenv("TESSERA_RD_SPLIT"); return e ? std::strtoull(e, nullptr, 10) : kSplitBytes; }();
+  size_t begin = 0;
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < byte_runs_.size(); ++k) {
+    if (k > begin && bytes >= split && split &&
+        byte_runs_[k].off / B != (byte_runs_[k - 1].off + byte_runs_[k - 1].len - 1) / B) {
+      jobs_.push_back({&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + k), bytes});
+      begin = k;
+      bytes = 0;
+    }
+    bytes += byte_runs_[k].len;
+  }
+  if (begin < byte_runs_.size())
+    jobs_.push_back({&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.end()), bytes});
+}
+
+// Runs the queued reads: the caller and up to ThreadPool::io().size() pool threads take
+// jobs in turn.  The jobs write disjoint cells of dst, so their order does not matter.
+void ReadPlanner::run_jobs() {
+  static const int par = [] { const char* e = std::getenv("TESSERA_RD_PAR"); return e ? std::atoi(e) : 1; }();
+  static const uint64_t min_bytes = [] { const char* e = std::getenv("TESSERA_RD_MIN"); return e ? std::strtoull(e, nullptr, 10) : kParallelMinBytes; }();
+  uint64_t total = 0;
+  for (const Job& j : jobs_) total += j.bytes;
+  if (jobs_.size() < 2 || !par || total < min_bytes) {
+    for (const Job& j : jobs_) j.f->read_dense_runs(j.idx, j.runs);
+    jobs_.clear();
+    return;
+  }
+  struct Shared {
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    std::exception_ptr error;
+  } sh;
+  auto work = [this, &sh] {
+    for (size_t k; (k = sh.next.fetch_add(1)) < jobs_.size();) {
+      try {
+        jobs_[k].f->read_dense_runs(jobs_[k].idx, jobs_[k].runs);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(sh.mu);
+        if (!sh.error) sh.error = std::current_exception();
+        sh.next.store(jobs_.size());
+      }
+    }
+  };
+  ThreadPool& pool = ThreadPool::io();
+  std::vector<std::future<void>> helpers;
+  const size_t n = std::min<size_t>(pool.size(), jobs_.size() - 1);
+  for (size_t i = 0; i < n; ++i) helpers.push_back(pool.submit(work));
+  work();
+  for (auto& h : helpers) h.get();
+  jobs_.clear();
+  if (sh.error) std::rethrow_exception(sh.error);
 }
 
 std::vector<std::vector<uint64_t>> ReadPlanner::touched_tiles(const Selection& sel) const {
@@ -187,6 +251,7 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
     }
     if (d < 0) break;
   }
+  run_jobs();  // before the sparse pass, whose newer cells overwrite these
 }
 
 bool ReadPlanner::newer_dense_covers(size_t frag_index, const uint64_t* c) const {

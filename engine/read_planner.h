@@ -47,6 +47,8 @@ class ReadPlanner {
                 uint8_t* dst, const uint64_t* ostride);
   bool copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
                  const uint64_t* ostride);
+  void add_job(const Fragment& f, size_t idx);
+  void run_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
                    std::vector<std::shared_ptr<const void>>* keep);
@@ -56,8 +58,17 @@ class ReadPlanner {
   const ReadView& view_;
   size_t es_;
   int rank_;
-  std::vector<size_t> dense_frags_;
-  std::vector<ByteRun> byte_runs_;  // scratch of copy_runs  // indexes into view_.fragments having dense entries
+  std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
+  std::vector<ByteRun> byte_runs_;  // scratch of copy_runs
+  // Partial tile reads queued by copy_runs, run together (in parallel) by run_jobs.
+  struct Job {
+    const Fragment* f;
+    size_t idx;
+    std::vector<ByteRun> runs;
+    uint64_t bytes;
+  };
+  std::vector<Job> jobs_;
+  static constexpr uint64_t kSplitBytes = 1 << 20, kParallelMinBytes = 1 << 20;
 };
 
 }  // namespace tessera
