@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 
 #include <sys/uio.h>
@@ -135,6 +134,23 @@ std::vector<uint8_t> Fragment::read_checked_tile(size_t i) const {
   return v;
 }
 
+uint64_t Fragment::unverified_span(size_t i, const std::vector<ByteRun>& runs) const {
+  if (runs.empty() || !partial_reads(i)) return 0;
+  const DenseEntry& e = meta_.dense.at(i);
+  const uint64_t B = meta_.check_block, size = e.blob.stored_size;
+  const uint64_t b0 = runs.front().off / B, b1 = (runs.back().off + runs.back().len - 1) / B;
+  if (b1 >= e.block_checks.size() || verified(i, b0, b1)) return 0;
+  if (TileCache::shared().get(TileCache::Key{serial_, e.blob.offset})) return 0;  // copied from memory
+  return std::min(size, (b1 + 1) * B) - b0 * B;
+}
+
+void Fragment::prefetch_runs(size_t i, const std::vector<ByteRun>& runs) const {
+  if (const uint64_t n = unverified_span(i, runs)) {
+    const DenseEntry& e = meta_.dense[i];
+    src_->will_need(e.blob.offset + runs.front().off / meta_.check_block * meta_.check_block, n);
+  }
+}
+
 void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const {
   if (runs.empty()) return;
   const DenseEntry& e = meta_.dense.at(i);
@@ -155,12 +171,7 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   // to a discard buffer, so a box's rows are one preadv); others are read a window at a
   // time into scratch, verified, and copied out.  (posix_fadvise(WILLNEED) over the whole
   // span before a cold read was tried: it made random box reads slower, not faster.)
-  static const uint64_t kWindowBlocks = [] { const char* e = std::getenv("TESSERA_RD_WIN"); return e ? std::strtoull(e, nullptr, 10) : 4; }();
-  static const int willneed = [] { const char* e = std::getenv("TESSERA_RD_WILLNEED"); return e ? std::atoi(e) : 0; }();
-  if (willneed) {
-    const uint64_t b0 = runs.front().off / B;
-    if (!verified(i, b0, last_block)) src_->will_need(base + b0 * B, std::min(size, (last_block + 1) * B) - b0 * B);
-  }
+  constexpr uint64_t kWindowBlocks = 4;
   constexpr size_t kMaxIov = 1024, kDiscard = 64 << 10;
   std::vector<uint8_t> scratch, discard;
   std::vector<struct iovec> iov;

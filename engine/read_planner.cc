@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <future>
@@ -139,46 +138,67 @@ bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragme
   return true;
 }
 
-// Queues byte_runs_ of tile idx, split into parts of about kSplitBytes that start in a
-// new check block (so no block is read by two parts).
+std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
+
+// Queues byte_runs_ of tile idx as jobs spanning about kSplitBytes of check blocks each;
+// a job starts in a new block, so no block is read (and verified) by two jobs.
 void ReadPlanner::add_job(const Fragment& f, size_t idx) {
   const uint64_t B = f.meta().check_block;
-  static const uint64_t split = [] { const char* e = std::getenv("TESSERA_RD_SPLIT"); return e ? std::strtoull(e, nullptr, 10) : kSplitBytes; }();
   size_t begin = 0;
-  uint64_t bytes = 0;
-  for (size_t k = 0; k < byte_runs_.size(); ++k) {
-    if (k > begin && bytes >= split && split &&
-        byte_runs_[k].off / B != (byte_runs_[k - 1].off + byte_runs_[k - 1].len - 1) / B) {
-      jobs_.push_back({&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + k), bytes});
-      begin = k;
-      bytes = 0;
-    }
-    bytes += byte_runs_[k].len;
+  auto push = [&](size_t end) {
+    Job j{&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + end), 0};
+    j.cold_span = f.unverified_span(idx, j.runs);
+    queued_runs_ += j.runs.size();
+    jobs_.push_back(std::move(j));
+    begin = end;
+  };
+  for (size_t k = 1; k < byte_runs_.size(); ++k) {
+    const uint64_t first = byte_runs_[begin].off / B, prev_last = (byte_runs_[k - 1].off + byte_runs_[k - 1].len - 1) / B;
+    if ((prev_last - first + 1) * B >= kSplitBytes && byte_runs_[k].off / B != prev_last) push(k);
   }
-  if (begin < byte_runs_.size())
-    jobs_.push_back({&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.end()), bytes});
+  if (begin < byte_runs_.size()) push(byte_runs_.size());
+  // The queue holds up to a run per selected row and tile: bound it (a long column read).
+  if (queued_runs_ >= kMaxQueuedRuns) run_jobs();
 }
 
-// Runs the queued reads: the caller and up to ThreadPool::io().size() pool threads take
-// jobs in turn.  The jobs write disjoint cells of dst, so their order does not matter.
+// Runs the queued partial tile reads.  Reads of blocks verified before (a warm re-read)
+// and small cold reads run here, in order, as plain preads.  A larger cold read is
+// disk-bound: its jobs run on the caller plus the I/O pool, and the kernel is asked
+// (posix_fadvise WILLNEED) for exactly the blocks of the jobs in a sliding window ahead of
+// the readers, so the disk gets several requests at once and its readahead does not pull
+// in megabytes past each piece.  The jobs write disjoint cells of dst: order is free.
 void ReadPlanner::run_jobs() {
-  static const int par = [] { const char* e = std::getenv("TESSERA_RD_PAR"); return e ? std::atoi(e) : 1; }();
-  static const uint64_t min_bytes = [] { const char* e = std::getenv("TESSERA_RD_MIN"); return e ? std::strtoull(e, nullptr, 10) : kParallelMinBytes; }();
-  uint64_t total = 0;
-  for (const Job& j : jobs_) total += j.bytes;
-  if (jobs_.size() < 2 || !par || total < min_bytes) {
+  uint64_t cold = 0;
+  for (const Job& j : jobs_) cold += j.cold_span;
+  struct Clear {  // the queue is empty afterwards, also when a read throws
+    ReadPlanner* p;
+    ~Clear() { p->jobs_.clear(); p->queued_runs_ = 0; }
+  } clear{this};
+  if (jobs_.size() < 2 || cold < kParallelMinBytes) {
     for (const Job& j : jobs_) j.f->read_dense_runs(j.idx, j.runs);
-    jobs_.clear();
     return;
   }
+  std::vector<uint64_t> start(jobs_.size());  // cold bytes of the jobs before each
+  for (size_t k = 0, acc = 0; k < jobs_.size(); acc += jobs_[k].cold_span, ++k) start[k] = acc;
   struct Shared {
     std::atomic<size_t> next{0};
     std::mutex mu;
+    size_t prefetched = 0;  // jobs [0, prefetched) were handed to the kernel
     std::exception_ptr error;
   } sh;
-  auto work = [this, &sh] {
+  auto prefetch_for = [&](size_t k) {  // under sh.mu
+    while (sh.prefetched < jobs_.size() && start[sh.prefetched] <= start[k] + kPrefetchWindow) {
+      const Job& j = jobs_[sh.prefetched++];
+      if (j.cold_span) j.f->prefetch_runs(j.idx, j.runs);
+    }
+  };
+  auto work = [&] {
     for (size_t k; (k = sh.next.fetch_add(1)) < jobs_.size();) {
       try {
+        {
+          std::lock_guard<std::mutex> g(sh.mu);
+          prefetch_for(k);
+        }
         jobs_[k].f->read_dense_runs(jobs_[k].idx, jobs_[k].runs);
       } catch (...) {
         std::lock_guard<std::mutex> g(sh.mu);
@@ -187,13 +207,21 @@ void ReadPlanner::run_jobs() {
       }
     }
   };
-  ThreadPool& pool = ThreadPool::io();
+  {
+    std::lock_guard<std::mutex> g(sh.mu);
+    prefetch_for(0);  // the first window goes to the disk before any thread waits on it
+  }
   std::vector<std::future<void>> helpers;
-  const size_t n = std::min<size_t>(pool.size(), jobs_.size() - 1);
-  for (size_t i = 0; i < n; ++i) helpers.push_back(pool.submit(work));
+  try {
+    ThreadPool& pool = ThreadPool::io();
+    const size_t n = std::min<size_t>(pool.size(), jobs_.size() - 1);
+    helpers.reserve(n);
+    for (size_t i = 0; i < n; ++i) helpers.push_back(pool.submit(work));
+  } catch (...) {  // no thread or memory for a helper: the caller (and those started) do it all
+  }
   work();
-  for (auto& h : helpers) h.get();
-  jobs_.clear();
+  for (auto& h : helpers) h.wait();  // work() catches everything; wait, not get
+  ++parallel_reads_;
   if (sh.error) std::rethrow_exception(sh.error);
 }
 

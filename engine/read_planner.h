@@ -8,6 +8,7 @@
 // whole and decoded (through the tile cache), unfiltered ones only in the check blocks
 // the selection touches, straight into the destination (Fragment::read_dense_runs).
 #pragma once
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -34,6 +35,8 @@ class ReadPlanner {
   void read(const Selection& sel, uint8_t* dst, const uint64_t* dst_strides = nullptr);
   // Reads n cells given by coordinates, in the given order.
   void read_points(const uint64_t* coords, size_t n, uint8_t* dst);
+  // How many reads so far ran their cold tile reads in parallel (tests check the path).
+  static uint64_t parallel_reads() { return parallel_reads_.load(); }
 
  private:
   struct Run {
@@ -60,15 +63,20 @@ class ReadPlanner {
   int rank_;
   std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
   std::vector<ByteRun> byte_runs_;  // scratch of copy_runs
-  // Partial tile reads queued by copy_runs, run together (in parallel) by run_jobs.
+  // Partial tile reads queued by copy_runs, run together (cold ones in parallel) by run_jobs.
   struct Job {
     const Fragment* f;
     size_t idx;
     std::vector<ByteRun> runs;
-    uint64_t bytes;
+    uint64_t cold_span;  // bytes of not yet verified blocks in the span the runs touch
   };
   std::vector<Job> jobs_;
-  static constexpr uint64_t kSplitBytes = 1 << 20, kParallelMinBytes = 1 << 20;
+  size_t queued_runs_ = 0;
+  static std::atomic<uint64_t> parallel_reads_;
+  // Job size (bytes of check blocks), the cold bytes below which a read stays serial, and
+  // how far ahead of the readers blocks are prefetched (bounds the page cache a read claims).
+  static constexpr uint64_t kSplitBytes = 1 << 20, kParallelMinBytes = 1 << 20, kPrefetchWindow = 8 << 20;
+  static constexpr size_t kMaxQueuedRuns = 1 << 16;
 };
 
 }  // namespace tessera
