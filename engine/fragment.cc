@@ -169,8 +169,9 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   const uint64_t last_block = (runs.back().off + runs.back().len - 1) / B;
   // Blocks verified before are read straight into the destination (gaps between runs go
   // to a discard buffer, so a box's rows are one preadv); others are read a window at a
-  // time into scratch, verified, and copied out.  (posix_fadvise(WILLNEED) over the whole
-  // span before a cold read was tried: it made random box reads slower, not faster.)
+  // time into scratch, verified, and copied out.  A large cold read has its span
+  // prefetched by the planner first (prefetch_runs), so these preads mostly wait for
+  // requests already at the disk.
   constexpr uint64_t kWindowBlocks = 4;
   constexpr size_t kMaxIov = 1024, kDiscard = 64 << 10;
   std::vector<uint8_t> scratch, discard;

@@ -7,6 +7,8 @@
 // where no newer dense piece owns the cell.  Only touched tiles are read: filtered ones
 // whole and decoded (through the tile cache), unfiltered ones only in the check blocks
 // the selection touches, straight into the destination (Fragment::read_dense_runs).
+// Those partial reads are queued as jobs and run after the dense pass: a cold read of
+// them runs in parallel with exact prefetch (run_jobs; docs/engine.md "Reads").
 #pragma once
 #include <atomic>
 #include <memory>
