@@ -146,7 +146,7 @@ void ReadPlanner::add_job(const Fragment& f, size_t idx) {
   const uint64_t B = f.meta().check_block;
   size_t begin = 0;
   auto push = [&](size_t end) {
-    Job j{&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + end), 0};
+    Job j{&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + end), 0, 0};
     j.cold_span = f.unverified_span(idx, j.runs);
     queued_runs_ += j.runs.size();
     jobs_.push_back(std::move(j));
@@ -157,24 +157,35 @@ void ReadPlanner::add_job(const Fragment& f, size_t idx) {
     if ((prev_last - first + 1) * B >= kSplitBytes && byte_runs_[k].off / B != prev_last) push(k);
   }
   if (begin < byte_runs_.size()) push(byte_runs_.size());
+  // Bytes of the tile past this piece's last block: what the kernel's readahead would
+  // read for nothing if the piece were read cold by plain sequential preads.
+  const uint64_t end = (byte_runs_.back().off + byte_runs_.back().len - 1) / B + 1;
+  const uint64_t tile_size = f.meta().dense[idx].blob.stored_size;
+  if (jobs_.back().cold_span && end * B < tile_size) jobs_.back().overread = tile_size - end * B;
   // The queue holds up to a run per selected row and tile: bound it (a long column read).
   if (queued_runs_ >= kMaxQueuedRuns) run_jobs();
 }
 
-// Runs the queued partial tile reads.  Reads of blocks verified before (a warm re-read)
-// and small cold reads run here, in order, as plain preads.  A larger cold read is
-// disk-bound: its jobs run on the caller plus the I/O pool, and the kernel is asked
-// (posix_fadvise WILLNEED) for exactly the blocks of the jobs in a sliding window ahead of
-// the readers, so the disk gets several requests at once and its readahead does not pull
-// in megabytes past each piece.  The jobs write disjoint cells of dst: order is free.
+// Runs the queued partial tile reads.  Reads of blocks verified before (a warm re-read),
+// small cold reads, and cold reads of pieces that run to the end of their tiles (whole
+// tiles, a column: the kernel's readahead fetches exactly those, and measured faster
+// serially) run here, in order, as plain preads.  A larger cold read of pieces ending
+// inside their tiles is where readahead goes wrong (it reads up to 8 MiB past each piece,
+// one piece at a time): its jobs run on the caller plus the I/O pool, and the kernel is
+// asked (posix_fadvise WILLNEED) for exactly the blocks of the jobs, in a sliding window
+// ahead of the readers, so the disk gets several requests at once and no bytes past the
+// pieces.  The jobs write disjoint cells of dst: their order is free.
 void ReadPlanner::run_jobs() {
-  uint64_t cold = 0;
-  for (const Job& j : jobs_) cold += j.cold_span;
+  uint64_t cold = 0, overread = 0;
+  for (const Job& j : jobs_) {
+    cold += j.cold_span;
+    overread += j.overread;
+  }
   struct Clear {  // the queue is empty afterwards, also when a read throws
     ReadPlanner* p;
     ~Clear() { p->jobs_.clear(); p->queued_runs_ = 0; }
   } clear{this};
-  if (jobs_.size() < 2 || cold < kParallelMinBytes) {
+  if (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes) {
     for (const Job& j : jobs_) j.f->read_dense_runs(j.idx, j.runs);
     return;
   }

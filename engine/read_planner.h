@@ -71,11 +71,13 @@ class ReadPlanner {
     size_t idx;
     std::vector<ByteRun> runs;
     uint64_t cold_span;  // bytes of not yet verified blocks in the span the runs touch
+    uint64_t overread;   // last job of a cold piece: bytes of the tile after the piece
   };
   std::vector<Job> jobs_;
   size_t queued_runs_ = 0;
   static std::atomic<uint64_t> parallel_reads_;
-  // Job size (bytes of check blocks), the cold bytes below which a read stays serial, and
+  // Job size (bytes of check blocks), the cold bytes (and bytes readahead would read past
+  // the pieces) below which a read stays serial, and
   // how far ahead of the readers blocks are prefetched (bounds the page cache a read claims).
   static constexpr uint64_t kSplitBytes = 1 << 20, kParallelMinBytes = 1 << 20, kPrefetchWindow = 8 << 20;
   static constexpr size_t kMaxQueuedRuns = 1 << 16;

@@ -174,8 +174,9 @@ TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
     }
     std::unique_ptr<Array> a;
     ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
-    // A large box over the damaged tile and its neighbours: cold, so parallel.
-    const uint64_t r0 = tile.lo[0] > 200 ? tile.lo[0] - 200 : 0, r1 = std::min(kN - 1, tile.hi[0] + 200);
+    // A large box over the damaged tile and its neighbours, ending 300 rows inside the
+    // tile: cold, and readahead would overread, so it runs parallel.
+    const uint64_t r0 = tile.lo[0], r1 = tile.hi[0] - 300;
     const uint64_t c0 = tile.lo[1] > 300 ? tile.lo[1] - 300 : 0, c1 = std::min(kN - 1, tile.hi[1] + 300);
     std::vector<int32_t> out((r1 - r0 + 1) * (c1 - c0 + 1));
     const uint64_t before = ReadPlanner::parallel_reads();
