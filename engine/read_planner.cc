@@ -143,6 +143,7 @@ std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
 // Queues byte_runs_ of tile idx as jobs spanning about kSplitBytes of check blocks each;
 // a job starts in a new block, so no block is read (and verified) by two jobs.
 void ReadPlanner::add_job(const Fragment& f, size_t idx) {
+  if (byte_runs_.empty()) return;
   const uint64_t B = f.meta().check_block;
   size_t begin = 0;
   auto push = [&](size_t end) {
