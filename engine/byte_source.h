@@ -21,6 +21,8 @@ class ByteSource {
   virtual uint64_t size() const = 0;
   // Throws kCorrupt past the end (a truncated fragment), naming the source.
   virtual void pread_exact(void* buf, size_t n, uint64_t off) const = 0;
+  // Hint that [off, off + n) will be read soon (posix_fadvise WILLNEED on a file).
+  virtual void will_need(uint64_t /*off*/, uint64_t /*n*/) const {}
   // Consecutive bytes from `off` scattered over iov (partial tile reads).
   virtual void preadv_exact(struct iovec* iov, int iovcnt, uint64_t off) const {
     for (int i = 0; i < iovcnt; ++i) {
@@ -38,6 +40,7 @@ class FileSource : public ByteSource {
   void preadv_exact(struct iovec* iov, int iovcnt, uint64_t off) const override {
     f_.preadv_exact(iov, iovcnt, off);
   }
+  void will_need(uint64_t off, uint64_t n) const override { f_.will_need(off, n); }
   File& file() { return f_; }
 
  private:

@@ -64,6 +64,11 @@ uint64_t File::size() const {
   return static_cast<uint64_t>(st.st_size);
 }
 
+void File::will_need(uint64_t off, uint64_t n) const {
+  // Only a hint: a failure changes nothing but speed, so it is ignored.
+  (void)::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+}
+
 size_t File::pread_some(void* buf, size_t n, uint64_t off) const {
   auto* p = static_cast<uint8_t*>(buf);
   size_t done = 0;

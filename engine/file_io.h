@@ -32,6 +32,7 @@ class File {
   void pread_exact(void* buf, size_t n, uint64_t off) const;   // throws kCorrupt on EOF
   // Scatters the n = sum of lens bytes at off over the buffers (preadv; modifies iov).
   void preadv_exact(struct iovec* iov, int cnt, uint64_t off) const;
+  void will_need(uint64_t off, uint64_t n) const;               // posix_fadvise WILLNEED; a hint
   size_t pread_some(void* buf, size_t n, uint64_t off) const;  // returns bytes read (0 at EOF)
   void pwrite_all(const void* buf, size_t n, uint64_t off);    // retries short writes/EINTR
   void sync();                                                  // fdatasync

@@ -134,6 +134,23 @@ std::vector<uint8_t> Fragment::read_checked_tile(size_t i) const {
   return v;
 }
 
+uint64_t Fragment::unverified_span(size_t i, const std::vector<ByteRun>& runs) const {
+  if (runs.empty() || !partial_reads(i)) return 0;
+  const DenseEntry& e = meta_.dense.at(i);
+  const uint64_t B = meta_.check_block, size = e.blob.stored_size;
+  const uint64_t b0 = runs.front().off / B, b1 = (runs.back().off + runs.back().len - 1) / B;
+  if (b1 >= e.block_checks.size() || verified(i, b0, b1)) return 0;
+  if (TileCache::shared().get(TileCache::Key{serial_, e.blob.offset})) return 0;  // copied from memory
+  return std::min(size, (b1 + 1) * B) - b0 * B;
+}
+
+void Fragment::prefetch_runs(size_t i, const std::vector<ByteRun>& runs) const {
+  if (const uint64_t n = unverified_span(i, runs)) {
+    const DenseEntry& e = meta_.dense[i];
+    src_->will_need(e.blob.offset + runs.front().off / meta_.check_block * meta_.check_block, n);
+  }
+}
+
 void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const {
   if (runs.empty()) return;
   const DenseEntry& e = meta_.dense.at(i);
@@ -152,11 +169,14 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   const uint64_t last_block = (runs.back().off + runs.back().len - 1) / B;
   // Blocks verified before are read straight into the destination (gaps between runs go
   // to a discard buffer, so a box's rows are one preadv); others are read a window at a
-  // time into scratch, verified, and copied out.  (posix_fadvise(WILLNEED) over the whole
-  // span before a cold read was tried: it made random box reads slower, not faster.)
+  // time into scratch, verified, and copied out.  A large cold read has its span
+  // prefetched by the planner first (prefetch_runs), so these preads mostly wait for
+  // requests already at the disk.
   constexpr uint64_t kWindowBlocks = 4;
   constexpr size_t kMaxIov = 1024, kDiscard = 64 << 10;
-  std::vector<uint8_t> scratch, discard;
+  // Per-thread buffers, kept: a cold read is many calls of ~1 MiB (ReadPlanner jobs), and
+  // a fresh 256 KiB vector per call cost a zero-fill and an mmap/munmap each time.
+  static thread_local std::vector<uint8_t> scratch, discard;
   std::vector<struct iovec> iov;
   size_t k = 0;
   uint64_t skip = 0;  // bytes of runs[k] already copied
@@ -185,8 +205,8 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
     }
     const uint64_t b0 = off / B, b1 = std::min({nblocks, b0 + kWindowBlocks, last_block + 1});
     const uint64_t w0 = b0 * B, w1 = std::min(size, b1 * B);
-    scratch.resize(w1 - w0);
-    src_->pread_exact(scratch.data(), scratch.size(), base + w0);
+    if (scratch.size() < w1 - w0) scratch.resize(w1 - w0);
+    src_->pread_exact(scratch.data(), w1 - w0, base + w0);
     verify_blocks(i, scratch.data(), b0, b1);
     while (k < runs.size()) {
       off = runs[k].off + skip;

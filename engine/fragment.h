@@ -62,6 +62,12 @@ class Fragment {
   // to their destinations, reading only the check blocks they touch (requires
   // partial_reads(i); a tile in the decoded-tile cache is copied from there).
   void read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const;
+  // Bytes of the check blocks from the first to the last run's block when some of them
+  // are not verified yet (a first read: from disk, most likely); 0 when a read of them
+  // would be a plain pread or a tile-cache copy.
+  uint64_t unverified_span(size_t i, const std::vector<ByteRun>& runs) const;
+  // Asks the kernel to start reading that span now (posix_fadvise WILLNEED): a hint.
+  void prefetch_runs(size_t i, const std::vector<ByteRun>& runs) const;
   // Decoded cells of sparse tile i; `layout` (the array's) computes the cells' keys.
   std::shared_ptr<const SparseTileData> sparse_tile(size_t i, const Layout& layout) const;
 

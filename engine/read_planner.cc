@@ -1,9 +1,14 @@
 #include "engine/read_planner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <exception>
+#include <future>
+#include <mutex>
 
 #include "engine/error.h"
+#include "engine/thread_pool.h"
 
 namespace tessera {
 
@@ -129,8 +134,107 @@ bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragme
     }
     if (d < 0) break;
   }
-  f.read_dense_runs(idx, byte_runs_);
+  add_job(f, idx);
   return true;
+}
+
+std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
+
+// Queues byte_runs_ of tile idx as jobs spanning about kSplitBytes of check blocks each;
+// a job starts in a new block, so no block is read (and verified) by two jobs.
+void ReadPlanner::add_job(const Fragment& f, size_t idx) {
+  if (byte_runs_.empty()) return;
+  const uint64_t B = f.meta().check_block;
+  size_t begin = 0;
+  auto push = [&](size_t end) {
+    Job j{&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + end), 0, 0};
+    j.cold_span = f.unverified_span(idx, j.runs);
+    queued_runs_ += j.runs.size();
+    jobs_.push_back(std::move(j));
+    begin = end;
+  };
+  for (size_t k = 1; k < byte_runs_.size(); ++k) {
+    const uint64_t first = byte_runs_[begin].off / B, prev_last = (byte_runs_[k - 1].off + byte_runs_[k - 1].len - 1) / B;
+    if ((prev_last - first + 1) * B >= kSplitBytes && byte_runs_[k].off / B != prev_last) push(k);
+  }
+  if (begin < byte_runs_.size()) push(byte_runs_.size());
+  // Bytes of the tile past this piece's last block: what the kernel's readahead would
+  // read for nothing if the piece were read cold by plain sequential preads.
+  const uint64_t end = (byte_runs_.back().off + byte_runs_.back().len - 1) / B + 1;
+  const uint64_t tile_size = f.meta().dense[idx].blob.stored_size;
+  if (jobs_.back().cold_span && end * B < tile_size) jobs_.back().overread = tile_size - end * B;
+  // The queue holds up to a run per selected row and tile: bound it (a long column read).
+  if (queued_runs_ >= kMaxQueuedRuns) run_jobs();
+}
+
+// Runs the queued partial tile reads.  Reads of blocks verified before (a warm re-read),
+// small cold reads, and cold reads of pieces that run to the end of their tiles (whole
+// tiles, a column: the kernel's readahead fetches exactly those, and measured faster
+// serially) run here, in order, as plain preads.  A larger cold read of pieces ending
+// inside their tiles is where readahead goes wrong (it reads up to 8 MiB past each piece,
+// one piece at a time): its jobs run on the caller plus the I/O pool, and the kernel is
+// asked (posix_fadvise WILLNEED) for exactly the blocks of the jobs, in a sliding window
+// ahead of the readers, so the disk gets several requests at once and no bytes past the
+// pieces.  The jobs write disjoint cells of dst: their order is free.
+void ReadPlanner::run_jobs() {
+  uint64_t cold = 0, overread = 0;
+  for (const Job& j : jobs_) {
+    cold += j.cold_span;
+    overread += j.overread;
+  }
+  struct Clear {  // the queue is empty afterwards, also when a read throws
+    ReadPlanner* p;
+    ~Clear() { p->jobs_.clear(); p->queued_runs_ = 0; }
+  } clear{this};
+  if (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes) {
+    for (const Job& j : jobs_) j.f->read_dense_runs(j.idx, j.runs);
+    return;
+  }
+  std::vector<uint64_t> start(jobs_.size());  // cold bytes of the jobs before each
+  for (size_t k = 0, acc = 0; k < jobs_.size(); acc += jobs_[k].cold_span, ++k) start[k] = acc;
+  struct Shared {
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    size_t prefetched = 0;  // jobs [0, prefetched) were handed to the kernel
+    std::exception_ptr error;
+  } sh;
+  auto prefetch_for = [&](size_t k) {  // under sh.mu
+    while (sh.prefetched < jobs_.size() && start[sh.prefetched] <= start[k] + kPrefetchWindow) {
+      const Job& j = jobs_[sh.prefetched++];
+      if (j.cold_span) j.f->prefetch_runs(j.idx, j.runs);
+    }
+  };
+  auto work = [&] {
+    for (size_t k; (k = sh.next.fetch_add(1)) < jobs_.size();) {
+      try {
+        {
+          std::lock_guard<std::mutex> g(sh.mu);
+          prefetch_for(k);
+        }
+        jobs_[k].f->read_dense_runs(jobs_[k].idx, jobs_[k].runs);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(sh.mu);
+        if (!sh.error) sh.error = std::current_exception();
+        sh.next.store(jobs_.size());
+      }
+    }
+  };
+  {
+    std::lock_guard<std::mutex> g(sh.mu);
+    prefetch_for(0);  // the first window goes to the disk before any thread waits on it
+  }
+  std::vector<std::future<void>> helpers;
+  try {
+    ThreadPool& pool = ThreadPool::io();
+    const size_t n = std::min<size_t>(pool.size(), jobs_.size() - 1);
+    helpers.reserve(n);
+    for (size_t i = 0; i < n; ++i) helpers.push_back(pool.submit(work));
+  } catch (...) {  // no thread or memory for a helper: the caller (and those started) do it all
+  }
+  work();
+  for (auto& h : helpers) h.wait();  // work() catches everything; wait, not get
+  ++parallel_reads_;
+  if (sh.error) std::rethrow_exception(sh.error);
 }
 
 std::vector<std::vector<uint64_t>> ReadPlanner::touched_tiles(const Selection& sel) const {
@@ -187,6 +291,7 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
     }
     if (d < 0) break;
   }
+  run_jobs();  // before the sparse pass, whose newer cells overwrite these
 }
 
 bool ReadPlanner::newer_dense_covers(size_t frag_index, const uint64_t* c) const {

@@ -7,7 +7,10 @@
 // where no newer dense piece owns the cell.  Only touched tiles are read: filtered ones
 // whole and decoded (through the tile cache), unfiltered ones only in the check blocks
 // the selection touches, straight into the destination (Fragment::read_dense_runs).
+// Those partial reads are queued as jobs and run after the dense pass: a cold read of
+// them runs in parallel with exact prefetch (run_jobs; docs/engine.md "Reads").
 #pragma once
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -34,6 +37,8 @@ class ReadPlanner {
   void read(const Selection& sel, uint8_t* dst, const uint64_t* dst_strides = nullptr);
   // Reads n cells given by coordinates, in the given order.
   void read_points(const uint64_t* coords, size_t n, uint8_t* dst);
+  // How many reads so far ran their cold tile reads in parallel (tests check the path).
+  static uint64_t parallel_reads() { return parallel_reads_.load(); }
 
  private:
   struct Run {
@@ -47,6 +52,8 @@ class ReadPlanner {
                 uint8_t* dst, const uint64_t* ostride);
   bool copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
                  const uint64_t* ostride);
+  void add_job(const Fragment& f, size_t idx);
+  void run_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
                    std::vector<std::shared_ptr<const void>>* keep);
@@ -56,8 +63,24 @@ class ReadPlanner {
   const ReadView& view_;
   size_t es_;
   int rank_;
-  std::vector<size_t> dense_frags_;
-  std::vector<ByteRun> byte_runs_;  // scratch of copy_runs  // indexes into view_.fragments having dense entries
+  std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
+  std::vector<ByteRun> byte_runs_;  // scratch of copy_runs
+  // Partial tile reads queued by copy_runs, run together (cold ones in parallel) by run_jobs.
+  struct Job {
+    const Fragment* f;
+    size_t idx;
+    std::vector<ByteRun> runs;
+    uint64_t cold_span;  // bytes of not yet verified blocks in the span the runs touch
+    uint64_t overread;   // last job of a cold piece: bytes of the tile after the piece
+  };
+  std::vector<Job> jobs_;
+  size_t queued_runs_ = 0;
+  static std::atomic<uint64_t> parallel_reads_;
+  // Job size (bytes of check blocks), the cold bytes (and bytes readahead would read past
+  // the pieces) below which a read stays serial, and
+  // how far ahead of the readers blocks are prefetched (bounds the page cache a read claims).
+  static constexpr uint64_t kSplitBytes = 1 << 20, kParallelMinBytes = 1 << 20, kPrefetchWindow = 8 << 20;
+  static constexpr size_t kMaxQueuedRuns = 1 << 16;
 };
 
 }  // namespace tessera

@@ -64,4 +64,20 @@ ThreadPool& ThreadPool::shared() {
   return *pool;
 }
 
+ThreadPool& ThreadPool::io() {
+  // Threads that mostly wait for the disk, so sized by how many reads the device serves
+  // at once, not by cores (same leak and fork rules as shared()).
+  static std::mutex mu;
+  static ThreadPool* pool = nullptr;
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> g(mu);
+  if (!pool || owner != ::getpid()) {
+    unsigned n = kIoThreads;
+    if (const char* e = std::getenv("TESSERA_IO_THREADS")) n = static_cast<unsigned>(std::atoi(e));
+    pool = new ThreadPool(n ? n : 1);
+    owner = ::getpid();
+  }
+  return *pool;
+}
+
 }  // namespace tessera

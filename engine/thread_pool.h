@@ -33,6 +33,10 @@ class ThreadPool {
   }
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
   static ThreadPool& shared();
+  // The process-wide pool for blocking file reads (cold tile reads in parallel):
+  // TESSERA_IO_THREADS threads, default kIoThreads, created on first use.
+  static ThreadPool& io();
+  static constexpr unsigned kIoThreads = 4;
   // CPUs in the process's affinity mask (sched_getaffinity), else the machine's cores.
   static unsigned usable_cores();
 

@@ -1,0 +1,201 @@
+// Cold box reads of unfiltered dense tiles run as parallel jobs with prefetch
+// (ReadPlanner::run_jobs): the cells must equal an independent model (a cell formula,
+// with a newer dense overlay and sparse point writes on top), whether the read went the
+// parallel way (first read of the blocks) or the serial way (blocks verified before),
+// into dense or strided destinations; and a damaged block is still reported as corruption
+// when the read touching it runs on the I/O pool.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/array.h"
+#include "engine/file_io.h"
+#include "engine/fragment.h"
+#include "engine/fragment_format.h"
+#include "engine/read_planner.h"
+#include "h5tests/engine/test_util.h"
+
+namespace tessera {
+namespace {
+
+using testutil::Rng;
+using testutil::status_str;
+
+// 2048 x 2048 int32 in 512 x 512 tiles: a tile is 1 MiB, a row of it 2 KiB, so a 64 KiB
+// check block is 32 rows and a box of a few hundred rows is a cold read of megabytes.
+constexpr uint64_t kN = 2048, kT = 512;
+// The newer dense overlay and the sparse points (written last) of the model.
+constexpr uint64_t kO0 = 300, kO1 = 900, kP0 = 700, kP1 = 1500;
+
+int32_t base_value(uint64_t i, uint64_t j) { return static_cast<int32_t>(i * kN + j); }
+int32_t overlay_value(uint64_t i, uint64_t j) { return -static_cast<int32_t>(i * kN + j) - 1; }
+
+struct Model {
+  std::vector<uint64_t> points;  // i, j pairs
+  std::vector<int32_t> point_values;
+  std::unordered_map<uint64_t, int32_t> by_cell;  // i * kN + j -> point value
+  int32_t at(uint64_t i, uint64_t j) const {
+    auto it = by_cell.find(i * kN + j);
+    if (it != by_cell.end()) return it->second;
+    if (i >= kO0 && i <= kO1 && j >= kP0 && j <= kP1) return overlay_value(i, j);
+    return base_value(i, j);
+  }
+};
+
+struct Fixture {
+  testutil::TempDir tmp{"tessera_par_read"};
+  std::string dir = tmp.sub("a");
+  Model model;
+
+  Fixture() {
+    Schema s;
+    s.extent = s.max_extent = {kN, kN};
+    s.tile_extent = {kT, kT};
+    s.elem_size = 4;
+    s.kind = ElementKind::kInt;
+    s.filters = FilterPipeline({}, 4);
+    EXPECT_TRUE(Array::create(dir, s).ok());
+    std::unique_ptr<Array> a;
+    EXPECT_TRUE(Array::open(dir, true, ArrayOptions(), &a).ok());
+    // One fragment per band of tile rows (like a chunk-by-chunk load), then the overlay.
+    std::vector<int32_t> band(kT * kN);
+    for (uint64_t r = 0; r < kN; r += kT) {
+      for (uint64_t i = 0; i < kT; ++i)
+        for (uint64_t j = 0; j < kN; ++j) band[i * kN + j] = base_value(r + i, j);
+      EXPECT_TRUE(a->write(Selection::from_box(Box({r, 0}, {r + kT - 1, kN - 1})), band.data()).ok());
+      EXPECT_TRUE(a->flush().ok());
+    }
+    std::vector<int32_t> over((kO1 - kO0 + 1) * (kP1 - kP0 + 1));
+    for (uint64_t i = kO0, k = 0; i <= kO1; ++i)
+      for (uint64_t j = kP0; j <= kP1; ++j) over[k++] = overlay_value(i, j);
+    EXPECT_TRUE(a->write(Selection::from_box(Box({kO0, kP0}, {kO1, kP1})), over.data()).ok());
+    EXPECT_TRUE(a->flush().ok());
+    Rng rng(4242);
+    for (int k = 0; k < 200; ++k) {
+      model.points.push_back(rng.below(kN));
+      model.points.push_back(rng.below(kN));
+      model.point_values.push_back(1000000000 + k);
+    }
+    // Distinct points only, so "which write wins" is not a question.
+    for (size_t k = 0; k < model.point_values.size(); ++k)
+      for (size_t m = 0; m < k; ++m)
+        if (model.points[2 * k] == model.points[2 * m] && model.points[2 * k + 1] == model.points[2 * m + 1])
+          model.points[2 * k + 1] = (model.points[2 * k + 1] + 1) % kN;
+    for (size_t k = 0; k < model.point_values.size(); ++k)
+      model.by_cell[model.points[2 * k] * kN + model.points[2 * k + 1]] = model.point_values[k];
+    EXPECT_TRUE(a->write_points(model.points.data(), model.point_values.size(), model.point_values.data()).ok());
+    EXPECT_TRUE(a->flush().ok());
+  }
+
+  // Reads box [r0, r1] x [c0, c1] into a destination with `pad` extra elements per row
+  // and compares every cell (and that the padding is untouched) with the model.
+  void check_box(Array& a, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1, uint64_t pad = 0) const {
+    SCOPED_TRACE("box [" + std::to_string(r0) + "," + std::to_string(r1) + "]x[" + std::to_string(c0) + "," +
+                 std::to_string(c1) + "] pad " + std::to_string(pad));
+    const uint64_t w = c1 - c0 + 1, stride = w + pad;
+    std::vector<int32_t> out((r1 - r0 + 1) * stride, 0x7eadbeef);
+    const uint64_t strides[2] = {stride, 1};
+    Status st = a.read(Selection::from_box(Box({r0, c0}, {r1, c1})), out.data(), pad ? strides : nullptr);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    uint64_t bad = 0;
+    for (uint64_t i = r0; i <= r1; ++i)
+      for (uint64_t j = c0; j < c0 + stride; ++j) {
+        const int32_t want = j <= c1 ? model.at(i, j) : 0x7eadbeef;
+        if (out[(i - r0) * stride + (j - c0)] != want && bad++ < 5)
+          ADD_FAILURE() << "cell (" << i << "," << j << "): " << out[(i - r0) * stride + (j - c0)] << " != " << want;
+      }
+    EXPECT_EQ(bad, 0u);
+  }
+};
+
+std::vector<std::string> band_fragments(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const std::string& n : list_dir(join_path(dir, "frag")))
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".tfr") == 0) out.push_back(join_path(join_path(dir, "frag"), n));
+  return out;
+}
+
+TEST(ParallelRead, ColdAndWarmBoxReadsMatchTheModel) {
+  Fixture fx;
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  Rng rng(9);
+  struct B {
+    uint64_t r0, r1, c0, c1, pad;
+  };
+  std::vector<B> boxes;
+  for (int k = 0; k < 24; ++k) {
+    const uint64_t h = rng.range(300, 1100), w = rng.range(300, 1100);
+    const uint64_t r0 = rng.below(kN - h + 1), c0 = rng.below(kN - w + 1);
+    boxes.push_back({r0, r0 + h - 1, c0, c0 + w - 1, k % 3 == 0 ? uint64_t{7} : 0});
+  }
+  boxes.push_back({0, kN - 1, 1234, 1234, 0});             // a column through every tile row
+  boxes.push_back({kO0 - 40, kO1 + 40, kP0 - 40, kP1 + 40, 0});  // around the overlay
+  const uint64_t before = ReadPlanner::parallel_reads();
+  for (const B& b : boxes) fx.check_box(*a, b.r0, b.r1, b.c0, b.c1, b.pad);  // first reads: cold path
+  EXPECT_GT(ReadPlanner::parallel_reads(), before) << "no read took the parallel path";
+  const uint64_t mid = ReadPlanner::parallel_reads();
+  for (const B& b : boxes) fx.check_box(*a, b.r0, b.r1, b.c0, b.c1, b.pad);  // verified blocks: serial
+  EXPECT_EQ(ReadPlanner::parallel_reads(), mid) << "re-reads of verified blocks should stay serial";
+  fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // everything, after the blocks are verified
+  // A fresh open reads the whole array cold in one call (many jobs, a sliding prefetch).
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  fx.check_box(*a, 0, kN - 1, 0, kN - 1);
+}
+
+TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
+  Fixture fx;
+  // Flip one byte in the middle of the tile data of every band fragment in turn.
+  int tested = 0;
+  for (const std::string& frag : band_fragments(fx.dir)) {
+    auto f = Fragment::open(frag);
+    if (f->meta().dense.empty() || f->meta().check_block == 0) continue;
+    const DenseEntry& e = f->meta().dense[f->meta().dense.size() / 2];
+    if (e.kind != DenseEntry::kData || e.box.hi[0] - e.box.lo[0] + 1 != kT || e.box.hi[1] - e.box.lo[1] + 1 != kT)
+      continue;  // a whole tile of a band, so block 2 is rows 64..95 of it
+    const Box tile = e.box;
+    const uint64_t off = e.blob.offset + 2 * kCheckBlock + 100;  // block 2: rows 64..95 of the tile
+    f.reset();
+    ++tested;
+    SCOPED_TRACE(frag);
+    const std::vector<uint8_t> original = read_file(frag);
+    {
+      File w = File::open_rw(frag, false);
+      uint8_t b;
+      w.pread_exact(&b, 1, off);
+      b ^= 0x5A;
+      w.pwrite_all(&b, 1, off);
+      w.close();
+    }
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+    // A large box over the damaged tile and its neighbours, ending 300 rows inside the
+    // tile: cold, and readahead would overread, so it runs parallel.
+    const uint64_t r0 = tile.lo[0], r1 = tile.hi[0] - 300;
+    const uint64_t c0 = tile.lo[1] > 300 ? tile.lo[1] - 300 : 0, c1 = std::min(kN - 1, tile.hi[1] + 300);
+    std::vector<int32_t> out((r1 - r0 + 1) * (c1 - c0 + 1));
+    const uint64_t before = ReadPlanner::parallel_reads();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      Status st = a->read(Selection::from_box(Box({r0, c0}, {r1, c1})), out.data());
+      EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
+      EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
+    }
+    EXPECT_GT(ReadPlanner::parallel_reads(), before);
+    // Rows of the same tile in other blocks, and other tiles, still read right.
+    fx.check_box(*a, tile.lo[0] + 128, tile.hi[0], tile.lo[1], tile.hi[1]);
+    const uint64_t other_r0 = tile.lo[0] >= kT ? 0 : kT;
+    fx.check_box(*a, other_r0, other_r0 + kT - 1, 0, kN - 1);
+    File w = File::open_rw(frag, false);
+    w.pwrite_all(original.data(), original.size(), 0);
+    w.close();
+  }
+  EXPECT_EQ(tested, 4) << "one tile per band fragment should have been damaged";
+}
+
+}  // namespace
+}  // namespace tessera
