@@ -126,6 +126,14 @@ Selection Selection::from_hyperslab(const Coords& start, const Coords& stride, c
     if (count[d] > 1 && block[d] > stride[d])
       throw_error(Errc::kInvalidArgument, "hyperslab: blocks overlap (block > stride)");
     if (count[d] > (uint64_t{1} << 40)) throw_error(Errc::kInvalidArgument, "hyperslab: count too large");
+    if (block[d] > (kUnlimited - start[d]) / count[d])
+      throw_error(Errc::kInvalidArgument, "hyperslab: extends past 2^64 cells");
+    if (count[d] == 1 || stride[d] == block[d]) {
+      // Adjacent blocks are one interval: HDF5 normalizes a plain box selection to
+      // count = extent, stride = block = 1 (a 2048-row box would be 2048 intervals).
+      dims[d].push_back({start[d], start[d] + count[d] * block[d] - 1});
+      continue;
+    }
     dims[d].reserve(count[d]);
     for (uint64_t i = 0; i < count[d]; ++i) {
       uint64_t lo = start[d] + i * stride[d];
