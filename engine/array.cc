@@ -544,6 +544,14 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
       soff += (piece.lo[d] - box.lo[d]) * sstride[d];
     }
     layout.cell_strides(piece, dstride);
+    // The piece's cells already lie in the source in the tile's cell order (a chunk-
+    // sized write from a chunk-shaped buffer): written from there, unfiltered.
+    bool in_place = schema_.filters.empty();
+    for (int d = 0; d < r && in_place; ++d) in_place = shape[d] == 1 || sstride[d] == dstride[d];
+    if (in_place) {
+      w->add_dense_tile_from(t.data(), piece, src + soff * es);
+      return;
+    }
     std::vector<uint8_t> data(piece.cells() * es);
     strided_copy(r, shape, src + soff * es, sstride, data.data(), dstride, es);
     w->add_dense_tile(t.data(), piece, std::move(data));

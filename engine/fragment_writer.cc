@@ -65,18 +65,23 @@ void FragmentWriter::abort() {
 namespace {
 // Filters `raw` (moved into `bytes` when there are no filters) and checksums the result,
 // whole or per kCheckBlock bytes.
+// The blob's checksum: whole (*checksum), or per kCheckBlock bytes (*blocks, checksum 0).
+void checksum_blob(const uint8_t* p, size_t n, bool by_block, uint64_t* checksum, std::vector<uint64_t>* blocks) {
+  if (by_block) {
+    blocks->resize(FragmentMeta::block_count(n, kCheckBlock));
+    for (size_t b = 0; b < blocks->size(); ++b)
+      (*blocks)[b] = checksum64(p + b * kCheckBlock, std::min<uint64_t>(kCheckBlock, n - b * kCheckBlock));
+    *checksum = 0;
+  } else {
+    *checksum = checksum64(p, n);
+  }
+}
+
 void encode_into(std::vector<uint8_t>& raw, const FilterPipeline* pipeline, bool by_block,
                  std::vector<uint8_t>* bytes, uint64_t* checksum, std::vector<uint64_t>* blocks) {
   if (pipeline->empty()) *bytes = std::move(raw);
   else pipeline->encode(raw.data(), raw.size(), *bytes);
-  if (by_block) {
-    blocks->resize(FragmentMeta::block_count(bytes->size(), kCheckBlock));
-    for (size_t b = 0; b < blocks->size(); ++b)
-      (*blocks)[b] = checksum64(bytes->data() + b * kCheckBlock, std::min<uint64_t>(kCheckBlock, bytes->size() - b * kCheckBlock));
-    *checksum = 0;
-  } else {
-    *checksum = checksum64(bytes->data(), bytes->size());
-  }
+  checksum_blob(bytes->data(), bytes->size(), by_block, checksum, blocks);
 }
 }  // namespace
 void FragmentWriter::name_files() {
@@ -158,6 +163,26 @@ void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::v
   dense_.push_back(std::move(e));
   submit(std::move(data), &meta_.values_filters, &dense_.back().blob, &dense_.back().stats,
          &dense_.back().block_checks);
+}
+
+void FragmentWriter::add_dense_tile_from(const uint64_t* tile, const Box& box, const uint8_t* data) {
+  if (!meta_.values_filters.empty()) throw_error(Errc::kInternal, "borrowed dense tiles must be unfiltered");
+  if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) >= 0)
+    throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
+  drain(0);  // earlier blobs go first in the file
+  DenseEntry e;
+  e.kind = DenseEntry::kData;
+  e.tile.assign(tile, tile + schema_.rank());
+  e.box = box;
+  const uint64_t cells = box.cells(), n = cells * schema_.elem_size;
+  e.stats = compute_stats(schema_, data, cells);
+  e.blob.raw_size = e.blob.stored_size = n;
+  checksum_blob(data, n, meta_.check_block != 0, &e.blob.checksum, &e.block_checks);
+  e.blob.offset = offset();
+  append(data, n);
+  meta_.extend_domain(box);
+  meta_.cells += cells;
+  dense_.push_back(std::move(e));
 }
 
 void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {

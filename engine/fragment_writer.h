@@ -29,6 +29,12 @@ class FragmentWriter {
 
   // Cells of `box` (inside the tile's box) in cell order; tiles in ascending tile order.
   void add_dense_tile(const uint64_t* tile, const Box& box, std::vector<uint8_t> data);
+  // The same for an unfiltered fragment, straight from the caller's memory: statistics
+  // and block checksums are computed and the bytes written (to the file's page cache, or
+  // the in-memory fragment) before it returns, so `data` may be reused at once.  A
+  // chunk-sized H5Dwrite thus costs one copy, into the page cache, as in native HDF5 —
+  // not a fresh 8 MiB buffer (zero-filled page by page) filled and then written.
+  void add_dense_tile_from(const uint64_t* tile, const Box& box, const uint8_t* data);
   // A box that reads as the fill value (used for extent shrinks).  Several disjoint fill
   // boxes may share a tile (added consecutively).
   void add_fill_tile(const uint64_t* tile, const Box& box);
