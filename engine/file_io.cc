@@ -140,6 +140,23 @@ void File::sync() {
   }
 }
 
+void AppendFile::append2(const void* a, size_t na, const void* b, size_t nb) {
+  struct iovec iov[2] = {{const_cast<void*>(a), na}, {const_cast<void*>(b), nb}};
+  ssize_t r;
+  do {
+    r = ::pwritev(f_.fd(), iov, 2, static_cast<off_t>(off_));
+  } while (r < 0 && errno == EINTR);
+  const size_t done = r > 0 ? static_cast<size_t>(r) : 0;
+  // A short or failed vector write: the rest (and the real errno) through pwrite_all.
+  if (done < na) {
+    f_.pwrite_all(static_cast<const uint8_t*>(a) + done, na - done, off_ + done);
+    f_.pwrite_all(b, nb, off_ + na);
+  } else if (done < na + nb) {
+    f_.pwrite_all(static_cast<const uint8_t*>(b) + (done - na), nb - (done - na), off_ + done);
+  }
+  off_ += na + nb;
+}
+
 void File::start_writeback() {
   (void)::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
 }

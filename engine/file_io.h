@@ -51,6 +51,8 @@ class AppendFile {
   explicit AppendFile(File f, uint64_t start = 0) : f_(std::move(f)), off_(start) {}
   uint64_t offset() const { return off_; }
   void append(const void* p, size_t n) { f_.pwrite_all(p, n, off_); off_ += n; }
+  // Two buffers, one after the other, in one write call.
+  void append2(const void* a, size_t na, const void* b, size_t nb);
   File& file() { return f_; }
 
  private:

@@ -95,19 +95,35 @@ void FragmentWriter::open_file() {
   name_files();
   if (before_file_) before_file_();
   out_ = AppendFile(File::open_rw(tmp_path_, true, true), 0);
-  if (!mem_.empty()) out_.append(mem_.data(), mem_.size());
+  head_ = std::move(mem_);  // written with the next append
   mem_ = {};
   in_memory_ = false;
 }
 
+// The file's first bytes (the header, small blobs) wait in head_ and go out in one write
+// with the first large append: a tile written at offset 32 right after a separately
+// written 32-byte header lands in the page cache as small folios ramping up from page 0;
+// written as one call from offset 0 it gets large folios, and whole-tile reads copy from
+// fewer of them (measurably faster warm reads of 8 MiB tiles).
 void FragmentWriter::append(const void* p, size_t n) {
   if (in_memory_ && mem_.size() + n > inline_limit_) open_file();
+  const auto* b = static_cast<const uint8_t*>(p);
   if (in_memory_) {
-    const auto* b = static_cast<const uint8_t*>(p);
     mem_.insert(mem_.end(), b, b + n);
+  } else if (out_.offset() == 0 && head_.size() + n <= kHeadBytes) {
+    head_.insert(head_.end(), b, b + n);
+  } else if (!head_.empty()) {
+    out_.append2(head_.data(), head_.size(), p, n);
+    head_ = {};
   } else {
     out_.append(p, n);
   }
+}
+
+void FragmentWriter::flush_head() {
+  if (in_memory_ || head_.empty()) return;
+  out_.append(head_.data(), head_.size());
+  head_ = {};
 }
 
 void FragmentWriter::submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
@@ -258,6 +274,7 @@ void FragmentWriter::flush_sparse_tile() {
 std::string FragmentWriter::commit() {
   write_footer();
   if (in_memory_) open_file();  // a durable file was asked for
+  flush_head();
   out_.file().sync();
   out_.file().close();
   rename_durable(tmp_path_, final_path_);
@@ -274,6 +291,7 @@ std::string FragmentWriter::finish() {
   // A large fragment's pages start going to disk now, while the caller goes on: the
   // flush's sync then waits for little more than the last fragments (a 1 GiB load is
   // durable soon after its last write instead of one full disk pass after it).
+  flush_head();
   if (offset() >= (4u << 20)) out_.file().start_writeback();
   out_.file().close();
   committed_ = true;  // the temporary file now belongs to the caller

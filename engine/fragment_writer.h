@@ -94,7 +94,10 @@ class FragmentWriter {
               TileStats* stats = nullptr, std::vector<uint64_t>* blocks = nullptr);
   void drain(size_t keep);
   void append(const void* p, size_t n);
-  uint64_t offset() const { return in_memory_ ? mem_.size() : out_.offset(); }
+  uint64_t offset() const { return in_memory_ ? mem_.size() : out_.offset() + head_.size(); }
+  void flush_head();
+  static constexpr size_t kHeadBytes = 64 << 10;
+  std::vector<uint8_t> head_;  // file mode: first bytes not written yet (append)
   void name_files();
   void open_file();  // moves the bytes collected in memory to the temporary file
 
