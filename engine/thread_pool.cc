@@ -47,37 +47,43 @@ unsigned ThreadPool::usable_cores() {
   return std::thread::hardware_concurrency();
 }
 
-ThreadPool& ThreadPool::shared() {
-  // Intentionally leaked: worker threads must outlive static destructors of users.
-  // A forked child (Python multiprocessing, a test harness) inherits the pool object but
-  // none of its threads, so a child builds its own pool; the parent's is never touched.
-  static std::mutex mu;
-  static ThreadPool* pool = nullptr;
-  static pid_t owner = 0;
-  std::lock_guard<std::mutex> g(mu);
-  if (!pool || owner != ::getpid()) {
-    unsigned n = usable_cores();
-    if (const char* e = std::getenv("TESSERA_THREADS")) n = static_cast<unsigned>(std::atoi(e));
-    pool = new ThreadPool(n ? n : 2);
-    owner = ::getpid();
+namespace {
+// One pool per process, built on first use with `threads()` workers.  Intentionally
+// leaked: worker threads must outlive static destructors of users.  A forked child
+// (Python multiprocessing, a test harness) inherits the pool object but none of its
+// threads, so a child builds its own pool; the parent's is never touched.
+struct ProcessPool {
+  std::mutex mu;
+  ThreadPool* pool = nullptr;
+  pid_t owner = 0;
+  template <class Threads>
+  ThreadPool& get(Threads threads) {
+    std::lock_guard<std::mutex> g(mu);
+    if (!pool || owner != ::getpid()) {
+      pool = new ThreadPool(threads());
+      owner = ::getpid();
+    }
+    return *pool;
   }
-  return *pool;
+};
+
+unsigned env_threads(const char* name, unsigned dflt, unsigned if_zero) {
+  unsigned n = dflt;
+  if (const char* e = std::getenv(name)) n = static_cast<unsigned>(std::atoi(e));
+  return n ? n : if_zero;
+}
+}  // namespace
+
+ThreadPool& ThreadPool::shared() {
+  static ProcessPool p;
+  return p.get([] { return env_threads("TESSERA_THREADS", usable_cores(), 2); });
 }
 
 ThreadPool& ThreadPool::io() {
   // Threads that mostly wait for the disk, so sized by how many reads the device serves
-  // at once, not by cores (same leak and fork rules as shared()).
-  static std::mutex mu;
-  static ThreadPool* pool = nullptr;
-  static pid_t owner = 0;
-  std::lock_guard<std::mutex> g(mu);
-  if (!pool || owner != ::getpid()) {
-    unsigned n = kIoThreads;
-    if (const char* e = std::getenv("TESSERA_IO_THREADS")) n = static_cast<unsigned>(std::atoi(e));
-    pool = new ThreadPool(n ? n : 1);
-    owner = ::getpid();
-  }
-  return *pool;
+  // at once, not by cores.
+  static ProcessPool p;
+  return p.get([] { return env_threads("TESSERA_IO_THREADS", kIoThreads, 1); });
 }
 
 }  // namespace tessera
