@@ -157,10 +157,6 @@ void AppendFile::append2(const void* a, size_t na, const void* b, size_t nb) {
   off_ += na + nb;
 }
 
-void File::start_writeback() {
-  (void)::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
-}
-
 void File::truncate(uint64_t size) {
   while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     if (errno != EINTR) throw_errno("cannot truncate", path_, errno);

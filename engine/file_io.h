@@ -36,7 +36,6 @@ class File {
   size_t pread_some(void* buf, size_t n, uint64_t off) const;  // returns bytes read (0 at EOF)
   void pwrite_all(const void* buf, size_t n, uint64_t off);    // retries short writes/EINTR
   void sync();                                                  // fdatasync
-  void start_writeback();  // sync_file_range(WRITE): starts writing dirty pages, waits for none (a hint)
   void truncate(uint64_t size);
   void close();                                                 // throws on close error
 

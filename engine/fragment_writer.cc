@@ -1,5 +1,6 @@
 #include "engine/fragment_writer.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -118,6 +119,19 @@ void FragmentWriter::append(const void* p, size_t n) {
   } else {
     out_.append(p, n);
   }
+}
+
+// sync_file_range(WRITE) waits while the device's queue is full, which in a load of
+// many chunks would stall the writer on the disk: it runs on the I/O pool, on a duplicate
+// of the descriptor (the writer closes its own at once).  Only a hint: nothing waits for
+// it, and the flush's sync is what makes the data durable.
+void FragmentWriter::start_writeback_async(int fd) {
+  int dup = ::dup(fd);
+  if (dup < 0) return;
+  ThreadPool::io().submit([dup] {
+    (void)::sync_file_range(dup, 0, 0, SYNC_FILE_RANGE_WRITE);
+    ::close(dup);
+  });
 }
 
 void FragmentWriter::flush_head() {
@@ -292,7 +306,7 @@ std::string FragmentWriter::finish() {
   // flush's sync then waits for little more than the last fragments (a 1 GiB load is
   // durable soon after its last write instead of one full disk pass after it).
   flush_head();
-  if (offset() >= (4u << 20)) out_.file().start_writeback();
+  if (offset() >= (4u << 20)) start_writeback_async(out_.file().fd());
   out_.file().close();
   committed_ = true;  // the temporary file now belongs to the caller
   return tmp_path_;
