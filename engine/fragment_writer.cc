@@ -182,6 +182,11 @@ void FragmentWriter::drain(size_t keep) {
 void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::vector<uint8_t> data) {
   if (data.size() != box.cells() * schema_.elem_size)
     throw_error(Errc::kInternal, "dense tile data size does not match its box");
+  DenseEntry& e = new_data_entry(tile, box);
+  submit(std::move(data), &meta_.values_filters, &e.blob, &e.stats, &e.block_checks);
+}
+
+DenseEntry& FragmentWriter::new_data_entry(const uint64_t* tile, const Box& box) {
   if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) >= 0)
     throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
   DenseEntry e;
@@ -191,28 +196,19 @@ void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::v
   meta_.extend_domain(box);
   meta_.cells += box.cells();
   dense_.push_back(std::move(e));
-  submit(std::move(data), &meta_.values_filters, &dense_.back().blob, &dense_.back().stats,
-         &dense_.back().block_checks);
+  return dense_.back();
 }
 
 void FragmentWriter::add_dense_tile_from(const uint64_t* tile, const Box& box, const uint8_t* data) {
   if (!meta_.values_filters.empty()) throw_error(Errc::kInternal, "borrowed dense tiles must be unfiltered");
-  if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) >= 0)
-    throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
   drain(0);  // earlier blobs go first in the file
-  DenseEntry e;
-  e.kind = DenseEntry::kData;
-  e.tile.assign(tile, tile + schema_.rank());
-  e.box = box;
+  DenseEntry& e = new_data_entry(tile, box);
   const uint64_t cells = box.cells(), n = cells * schema_.elem_size;
   e.stats = compute_stats(schema_, data, cells);
   e.blob.raw_size = e.blob.stored_size = n;
   checksum_blob(data, n, meta_.check_block != 0, &e.blob.checksum, &e.block_checks);
   e.blob.offset = offset();
   append(data, n);
-  meta_.extend_domain(box);
-  meta_.cells += cells;
-  dense_.push_back(std::move(e));
 }
 
 void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {

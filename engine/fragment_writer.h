@@ -96,6 +96,8 @@ class FragmentWriter {
   void append(const void* p, size_t n);
   uint64_t offset() const { return in_memory_ ? mem_.size() : out_.offset() + head_.size(); }
   void flush_head();
+  // Checks tile order, records a data entry for `box` (domain, cell count); blob to fill.
+  DenseEntry& new_data_entry(const uint64_t* tile, const Box& box);
   static void start_writeback_async(int fd);
   static constexpr size_t kHeadBytes = 64 << 10;
   std::vector<uint8_t> head_;  // file mode: first bytes not written yet (append)

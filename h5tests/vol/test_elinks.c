@@ -352,13 +352,9 @@ static void run(const char *label, hid_t fapl, int is_tessera, const char *nativ
 int main(void)
 {
     log_t native = {0}, tess = {0};
-    hid_t fapl_native = H5Pcreate(H5P_FILE_ACCESS);
-    hid_t fapl_tess   = H5Pcreate(H5P_FILE_ACCESS);
-    hid_t vol         = H5VLregister_connector_by_name("tessera", H5P_DEFAULT);
-    if (vol < 0 || H5Pset_vol(fapl_tess, vol, NULL) < 0) {
-        printf("FAIL: cannot load the tessera connector (HDF5_PLUGIN_PATH?)\n");
+    hid_t fapl_native, fapl_tess, vol;
+    if (make_fapls(&fapl_native, &fapl_tess, &vol) < 0)
         return 1;
-    }
     unsetenv("HDF5_EXT_PREFIX");
     g_log = &native;
     run("native", fapl_native, 0, NULL);

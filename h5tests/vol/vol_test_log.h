@@ -9,6 +9,7 @@
 #ifndef TESSERA_VOL_TEST_LOG_H
 #define TESSERA_VOL_TEST_LOG_H
 
+#include <hdf5.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,21 @@ static void check(int ok, const char *what, const char *run)
     printf("  [%s] %s (%s)\n", ok ? "PASS" : "FAIL", what, run);
     if (!ok)
         g_failed++;
+}
+
+/* The file-access plists of the two runs: native HDF5, and the tessera connector (found
+ * through HDF5_PLUGIN_PATH; *vol is its id, for H5VLclose).  -1 with a message if the
+ * connector does not load. */
+static int make_fapls(hid_t *native, hid_t *tess, hid_t *vol)
+{
+    *native = H5Pcreate(H5P_FILE_ACCESS);
+    *tess   = H5Pcreate(H5P_FILE_ACCESS);
+    *vol    = H5VLregister_connector_by_name("tessera", H5P_DEFAULT);
+    if (*vol < 0 || H5Pset_vol(*tess, *vol, NULL) < 0) {
+        printf("FAIL: cannot load the tessera connector (HDF5_PLUGIN_PATH?)\n");
+        return -1;
+    }
+    return 0;
 }
 
 /* Compares the two runs' logs line by line, printing each differing line; returns the

@@ -331,6 +331,21 @@ struct Ids {
   }
 };
 
+// "a,b,,c" -> {a, b, c} (command-line lists such as --workloads).
+inline std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : v + ",") {
+    if (ch != ',') {
+      cur += ch;
+    } else if (!cur.empty()) {
+      out.push_back(cur);
+      cur.clear();
+    }
+  }
+  return out;
+}
+
 // Distinct random cells of an n0 x n1 array and the values written to them (duplicates
 // would make "which write wins" depend on the implementation's order inside one call);
 // the same for a given seed on every rank and side.

@@ -333,11 +333,7 @@ int main(int argc, char** argv) {
     d = dims_for(scale);
     for (auto& [k, v] : later) {
       if (k == "--workloads") {
-        workloads.clear();
-        std::string cur;
-        for (char ch : v + ",") {
-          if (ch == ',') { if (!cur.empty()) workloads.push_back(cur); cur.clear(); } else cur += ch;
-        }
+        workloads = split_list(v);
       } else if (k == "--deflate-level") d.level = std::atoi(v.c_str());
       else if (k == "--updates") d.updates = std::strtoull(v.c_str(), nullptr, 10);
       else if (k == "--writes") d.writes = std::strtoull(v.c_str(), nullptr, 10);

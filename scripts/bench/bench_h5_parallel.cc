@@ -624,11 +624,7 @@ int main(int argc, char** argv) {
     run.d = dims_for(run.o.scale);
     for (auto& [k, v] : later) {
       if (k == "--workloads") {
-        workloads.clear();
-        std::string cur;
-        for (char ch : v + ",") {
-          if (ch == ',') { if (!cur.empty()) workloads.push_back(cur); cur.clear(); } else cur += ch;
-        }
+        workloads = split_list(v);
       } else if (k == "--updates") run.d.updates = std::strtoull(v.c_str(), nullptr, 10);
       else if (k == "--deflate-level") run.d.level = std::atoi(v.c_str());
       else if (k == "--repeat") run.d.repeat = std::max(1, std::atoi(v.c_str()));
