@@ -1,0 +1,212 @@
+"""HDF5's own C example programs as a client conformance suite (scripts/conformance --examples).
+
+The programs of HDF5Examples/C in HDF5's source package (kept by scripts/bootstrap in
+<prefix>/share/hdf5-examples/C) are what a new user copies first: references, compounds
+with variable-length members, data transforms, scale-offset and n-bit filters,
+allocation times, groups, links.  Each folder runs as a sequence in one scratch
+directory, in the order HDF5's own scripts use (TUTR's programs read each other's
+files), once with native HDF5 and once with HDF5_VOL_CONNECTOR=tessera.  A program
+passes when, under tessera,
+
+  - it exits as it did natively (a signal is always a failure),
+  - it prints the same lines, and
+  - `h5dump` of every HDF5 file it created or changed prints the same text (object
+    addresses inside old-style references are tessera's tokens, so the numbers after
+    GROUP/DATASET/DATATYPE in reference values are replaced by a placeholder; nothing
+    else is normalized).
+
+The tessera run must produce tessera containers (directories): a plain HDF5 file
+appearing there means HDF5 fell back to its native connector, which fails the program.
+Programs that fail natively (szip is not built, a filter plugin is missing) are
+reported as "native fails" and do not count.  Programs whose source selects the
+deprecated 1.10 API (`H5_USE_110_API` in their #if's) run a second time built with it,
+as "<name>-v110".
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+# Run order per folder: HDF5's run-c-ex.sh order for TUTR (later programs read earlier
+# programs' files); the other folders' programs are independent (sorted).
+TUTR_ORDER = ["h5_crtdat", "h5_extend", "h5_rdwt", "h5_crtatt", "h5_crtgrp", "h5_crtgrpar",
+              "h5_crtgrpd", "h5_subset", "h5_cmprss", "h5_write", "h5_read", "h5_extend_write",
+              "h5_chunk_read", "h5_compound", "h5_group", "h5_select", "h5_attribute", "h5_mount",
+              "h5_reference_deprec", "h5_ref_extern", "h5_ref_compat", "h5_drivers",
+              "h5_ref2reg_deprec", "h5_extlink", "h5_elink_unix2win", "h5_shared_mesg",
+              "h5_dtransform", "h5_interm_group"]
+FOLDERS = ["H5T", "H5D", "H5G", "TUTR", "H5VDS"]
+
+# Programs that cannot run on tessera by design, with the reason the docs print.
+EXCLUDED = {
+    "h5ex_g_iterate": "reads h5ex_g_iterate.h5, a native HDF5 file shipped with the example",
+    "h5ex_g_traverse": "reads h5ex_g_traverse.h5, a native HDF5 file shipped with the example",
+    "h5ex_g_visit": "reads h5ex_g_visit.h5, a native HDF5 file shipped with the example",
+    "h5_debug_trace": "prints HDF5's API trace, which differs by connector by design",
+}
+
+REF_ADDR = re.compile(r"\b(GROUP|DATASET|DATATYPE|UNKNOWN) \d+ ")
+
+
+def example_sources(root: Path):
+    """(folder, name, source, extra cflags) for every program to run, in run order."""
+    out = []
+    for folder in FOLDERS:
+        d = root / folder
+        if not d.is_dir():
+            continue
+        srcs = {p.stem: p for p in d.glob("*.c")}
+        names = [n for n in TUTR_ORDER if n in srcs] if folder == "TUTR" else sorted(srcs)
+        names += sorted(set(srcs) - set(names))
+        for n in names:
+            out.append((folder, n, srcs[n], []))
+            if "H5_USE_110_API" in srcs[n].read_text(errors="replace"):
+                out.append((folder, n + "-v110", srcs[n], ["-DH5_USE_110_API"]))
+    return out
+
+
+def compile_all(prefix: Path, root: Path, bindir: Path):
+    """Compiles every example (skipped when the binary is newer than its source);
+    returns {name: error text} for those that do not compile."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    cc = shutil.which("mpicc") or "cc"
+    errors = {}
+    for folder, name, src, flags in example_sources(root):
+        exe = bindir / name
+        if exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime:
+            continue
+        cmd = [cc, "-O1", "-w", *flags, str(src), f"-I{prefix / 'include'}", f"-L{prefix / 'lib'}",
+               f"-Wl,-rpath,{prefix / 'lib'}", "-lhdf5_hl", "-lhdf5", "-lm", "-o", str(exe)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            errors[name] = (r.stderr.strip().splitlines() or ["compile failed"])[0]
+    return errors
+
+
+def _run(cmd, cwd, env, timeout):
+    try:
+        r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                           errors="replace", timeout=timeout)
+        return r.returncode, r.stdout
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return "timeout", out
+
+
+def _exit_text(rc):
+    if rc == "timeout":
+        return "timed out"
+    return f"killed by signal {-rc}" if rc < 0 else f"exit {rc}"
+
+
+def _dumps(h5dump: Path, cwd: Path, env, timeout):
+    """{entry: normalized h5dump text} for every *.h5 entry in cwd."""
+    out = {}
+    for p in sorted(cwd.glob("*.h5")):
+        rc, text = _run([str(h5dump), p.name], cwd, env, timeout)
+        text = REF_ADDR.sub(r"\1 <addr> ", text)
+        out[p.name] = text if rc == 0 else f"h5dump {_exit_text(rc)}\n{text}"
+    return out
+
+
+def _first_diff(a: str, b: str):
+    la, lb = a.splitlines(), b.splitlines()
+    for i in range(max(len(la), len(lb))):
+        x = la[i] if i < len(la) else "<end>"
+        y = lb[i] if i < len(lb) else "<end>"
+        if x != y:
+            return f"line {i + 1}: native `{x.strip()[:80]}` vs tessera `{y.strip()[:80]}`"
+    return ""
+
+
+def run_examples(prefix: Path, build: Path, native_env, tessera_env, timeout=60):
+    """Runs every example on both connectors; returns a list of result dicts
+    {folder, name, status: passed|failed|native-fails|excluded, reason}."""
+    root = prefix / "share" / "hdf5-examples" / "C"
+    if not root.is_dir():
+        return [{"folder": "-", "name": "-", "status": "failed",
+                 "reason": f"no example programs in {root} (run scripts/bootstrap)"}]
+    work = build / "conformance" / "examples"
+    bindir = work / "bin"
+    compile_errors = compile_all(prefix, root, bindir)
+    h5dump = prefix / "bin" / "h5dump"
+    results = []
+    scratch = {}
+    seen = {"native": {}, "tessera": {}}
+    for folder, name, src, _ in example_sources(root):
+        res = {"folder": folder, "name": name, "status": "passed", "reason": ""}
+        results.append(res)
+        base = name.removesuffix("-v110")
+        if base in EXCLUDED:
+            res.update(status="excluded", reason=EXCLUDED[base])
+            continue
+        if name in compile_errors:
+            res.update(status="native-fails", reason="does not compile: " + compile_errors[name])
+            continue
+        # One scratch directory per folder and side (per API variant, so that the v110
+        # build does not read the files of the default one).
+        key = (folder, name.endswith("-v110"))
+        if key not in scratch:
+            scratch[key] = {}
+            for side in ("native", "tessera"):
+                d = work / "run" / f"{folder}{'-v110' if key[1] else ''}" / side
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir(parents=True)
+                # Programs that read input files shipped beside them find them here.
+                for f in (root / folder).glob("*.h5"):
+                    shutil.copy(f, d / f.name)
+                scratch[key][side] = d
+        dirs = scratch[key]
+        rc_n, out_n = _run([str(bindir / name)], dirs["native"], native_env, timeout)
+        rc_t, out_t = _run([str(bindir / name)], dirs["tessera"], tessera_env, timeout)
+        if rc_n != 0:
+            res.update(status="native-fails", reason=f"natively: {_exit_text(rc_n)}: "
+                       + (out_n.strip().splitlines() or [""])[-1][:100])
+            continue
+        problems = []
+        if rc_t != 0:
+            problems.append(f"tessera: {_exit_text(rc_t)}")
+        if out_n != out_t:
+            problems.append("stdout differs, " + _first_diff(out_n, out_t))
+        plain = [p.name for p in dirs["tessera"].glob("*.h5")
+                 if p.is_file() and not (root / folder / p.name).exists()]
+        if plain:
+            problems.append("native HDF5 file(s) written under tessera: " + ", ".join(plain))
+        dn = _dumps(h5dump, dirs["native"], native_env, timeout)
+        dt = _dumps(h5dump, dirs["tessera"], tessera_env, timeout)
+        for entry in sorted(set(dn) | set(dt)):
+            a, b = dn.get(entry, "<missing>"), dt.get(entry, "<missing>")
+            changed = (seen["native"].get((key, entry)) != a or seen["tessera"].get((key, entry)) != b)
+            seen["native"][(key, entry)], seen["tessera"][(key, entry)] = a, b
+            if changed and a != b:
+                problems.append(f"h5dump {entry} differs, " + _first_diff(a, b))
+        if problems:
+            res.update(status="failed", reason="; ".join(problems))
+    return results
+
+
+def markdown(results):
+    counts = {}
+    for r in results:
+        c = counts.setdefault(r["folder"], {"passed": 0, "failed": 0, "native-fails": 0, "excluded": 0})
+        c[r["status"]] += 1
+    lines = ["### HDF5's example programs", "",
+             "HDF5Examples/C from HDF5 1.14.5's source, each program run natively and on tessera;",
+             "it passes when its exit status, its output and `h5dump` of the files it wrote are",
+             "the same (`scripts/conformance --examples`).", "",
+             "| folder | passed | failed | fail natively | excluded |", "| --- | --- | --- | --- | --- |"]
+    for folder, c in counts.items():
+        lines.append(f"| {folder} | {c['passed']} | {c['failed']} | {c['native-fails']} | {c['excluded']} |")
+    tot = {k: sum(c[k] for c in counts.values()) for k in ("passed", "failed", "native-fails", "excluded")}
+    lines += [f"| **all** | **{tot['passed']}** | {tot['failed']} | {tot['native-fails']} | {tot['excluded']} |", ""]
+    rest = [r for r in results if r["status"] != "passed"]
+    if rest:
+        lines += ["#### Examples not passed", ""]
+        for r in rest:
+            reason = r["reason"].replace("|", "\\|")
+            lines.append(f"- {r['status']}: {r['folder']}/{r['name']} — {reason}")
+        lines.append("")
+    return "\n".join(lines)
