@@ -23,6 +23,7 @@
 #include "vol/tessera_vol.h"
 #include "vol/type_conv.h"
 #include "vol/vlen.h"
+#include "vol/vlen_fill.h"
 
 namespace tessera_vol {
 
@@ -227,6 +228,12 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   d->space = H5Sdecode(rec.space_enc.data());
   if (rec.cpl.empty()) {
     d->dcpl = H5Pcopy(H5P_DATASET_CREATE_DEFAULT);
+  } else if (!rec.vlen_fill.empty()) {
+    // A vlen fill value is stored beside the dcpl (vlen_fill.h): this handle's own copy.
+    hid_t stored = f->decoded_plist(rec.cpl);
+    if (stored < 0) fail_arg("cannot decode the stored dcpl of '" + path + "'");
+    TypeId type(d->ftype);
+    d->dcpl = restore_dcpl(stored, type, rec.vlen_fill);
   } else {
     // Shared with every handle of a dataset with the same dcpl: handles only read it
     // (H5Dget_create_plist hands out a copy), and each holds one reference.
@@ -265,13 +272,15 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     // encoded as given and the handle shares the file's decoded copy of that encoding (as
     // dataset_open does) instead of an H5Pcopy per dataset.
     std::string cpl_enc;
-    if (!schema.var && H5Pget_nfilters(dcpl) == 0) {
+    H5D_fill_value_t user_fill = H5D_FILL_VALUE_DEFAULT;
+    if (H5Pfill_value_defined(dcpl, &user_fill) < 0) fail_arg("cannot read the fill value from the dcpl");
+    if (!schema.var && H5Pget_nfilters(dcpl) == 0 && user_fill != H5D_FILL_VALUE_USER_DEFINED) {
       cpl_enc = encode_plist(dcpl);
       hid_t shared = f->decoded_plist(cpl_enc);
       d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
       if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");
     } else {
-      d->dcpl = copy_plist(dcpl, H5P_DATASET_CREATE_DEFAULT);
+      d->dcpl = dataset_dcpl(dcpl, type_id);  // the fill value converted to the dataset's type
     }
     if (dapl_id == H5P_DEFAULT || dapl_id == H5P_DATASET_ACCESS_DEFAULT) {
       // The shared default dapl, as dataset_open: one H5Pcopy less per dataset.
@@ -309,7 +318,13 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     rec.type_enc = d->ftype.encoding();
     rec.committed_type = d->committed_type;
     rec.space_enc = encode_space(d->space);
-    rec.cpl = cpl_enc.empty() ? encode_plist(d->dcpl) : std::move(cpl_enc);
+    if (cpl_enc.empty()) {
+      StoredDcpl stored = store_dcpl(d->dcpl, type_id);  // a vlen fill value apart (vlen_fill.h)
+      rec.cpl = std::move(stored.cpl);
+      rec.vlen_fill = std::move(stored.vlen_fill);
+    } else {
+      rec.cpl = std::move(cpl_enc);
+    }
 
     tessera::CatalogBatch b;
     uint64_t parent = 0;

@@ -19,8 +19,11 @@ namespace {
 
 // Recursive: a failed create/open destroys its half-built SharedFile, whose destructor
 // takes this lock again, while create/open still hold it.
-std::recursive_mutex g_files_mu;
-std::map<std::string, std::weak_ptr<SharedFile>> g_files;  // real path -> shared state
+// Never destroyed: a program that exits without closing its files has them closed by
+// HDF5's atexit handler, which runs after this library's static destructors.
+std::recursive_mutex& g_files_mu = *new std::recursive_mutex;
+std::map<std::string, std::weak_ptr<SharedFile>>& g_files =  // real path -> shared state
+    *new std::map<std::string, std::weak_ptr<SharedFile>>;
 uint64_t g_next_fileno = 1;
 
 std::string real_path(const std::string& name) {
@@ -77,6 +80,7 @@ std::string ObjectRecord::serialize() const {
   w.i64(next_attr_corder);
   w.str(comment);
   w.u64(committed_type);
+  w.str(vlen_fill);
   return std::string(w.buf().begin(), w.buf().end());
 }
 
@@ -96,6 +100,7 @@ ObjectRecord ObjectRecord::deserialize(const std::string& s) {
   o.next_attr_corder = r.i64();
   o.comment = r.str();
   if (!r.done()) o.committed_type = r.u64();  // absent in records written before it existed
+  if (!r.done()) o.vlen_fill = r.str();
   return o;
 }
 

@@ -52,6 +52,10 @@ struct ObjectRecord {
   int64_t next_attr_corder = 0;
   std::string comment;
   uint64_t committed_type = 0;  // datasets: the committed type they were created with, 0: none
+  // Datasets of a variable-length type with a user fill value: the value as vlen.h's
+  // stream.  H5Pencode2 would store the fill value's char*/hvl_t pointers, which dangle
+  // in any later use, so `cpl` holds the dcpl with its fill value cleared (dataset.cc).
+  std::string vlen_fill;
   std::string serialize() const;
   static ObjectRecord deserialize(const std::string& s);
 };

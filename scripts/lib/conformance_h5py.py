@@ -1,0 +1,154 @@
+"""h5py's own test suite as a client conformance suite (scripts/conformance --h5py).
+
+h5py ships its tests inside the package (h5py/tests).  Each test file runs in its own
+pytest process (a crash costs that file only), once with native HDF5 and once with
+HDF5_VOL_CONNECTOR=tessera, in a scratch directory per side.  The pytest plugin
+h5py_suite_plugin.py logs every test phase as it ends, so a file that dies by a signal
+still reports the tests before the crash, and probes which connector h5py really used.
+
+A test "passes" when none of its phases failed and its call phase passed.  What counts
+is a test that passes natively but not on tessera; tests that fail or skip natively say
+nothing about tessera.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def tests_dir(python: str) -> Path:
+    out = subprocess.run([python, "-c", "import h5py.tests, os; print(os.path.dirname(h5py.tests.__file__))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return Path(out)
+
+
+def test_files(root: Path):
+    """Test files relative to h5py/tests, sorted (subpackages such as test_vds included)."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("test_*.py"))
+
+
+def _outcomes(log: Path):
+    """(connector, {nodeid: passed|failed|skipped|xfailed}) from the plugin's log."""
+    connector, phases = None, {}
+    if not log.exists():
+        return connector, {}
+    for line in log.read_text(errors="replace").splitlines():
+        parts = line.split("\t")
+        if parts[0] == "connector" and len(parts) == 2:
+            connector = parts[1]
+        elif len(parts) == 3:
+            # Node ids relative to h5py/tests, whatever pytest took as its rootdir.
+            nodeid = parts[0].split("h5py/tests/", 1)[-1]
+            phases.setdefault(nodeid, {})[parts[1]] = parts[2]
+    out = {}
+    for nodeid, ph in phases.items():
+        if "failed" in ph.values():
+            out[nodeid] = "failed"
+        elif ph.get("call") in ("passed", "xpassed"):
+            out[nodeid] = "passed"
+        elif "xfailed" in ph.values():
+            out[nodeid] = "xfailed"
+        elif "skipped" in ph.values():
+            out[nodeid] = "skipped"
+        else:  # setup passed, the process died during the call
+            out[nodeid] = "failed"
+    return connector, out
+
+
+def _run_file(python, root, rel, side_dir: Path, env, timeout):
+    name = rel.replace("/", "__").removesuffix(".py")
+    log = side_dir / f"{name}.log"
+    log.unlink(missing_ok=True)
+    tmp = side_dir / "tmp" / name
+    tmp.mkdir(parents=True, exist_ok=True)
+    run_env = dict(env)
+    run_env.update(H5PY_SUITE_LOG=str(log), TMPDIR=str(tmp),
+                   PYTHONPATH=":".join(x for x in (str(HERE), env.get("PYTHONPATH", "")) if x))
+    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "h5py_suite_plugin",
+           "-o", "addopts=", str(root / rel)]
+    try:
+        r = subprocess.run(cmd, cwd=side_dir, env=run_env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+        rc, tail = r.returncode, r.stdout.decode(errors="replace").strip().splitlines()[-3:]
+    except subprocess.TimeoutExpired:
+        rc, tail = "timeout", []
+    connector, outcomes = _outcomes(log)
+    return {"rc": rc, "connector": connector, "outcomes": outcomes, "tail": tail}
+
+
+def run_h5py_suite(python, work: Path, native_env, tessera_env, timeout=900, only=None):
+    """Runs every test file on both connectors; returns a list of per-file dicts
+    {file, native: {...}, tessera: {...}, lost: [nodeids passing natively only]}."""
+    root = tests_dir(python)
+    results = []
+    for rel in test_files(root):
+        if only and not any(o in rel for o in only):
+            continue
+        res = {"file": rel}
+        for side, env in (("native", native_env), ("tessera", tessera_env)):
+            d = work / side
+            d.mkdir(parents=True, exist_ok=True)
+            res[side] = _run_file(python, root, rel, d, env, timeout)
+        nat, tes = res["native"]["outcomes"], res["tessera"]["outcomes"]
+        res["lost"] = sorted(t for t, o in nat.items() if o == "passed" and tes.get(t) != "passed")
+        results.append(res)
+        n_pass = sum(o == "passed" for o in nat.values())
+        t_pass = sum(o == "passed" for o in tes.values())
+        print(f"  h5py {rel}: native {n_pass} passed, tessera {t_pass} passed"
+              f"{', ' + ending(res['tessera']) if ending(res['tessera']) else ''}", flush=True)
+    return results
+
+
+def ending(side):
+    """'' for a normal end (pytest exit 0 or 1), else how the process ended."""
+    rc = side["rc"]
+    if rc == "timeout":
+        return "timed out"
+    if isinstance(rc, int) and rc < 0:
+        return f"killed by signal {-rc}"
+    if rc not in (0, 1, 5):
+        return f"pytest exit {rc}"
+    return ""
+
+
+def passing(results, side="tessera"):
+    return sorted(t for r in results for t, o in r[side]["outcomes"].items() if o == "passed")
+
+
+def problems(results):
+    """Runs that cannot be trusted: the wrong connector on either side."""
+    out = []
+    for r in results:
+        for side, want in (("native", "native"), ("tessera", "tessera")):
+            got = r[side]["connector"]
+            if got is not None and got != want:
+                out.append(f"h5py {r['file']}: the {side} run used connector '{got}'")
+    return out
+
+
+def markdown(results, reasons=None):
+    reasons = reasons or {}
+    lines = ["### h5py's own test suite", "",
+             "`python -m pytest` on every test file of h5py's installed test package, one process",
+             "per file, natively and with `HDF5_VOL_CONNECTOR=tessera` (`scripts/conformance --h5py`).",
+             "\"lost\" counts tests that pass natively and do not pass on tessera.", "",
+             "| test file | native passed | tessera passed | lost | tessera run ended |",
+             "| --- | --- | --- | --- | --- |"]
+    tn = tt = tl = 0
+    for r in results:
+        n = sum(o == "passed" for o in r["native"]["outcomes"].values())
+        t = sum(o == "passed" for o in r["tessera"]["outcomes"].values())
+        tn, tt, tl = tn + n, tt + t, tl + len(r["lost"])
+        lines.append(f"| {r['file']} | {n} | {t} | {len(r['lost'])} | {ending(r['tessera']) or 'normally'} |")
+    lines += [f"| **all** | **{tn}** | **{tt}** | **{tl}** | |", ""]
+    lost = [(r["file"], t) for r in results for t in r["lost"]]
+    if lost:
+        lines += ["<details><summary>Tests that pass natively but not on tessera</summary>", ""]
+        for f, t in lost:
+            why = reasons.get(t, "")
+            lines.append(f"- `{t}`" + (f" — {why}" if why else ""))
+        lines += ["", "</details>", ""]
+    return "\n".join(lines)
