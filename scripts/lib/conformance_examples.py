@@ -254,6 +254,32 @@ def run_examples(prefix: Path, build: Path, native_env, tessera_env, timeout=60)
     return results
 
 
+# The client-level features of issue 11 and the programs that exercise them (the "-v110"
+# builds count with their base program).
+FEATURES = [
+    ("object, region and attribute references", re.compile(r"^(h5ex_t_(obj|reg)ref|h5_ref|h5_reference)")),
+    ("compounds with variable-length and nested members", re.compile(r"^(h5ex_t_(cpx)?cmpd|h5_compound)")),
+    ("variable-length strings and sequences", re.compile(r"^h5ex_t_(vl|vlen)")),
+    ("data transforms", re.compile(r"^(h5ex_d_transform|h5_dtransform)")),
+    ("filters (deflate, shuffle, checksum, scale-offset, n-bit, szip)",
+     re.compile(r"^(h5ex_d_(gzip|shuffle|checksum|so|nbit|szip|unlimgzip)|h5_cmprss)")),
+    ("allocation time and fill values", re.compile(r"^h5ex_d_(alloc|fillval)")),
+    ("virtual datasets", re.compile(r"^h5ex_vds")),
+    ("mounting files, user-defined links", re.compile(r"^(h5_mount|h5_extlink)")),
+]
+
+
+def feature_table(results):
+    lines = ["| feature | programs | agree with native | differ |", "| --- | --- | --- | --- |"]
+    for title, pat in FEATURES:
+        rs = [r for r in results if pat.match(r["name"]) and r["status"] in ("passed", "failed")]
+        if not rs:
+            continue
+        bad = [r["name"] for r in rs if r["status"] != "passed"]
+        lines.append(f"| {title} | {len(rs)} | {len(rs) - len(bad)} | {', '.join(bad) or '—'} |")
+    return lines + [""]
+
+
 def markdown(results):
     counts = {}
     for r in results:
@@ -268,6 +294,7 @@ def markdown(results):
         lines.append(f"| {folder} | {c['passed']} | {c['failed']} | {c['native-fails']} | {c['excluded']} |")
     tot = {k: sum(c[k] for c in counts.values()) for k in ("passed", "failed", "native-fails", "excluded")}
     lines += [f"| **all** | **{tot['passed']}** | {tot['failed']} | {tot['native-fails']} | {tot['excluded']} |", ""]
+    lines += ["#### By client feature", ""] + feature_table(results)
     rest = [r for r in results if r["status"] != "passed"]
     if rest:
         lines += ["#### Examples not passed", ""]
