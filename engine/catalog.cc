@@ -137,6 +137,16 @@ std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view 
   return out;
 }
 
+uint64_t Catalog::count(std::string_view prefix, uint64_t limit) const {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t n = 0;
+  for (auto it = kv_.lower_bound(prefix); it != kv_.end() && n < limit; ++it) {
+    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    if (!it->second.dead) ++n;
+  }
+  return n;
+}
+
 uint64_t Catalog::value_bytes(std::string_view prefix) const {
   std::lock_guard<std::mutex> g(mu_);
   uint64_t n = 0;

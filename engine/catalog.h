@@ -63,6 +63,9 @@ class Catalog {
   std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) const;
   // Total size of the values whose key starts with prefix (no copies).
   uint64_t value_bytes(std::string_view prefix) const;
+  // Number of keys starting with prefix, counting stops at `limit` (a bounded check such
+  // as "fewer than 6 links?" costs 6 steps in a group of a million).
+  uint64_t count(std::string_view prefix, uint64_t limit) const;
   // When commits become durable.  kEachCommit: commit() appends and fdatasyncs.
   // kOnSync (HDF5's rule: metadata is durable after a flush or close): commit() applies
   // the batch in memory; sync() appends ONE record with the net effect of every commit

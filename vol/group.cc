@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "vol/elink.h"
+#include "vol/link_storage.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
@@ -57,7 +58,9 @@ void fill_info(SharedFile& f, uint64_t g, H5G_info_t* info) {
   // Native HDF5 writes old-style (symbol table) groups unless the gcpl asks for new-style
   // features such as creation order; new-style groups go dense past max_compact links.
   info->max_corder = tracked ? f.peek_link_corder(g, r) : 0;
-  if (!tracked) {
+  if (auto st = link_storage(f, g)) {
+    info->storage_type = *st;
+  } else if (!tracked) {  // a group from before link_storage.h: derived
     info->storage_type = H5G_STORAGE_TYPE_SYMBOL_TABLE;
   } else {
     unsigned max_compact = 8, min_dense = 6;

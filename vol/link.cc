@@ -9,6 +9,7 @@
 #include <set>
 
 #include "vol/elink.h"
+#include "vol/link_storage.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
 
@@ -74,6 +75,7 @@ void remove_link_keep_open(SharedFile& f, const LinkAt& at) {
     if (open && r && r->rc <= 1) {
       tessera::CatalogBatch b;
       b.del("l/" + hex16(at.group) + "/" + at.name);
+      link_storage_removing(f, b, at.group);
       r->rc = 0;
       f.put_object(b, at.rec.target, *r);
       f.keep_link_corder(b, at.group, at.rec.corder);  // after: the target may be the group
@@ -286,6 +288,7 @@ void copy_or_move(void* src_obj, const H5VL_loc_params_t* lp1, void* dst_obj, co
   f.add_link(b, parent, last, l);
   if (!keep && !two_step) {
     b.del("l/" + hex16(from.group) + "/" + from.name);
+    link_storage_removing(f, b, from.group);
     f.keep_link_corder(b, from.group, from.rec.corder);
     if (before) f.put_object(b, l.target, *before);
   }

@@ -11,6 +11,7 @@
 #include "engine/bytes.h"
 #include "vol/error.h"
 #include "vol/parallel.h"
+#include "vol/link_storage.h"
 #include "vol/objects.h"  // Obj: open handles keep unreferenced objects
 
 namespace tessera_vol {
@@ -193,6 +194,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   root.type = ObjType::kGroup;
   root.rc = 1;
   b.put("o/" + hex16(kRootOid), root.serialize());
+  link_storage_created(*f, b, kRootOid, f->fcpl_);  // HDF5 makes the root group from the fcpl
   b.put("sys/next_oid", std::to_string(kRootOid + 1));
   b.put(kUdLinksKey, "0");  // no external or user-defined links yet (add_link)
   size_t sz = 0;
@@ -339,6 +341,7 @@ uint64_t SharedFile::create_group_record(tessera::CatalogBatch& b, hid_t gcpl) {
     }
   }
   put_object(b, oid, g);
+  link_storage_created(*this, b, oid, gcpl);
   return oid;
 }
 
@@ -402,6 +405,7 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
     peek_link_corder(group, g);
   }
   rec.corder = link_corders_[group]++;
+  link_storage_adding(*this, b, group);
   if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(kUdLinksKey, "1");
   if (rec.type == H5L_TYPE_HARD) {
     ObjectRecord t;
@@ -440,6 +444,7 @@ void SharedFile::remove_link(uint64_t group, const std::string& name) {
   if (!l) fail_arg("link '" + name + "' does not exist");
   tessera::CatalogBatch b;
   b.del(link_key(group, name));
+  link_storage_removing(*this, b, group);
   if (l->type == H5L_TYPE_HARD) {
     ObjectRecord t = object(l->target);
     if (t.rc > 0) t.rc--;
@@ -455,6 +460,7 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
   auto rec = find_object(oid);
   if (!rec) return;
   b.del("o/" + hex16(oid));
+  if (rec->type == ObjType::kGroup) link_storage_deleted(b, oid);
   for (auto& [name, a] : attrs(oid)) {
     b.del(attr_key(oid, name));
     if (a.committed_type && a.committed_type != oid) unref_object(b, a.committed_type);

@@ -100,6 +100,11 @@ TEST_F(CatalogTest, CommitGetScanDelete) {
   c->commit(d);
   EXPECT_FALSE(c->get("g/1").has_value());
   EXPECT_EQ(c->scan("g/"), (KV{{"g/2", "TWO"}}));
+  // count() agrees with scan() and stops at its limit; deleted keys do not count.
+  EXPECT_EQ(c->count("g/", 10), c->scan("g/").size());
+  EXPECT_EQ(c->count("", 10), c->scan("").size());
+  EXPECT_EQ(c->count("", 2), 2u);
+  EXPECT_EQ(c->count("zz", 10), 0u);
 
   uint64_t before = log_size();
   c->commit(CatalogBatch());  // empty batch: nothing written
