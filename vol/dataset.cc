@@ -21,6 +21,7 @@
 #include "vol/objects.h"
 #include "vol/selection.h"
 #include "vol/tessera_vol.h"
+#include "vol/transform.h"
 #include "vol/type_conv.h"
 #include "vol/vlen.h"
 #include "vol/vlen_fill.h"
@@ -165,10 +166,13 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL read buffer");
+  // A data transform (transform.h) works on the memory-typed values after conversion.
+  const std::optional<DataTransform> xform = DataTransform::from_dxpl(dxpl);
+  if (xform && d.array->schema().var) xform->apply(mtype, nullptr, 0);  // refuses vlen types
   if (d.array->schema().var) return read_var(d, mtype, m, fs, dxpl, static_cast<uint8_t*>(buf));
   const auto [fes, mes, eq, contig, off] = plan_transfer(d, mtype, m, fs);
   auto* out = static_cast<uint8_t*>(buf);
-  if (eq && contig) {
+  if (eq && contig && !xform) {
     read_selection(*d.array, fs, out + off);
     return;
   }
@@ -184,6 +188,7 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
     }
     convert(ftype, mtype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
   }
+  if (xform) xform->apply(mtype, tmp.data(), fs.n);
   if (contig) std::memcpy(out + off, tmp.data(), mes * fs.n);
   else scatter(m.space, mes, tmp.data(), out);
 }
@@ -194,16 +199,21 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL write buffer");
+  // A data transform (transform.h) works on a copy of the memory-typed values before
+  // conversion; the application's buffer is never changed.
+  const std::optional<DataTransform> xform = DataTransform::from_dxpl(dxpl);
+  if (xform && d.array->schema().var) xform->apply(mtype, nullptr, 0);  // refuses vlen types
   if (d.array->schema().var) return write_var(d, mtype, m, fs, static_cast<const uint8_t*>(buf));
   const auto [fes, mes, eq, contig, off] = plan_transfer(d, mtype, m, fs);
   const auto* in = static_cast<const uint8_t*>(buf);
-  if (eq && contig) {
+  if (eq && contig && !xform) {
     write_selection(*d.array, fs, in + off);
     return;
   }
   std::vector<uint8_t> tmp(std::max(fes, mes) * fs.n);
   if (contig) std::memcpy(tmp.data(), in + off, mes * fs.n);
   else gather(m.space, mes, in, tmp.data());
+  if (xform) xform->apply(mtype, tmp.data(), fs.n);
   if (!eq) {
     TypeId ftype(d.ftype);
     std::vector<uint8_t> bkg;

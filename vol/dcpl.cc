@@ -2,6 +2,7 @@
 #include "vol/dcpl.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,25 @@ tessera::Coords auto_tiles(const tessera::Coords& dims, uint64_t es) {
     if (budget <= 1) break;
   }
   return t;
+}
+
+// Lossless codecs from the registry of HDF5 filter ids (those h5py and the hdf5plugin
+// package ship) mapped to the engine's codec of the same kind.  Values never change;
+// only the compressed bytes differ from what the filter itself would write.
+std::optional<tessera::Filter> lossless_equivalent(H5Z_filter_t id) {
+  switch (id) {
+    case H5Z_FILTER_SZIP: return tessera::Filter{tessera::FilterType::kDeflate, 6};
+    case 307:    // bzip2
+    case 32001:  // blosc
+    case 32015:  // zstd
+    case 32026:  // blosc2
+      return tessera::Filter{tessera::FilterType::kZstd, 0};
+    case 32000:  // lzf (h5py)
+    case 32004:  // lz4
+    case 32008:  // bitshuffle (+lz4)
+      return tessera::Filter{tessera::FilterType::kLz4, 0};
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -150,14 +170,37 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
     unsigned vals[8] = {};
     char name[64];
     H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvals, vals, sizeof name, name, &config);
+    if (id < 0) fail_arg("cannot read filter " + std::to_string(i) + " of the dcpl");
+    // As native (H5Z_can_apply): a mandatory filter that is not registered fails the
+    // create; an optional one is skipped.
+    const bool optional = (flags & H5Z_FLAG_OPTIONAL) != 0;
+    if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32 &&
+        H5Zfilter_avail(id) <= 0) {
+      if (optional) continue;
+      fail_arg("required filter '" + std::string(name) + "' (id " + std::to_string(id) + ") is not registered");
+    }
     if (id == H5Z_FILTER_DEFLATE) {
       int level = nvals > 0 ? static_cast<int>(vals[0]) : 6;
       if (level > 0) filters.push_back({tessera::FilterType::kDeflate, std::min(level, 9)});
     } else if (id == H5Z_FILTER_SHUFFLE) {
       if (es > 1) filters.push_back({tessera::FilterType::kShuffle, 0});
+    } else if (id == H5Z_FILTER_FLETCHER32) {
+      // Engine tiles always carry checksums.
+    } else if (auto codec = lossless_equivalent(id)) {
+      // A lossless codec HDF5 has registered: its output never changes a value, so the
+      // tile gets tessera's own codec of the same kind and the dcpl reports the filter
+      // as set (docs/vol-datasets.md, "Filters").
+      filters.push_back(*codec);
+    } else {
+      // Scale-offset, n-bit and filters tessera does not know may change values; storing
+      // the data unfiltered would read back different numbers than native gives.
+      fail_unsupported("filter '" + std::string(name) + "' (id " + std::to_string(id) +
+                       ") is not applied by tessera containers" +
+                       (id == H5Z_FILTER_SCALEOFFSET || id == H5Z_FILTER_NBIT
+                            ? " (it changes values, and tessera does not implement it yet)"
+                            : " (an unknown filter may change values)") +
+                       "; create the dataset without it");
     }
-    // H5Z_FILTER_FLETCHER32: engine tiles always carry checksums.  Anything else (szip,
-    // nbit, scaleoffset, user filters): stored unfiltered, reported back via the dcpl.
   }
   s.filters = tessera::FilterPipeline(std::move(filters), s.elem_size);
   // Small contiguous and compact datasets (HDF5 cannot extend or filter them) become
