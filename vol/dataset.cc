@@ -24,6 +24,7 @@
 #include "vol/transform.h"
 #include "vol/type_conv.h"
 #include "vol/vlen.h"
+#include "vol/vlen_convert.h"
 #include "vol/vlen_fill.h"
 
 namespace tessera_vol {
@@ -96,23 +97,32 @@ FileSelection prepare(DatasetObj& d, hid_t mem_space, hid_t file_space, MemSide*
 }
 
 // Variable-length datasets: each cell holds one element serialized by vlen.h from the
-// memory representation, which must therefore match the file type's (any vlen string
-// matches any other: the cset does not change the bytes).
-void check_var_types(hid_t mtype, const StoredType& ftype) {
-  if (ftype.equal(mtype)) return;
-  if (H5Tis_variable_str(mtype) > 0 && H5Tis_variable_str(TypeId(ftype)) > 0) return;
-  fail_unsupported("converting a variable-length dataset to a different memory type not supported yet");
+// file type's memory representation.  A memory type with the same representation is
+// serialized as it is (any vlen string matches any other: the cset does not change the
+// bytes); any other goes through vlen_convert.h.
+bool same_var_form(hid_t mtype, const StoredType& ftype) {
+  if (ftype.equal(mtype)) return true;
+  return H5Tis_variable_str(mtype) > 0 && H5Tis_variable_str(TypeId(ftype)) > 0;
 }
 
 void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, const uint8_t* in) {
-  check_var_types(mtype, d.ftype);
   const size_t mes = H5Tget_size(mtype);
+  if (mes == 0) fail_arg("invalid memory datatype");
   std::vector<uint8_t> packed(mes * fs.n);
   size_t off = 0;
   if (m.block || memory_contiguous(m.space, mes, fs.n, &off)) std::memcpy(packed.data(), in + off, packed.size());
   else gather(m.space, mes, in, packed.data());
   std::vector<uint64_t> lengths(fs.n);
   std::string data;
+  if (!same_var_form(mtype, d.ftype)) {
+    TypeId ftype(d.ftype);
+    auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) {
+      read_selection_var(*d.array, fs, l, bytes);
+    };
+    vlen_write_converted(mtype, ftype, fs.n, packed.data(), stored, &lengths, &data);
+    write_selection_var(*d.array, fs, lengths.data(), data.data());
+    return;
+  }
   for (uint64_t i = 0; i < fs.n; ++i) {
     std::string e = vlen_serialize(mtype, 1, packed.data() + i * mes);
     lengths[i] = e.size();
@@ -122,12 +132,24 @@ void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection
 }
 
 void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, hid_t dxpl, uint8_t* out) {
-  check_var_types(mtype, d.ftype);
   const size_t mes = H5Tget_size(mtype);
+  if (mes == 0) fail_arg("invalid memory datatype");
   std::vector<uint64_t> lengths;
   std::vector<uint8_t> data;
   read_selection_var(*d.array, fs, &lengths, &data);
   if (lengths.size() != fs.n) fail_arg("engine returned a wrong number of variable-length values");
+  size_t off = 0;
+  const bool contig = m.block || memory_contiguous(m.space, mes, fs.n, &off);
+  if (!same_var_form(mtype, d.ftype)) {
+    std::vector<uint8_t> packed(mes * fs.n);  // the caller's values: the background
+    if (contig) std::memcpy(packed.data(), out + off, packed.size());
+    else gather(m.space, mes, out, packed.data());
+    TypeId ftype(d.ftype);
+    vlen_read_converted(ftype, mtype, fs.n, lengths, data, dxpl, packed.data());
+    if (contig) std::memcpy(out + off, packed.data(), packed.size());
+    else scatter(m.space, mes, packed.data(), out);
+    return;
+  }
   // Never-written cells stay zero: NULL strings, empty sequences.
   std::vector<uint8_t> packed(mes * fs.n, 0);
   VlenAlloc alloc = vlen_allocator(dxpl);
@@ -139,8 +161,7 @@ void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection&
                        packed.data() + i * mes, alloc);
     pos += lengths[i];
   }
-  size_t off = 0;
-  if (m.block || memory_contiguous(m.space, mes, fs.n, &off)) std::memcpy(out + off, packed.data(), packed.size());
+  if (contig) std::memcpy(out + off, packed.data(), packed.size());
   else scatter(m.space, mes, packed.data(), out);
 }
 
