@@ -105,6 +105,29 @@ bool same_var_form(hid_t mtype, const StoredType& ftype) {
   return H5Tis_variable_str(mtype) > 0 && H5Tis_variable_str(TypeId(ftype)) > 0;
 }
 
+// Never-written cells (length 0: a written element, even a NULL string or an empty
+// sequence, serializes to at least its length word) read as the fill value.
+void substitute_fill(const std::string& fill, std::vector<uint64_t>* lengths, std::vector<uint8_t>* data) {
+  size_t unwritten = 0;
+  for (uint64_t l : *lengths) unwritten += l == 0;
+  if (unwritten == 0) return;
+  std::vector<uint8_t> out;
+  out.reserve(data->size() + unwritten * fill.size());
+  size_t pos = 0;
+  for (uint64_t& l : *lengths) {
+    if (l == 0) {
+      out.insert(out.end(), fill.begin(), fill.end());
+      l = fill.size();
+    } else {
+      if (l > data->size() - pos) fail_arg("variable-length value out of range");
+      out.insert(out.end(), data->begin() + static_cast<std::ptrdiff_t>(pos),
+                 data->begin() + static_cast<std::ptrdiff_t>(pos + l));
+      pos += l;
+    }
+  }
+  data->swap(out);
+}
+
 void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, const uint8_t* in) {
   const size_t mes = H5Tget_size(mtype);
   if (mes == 0) fail_arg("invalid memory datatype");
@@ -118,6 +141,7 @@ void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection
     TypeId ftype(d.ftype);
     auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) {
       read_selection_var(*d.array, fs, l, bytes);
+      if (!d.vlen_fill.empty()) substitute_fill(d.vlen_fill, l, bytes);
     };
     vlen_write_converted(mtype, ftype, fs.n, packed.data(), stored, &lengths, &data);
     write_selection_var(*d.array, fs, lengths.data(), data.data());
@@ -138,6 +162,7 @@ void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection&
   std::vector<uint8_t> data;
   read_selection_var(*d.array, fs, &lengths, &data);
   if (lengths.size() != fs.n) fail_arg("engine returned a wrong number of variable-length values");
+  if (!d.vlen_fill.empty()) substitute_fill(d.vlen_fill, &lengths, &data);
   size_t off = 0;
   const bool contig = m.block || memory_contiguous(m.space, mes, fs.n, &off);
   if (!same_var_form(mtype, d.ftype)) {
@@ -265,6 +290,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
     if (stored < 0) fail_arg("cannot decode the stored dcpl of '" + path + "'");
     TypeId type(d->ftype);
     d->dcpl = restore_dcpl(stored, type, rec.vlen_fill);
+    d->vlen_fill = rec.vlen_fill;
   } else {
     // Shared with every handle of a dataset with the same dcpl: handles only read it
     // (H5Dget_create_plist hands out a copy), and each holds one reference.
@@ -352,7 +378,8 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     if (cpl_enc.empty()) {
       StoredDcpl stored = store_dcpl(d->dcpl, type_id);  // a vlen fill value apart (vlen_fill.h)
       rec.cpl = std::move(stored.cpl);
-      rec.vlen_fill = std::move(stored.vlen_fill);
+      rec.vlen_fill = stored.vlen_fill;
+      d->vlen_fill = std::move(stored.vlen_fill);
     } else {
       rec.cpl = std::move(cpl_enc);
     }

@@ -83,11 +83,58 @@ static void create(hid_t f, const char *name, hid_t dtype, hid_t ftype, int fvle
     H5Sclose(s);
 }
 
+/* Reads every element: the never-written ones must read as the fill value. */
+static void log_values(hid_t ds, hid_t dtype)
+{
+    if (H5Tis_variable_str(dtype) > 0) {
+        char  *v[6] = {0};
+        herr_t rc   = H5Dread(ds, dtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+        LOG("read rc=%s %s|%s|%s|%s|%s|%s", RC(rc), v[0] ? v[0] : "(null)", v[1] ? v[1] : "(null)",
+            v[2] ? v[2] : "(null)", v[3] ? v[3] : "(null)", v[4] ? v[4] : "(null)", v[5] ? v[5] : "(null)");
+        for (int i = 0; i < 6; i++)
+            free(v[i]);
+    }
+    else {
+        char   v[6][10];
+        herr_t rc = H5Dread(ds, dtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+        LOG("read rc=%s %.10s|%.10s|%.10s|%.10s|%.10s|%.10s", RC(rc), v[0], v[1], v[2], v[3], v[4], v[5]);
+    }
+}
+
 static void reopen(hid_t f, const char *name, hid_t dtype)
 {
     hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
     LOG("open %s %s", name, RC(ds));
     log_dataset_fill(ds, dtype, H5Tis_variable_str(dtype) > 0);
+    if (ds >= 0)
+        log_values(ds, dtype);
+    H5Dclose(ds);
+}
+
+/* Writes element 2 (and, for vlen strings, a NULL element 4), leaving the rest unwritten. */
+static void write_some(hid_t f, const char *name, hid_t dtype)
+{
+    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
+    if (ds < 0)
+        return;
+    hid_t   fs = H5Dget_space(ds);
+    hsize_t one = 1, at = 2;
+    hid_t   ms = H5Screate_simple(1, &one, NULL);
+    H5Sselect_elements(fs, H5S_SELECT_SET, 1, &at);
+    if (H5Tis_variable_str(dtype) > 0) {
+        const char *v = "two";
+        LOG("write one %s", RC(H5Dwrite(ds, dtype, ms, fs, H5P_DEFAULT, &v)));
+        at = 4;
+        H5Sselect_elements(fs, H5S_SELECT_SET, 1, &at);
+        const char *nul = NULL;
+        LOG("write NULL %s", RC(H5Dwrite(ds, dtype, ms, fs, H5P_DEFAULT, &nul)));
+    }
+    else {
+        char v[10] = "two";
+        LOG("write one %s", RC(H5Dwrite(ds, dtype, ms, fs, H5P_DEFAULT, v)));
+    }
+    H5Sclose(ms);
+    H5Sclose(fs);
     H5Dclose(ds);
 }
 
@@ -105,6 +152,8 @@ static hid_t run(const char *path, hid_t fapl, log_t *L, int close_at_end)
     create(f, names[3], fs, fs, 0);
     for (int i = 0; i < 4; i++) /* same process, handles reopened */
         reopen(f, names[i], i % 2 ? fs : vs);
+    for (int i = 0; i < 4; i++)
+        write_some(f, names[i], i % 2 ? fs : vs);
     H5Fclose(f);
     f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     LOG("reopen file %s", RC(f));
