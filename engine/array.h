@@ -187,6 +187,10 @@ class Array {
 
   std::vector<FragmentInfo> fragments();
   uint64_t storage_bytes();  // bytes of all fragments, files and inline records (written so far)
+  // Tiles inside the current extent that hold at least one written cell — what HDF5
+  // calls its allocated chunks (a tile the last extent change cut off entirely, and
+  // never written since, does not count).  Tile coordinates in tile order (array_census.cc).
+  Status written_tiles(std::vector<Coords>* tiles);
   // After prepare_flush(): whether this flush has files to sync (else no syncfs needed).
   bool has_unsynced_files() const;
   size_t buffered_cells() const;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "vol/allocation.h"
 #include "vol/dcpl.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
@@ -245,6 +246,7 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL write buffer");
+  allocation_before_write(d);
   // A data transform (transform.h) works on a copy of the memory-typed values before
   // conversion; the application's buffer is never changed.
   const std::optional<DataTransform> xform = DataTransform::from_dxpl(dxpl);
@@ -331,13 +333,18 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     std::string cpl_enc;
     H5D_fill_value_t user_fill = H5D_FILL_VALUE_DEFAULT;
     if (H5Pfill_value_defined(dcpl, &user_fill) < 0) fail_arg("cannot read the fill value from the dcpl");
-    if (!schema.var && H5Pget_nfilters(dcpl) == 0 && user_fill != H5D_FILL_VALUE_USER_DEFINED) {
+    // Native HDF5 allocates unfiltered datasets of a parallel file early (H5D__create)
+    // and reports that in the dcpl.
+    const bool force_early = f->parallel() && H5Pget_nfilters(dcpl) == 0;
+    if (!schema.var && H5Pget_nfilters(dcpl) == 0 && user_fill != H5D_FILL_VALUE_USER_DEFINED && !force_early) {
       cpl_enc = encode_plist(dcpl);
       hid_t shared = f->decoded_plist(cpl_enc);
       d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
       if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");
     } else {
       d->dcpl = dataset_dcpl(dcpl, type_id);  // the fill value converted to the dataset's type
+      if (force_early && H5Pset_alloc_time(d->dcpl, H5D_ALLOC_TIME_EARLY) < 0)
+        fail_arg("cannot set the allocation time");
     }
     if (dapl_id == H5P_DEFAULT || dapl_id == H5P_DATASET_ACCESS_DEFAULT) {
       // The shared default dapl, as dataset_open: one H5Pcopy less per dataset.
@@ -464,10 +471,8 @@ herr_t dataset_get(void* obj, H5VL_dataset_get_args_t* args, hid_t, void**) {
         args->args.get_space.space_id = s;
         return;
       }
-      case H5VL_DATASET_GET_SPACE_STATUS:
-        *args->args.get_space_status.status = d.array->storage_bytes() == 0 && d.array->buffered_cells() == 0
-                                                  ? H5D_SPACE_STATUS_NOT_ALLOCATED
-                                                  : H5D_SPACE_STATUS_ALLOCATED;
+      case H5VL_DATASET_GET_SPACE_STATUS:  // as native reports it (allocation.h)
+        *args->args.get_space_status.status = space_status(d);
         return;
       case H5VL_DATASET_GET_TYPE: {
         std::lock_guard<std::recursive_mutex> g(d.file->mu());
@@ -480,11 +485,8 @@ herr_t dataset_get(void* obj, H5VL_dataset_get_args_t* args, hid_t, void**) {
       case H5VL_DATASET_GET_DAPL:
         if ((args->args.get_dapl.dapl_id = H5Pcopy(d.dapl)) < 0) fail_arg("cannot copy the dapl");
         return;
-      case H5VL_DATASET_GET_STORAGE_SIZE:
-        // Bytes in fragment files plus cells still in the write buffer (they reach a
-        // fragment at the next flush): only what was written takes space.
-        *args->args.get_storage_size.storage_size =
-            d.array->storage_bytes() + d.array->buffered_cells() * uint64_t{d.array->schema().elem_size};
+      case H5VL_DATASET_GET_STORAGE_SIZE:  // as native reports it (allocation.h)
+        *args->args.get_storage_size.storage_size = storage_size(d);
         return;
     }
     fail_unsupported("dataset get operation " + std::to_string(static_cast<int>(args->op_type)) +
@@ -519,6 +521,7 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
         rec.space_enc = encode_space(d.space);
         tessera::CatalogBatch b;
         d.file->put_object(b, d.oid, rec);
+        allocation_extent_changed(d, b);
         d.file->commit(b);
         return;
       }

@@ -116,6 +116,10 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
   H5D_layout_t layout = H5Pget_layout(dcpl);
   if (layout < 0) fail_arg("cannot read the layout from the dcpl");
   if (layout == H5D_VIRTUAL) fail_unsupported("virtual datasets not supported yet");
+  H5D_alloc_time_t alloc_time = H5D_ALLOC_TIME_DEFAULT;
+  if (H5Pget_alloc_time(dcpl, &alloc_time) < 0) fail_arg("cannot read the allocation time from the dcpl");
+  if (layout == H5D_COMPACT && alloc_time != H5D_ALLOC_TIME_EARLY)
+    fail_arg("compact dataset must have early space allocation");
   int nfilters = H5Pget_nfilters(dcpl);
   if (nfilters < 0) fail_arg("cannot read the filters from the dcpl");
   if (layout == H5D_CHUNKED) {

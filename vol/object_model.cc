@@ -461,6 +461,7 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
   if (!rec) return;
   b.del("o/" + hex16(oid));
   if (rec->type == ObjType::kGroup) link_storage_deleted(b, oid);
+  if (rec->type == ObjType::kDataset) b.del("ae/" + hex16(oid));  // allocation.h
   for (auto& [name, a] : attrs(oid)) {
     b.del(attr_key(oid, name));
     if (a.committed_type && a.committed_type != oid) unref_object(b, a.committed_type);

@@ -18,6 +18,7 @@
 //   sys/ud_links                 "0" until an external or user-defined link is created,
 //                                then "1" (paths with no such link never leave the file)
 //   gs/<hex16 group>             how native HDF5 would store the group's links (link_storage.h)
+//   ae/<hex16 dataset>           LATE chunked datasets: the region allocated at the first write (allocation.h)
 // The root group has object id 1.  Tokens are the object id in the first 8 bytes.
 #pragma once
 

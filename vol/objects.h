@@ -58,6 +58,7 @@ struct DatasetObj : Obj {
   // Variable-length datasets with a user fill value: the value as a vlen.h stream of the
   // file type, read for never-written cells (vlen_fill.h).  Empty: no such fill value.
   std::string vlen_fill;
+  bool late_checked = false;  // allocation.h: the LATE chunked record is up to date
 };
 
 struct DatatypeObj : Obj {
