@@ -23,6 +23,7 @@
 #include "vol/selection.h"
 #include "vol/tessera_vol.h"
 #include "vol/transform.h"
+#include "vol/value_filters.h"
 #include "vol/type_conv.h"
 #include "vol/vlen.h"
 #include "vol/vlen_convert.h"
@@ -247,6 +248,13 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL write buffer");
   allocation_before_write(d);
+  if (!d.value_filters_checked) {
+    d.value_filters_checked = true;
+    if (ValueFilters::needed(d.dcpl)) {
+      TypeId ftype(d.ftype);
+      d.value_filters = std::make_shared<ValueFilters>(ftype, d.dcpl, d.array->schema().tile_extent);
+    }
+  }
   // A data transform (transform.h) works on a copy of the memory-typed values before
   // conversion; the application's buffer is never changed.
   const std::optional<DataTransform> xform = DataTransform::from_dxpl(dxpl);
@@ -254,8 +262,10 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   if (d.array->schema().var) return write_var(d, mtype, m, fs, static_cast<const uint8_t*>(buf));
   const auto [fes, mes, eq, contig, off] = plan_transfer(d, mtype, m, fs);
   const auto* in = static_cast<const uint8_t*>(buf);
+  const hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
   if (eq && contig && !xform) {
     write_selection(*d.array, fs, in + off);
+    if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
     return;
   }
   std::vector<uint8_t> tmp(std::max(fes, mes) * fs.n);
@@ -272,6 +282,7 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
     convert(mtype, ftype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
   }
   write_selection(*d.array, fs, tmp.data());
+  if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
 }
 
 }  // namespace
@@ -376,6 +387,13 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
         H5Pmodify_filter(d->dcpl, H5Z_FILTER_SHUFFLE, flags, 1, cd);
       }
     }
+
+    if (ValueFilters::needed(d->dcpl)) {
+      // Parallel files: every rank would re-filter chunks others may be writing.
+      if (f->parallel()) fail_unsupported("value-changing filters (scale-offset, n-bit, ...) in parallel files");
+      d->value_filters = std::make_shared<ValueFilters>(type_id, d->dcpl, schema.tile_extent);
+    }
+    d->value_filters_checked = true;
 
     ObjectRecord rec;
     rec.type = ObjType::kDataset;
@@ -526,6 +544,7 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
         return;
       }
       case H5VL_DATASET_FLUSH:
+        if (d.value_filters) d.value_filters->flush(*d.array, d.space);  // value_filters.h
         // A parallel file publishes only through an epoch commit, which covers the file.
         if (d.file->parallel()) {
           std::lock_guard<std::recursive_mutex> g(d.file->mu());
@@ -558,6 +577,10 @@ herr_t dataset_close(void* dset, hid_t, void**) {
     // A parallel file publishes this rank's writes to it on their own, so that ranks
     // opening it after a barrier see them, as in PHDF5 (docs/parallel.md, "Visibility").
     DatasetObj* d = as_dataset(dset);
+    if (d->value_filters && d->array) {  // the chunks native's cache would filter now
+      std::lock_guard<std::recursive_mutex> g(d->file->mu());
+      d->value_filters->flush(*d->array, d->space);
+    }
     if (d->array && d->file->parallel()) {
       std::lock_guard<std::recursive_mutex> g(d->file->mu());
       d->file->publish_own(*d->array);

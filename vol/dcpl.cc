@@ -195,16 +195,13 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
       // tile gets tessera's own codec of the same kind and the dcpl reports the filter
       // as set (docs/vol-datasets.md, "Filters").
       filters.push_back(*codec);
-    } else {
-      // Scale-offset, n-bit and filters tessera does not know may change values; storing
-      // the data unfiltered would read back different numbers than native gives.
+    } else if (var) {
       fail_unsupported("filter '" + std::string(name) + "' (id " + std::to_string(id) +
-                       ") is not applied by tessera containers" +
-                       (id == H5Z_FILTER_SCALEOFFSET || id == H5Z_FILTER_NBIT
-                            ? " (it changes values, and tessera does not implement it yet)"
-                            : " (an unknown filter may change values)") +
-                       "; create the dataset without it");
+                       ") on a variable-length datatype is not supported by tessera containers");
     }
+    // Anything else (scale-offset, n-bit, other registered filters) may change values:
+    // the connector runs HDF5's own pipeline over each written chunk (value_filters.h)
+    // and the engine stores the values it decodes.
   }
   s.filters = tessera::FilterPipeline(std::move(filters), s.elem_size);
   // Small contiguous and compact datasets (HDF5 cannot extend or filter them) become

@@ -12,7 +12,8 @@
 #include "vol/error.h"
 #include "vol/parallel.h"
 #include "vol/link_storage.h"
-#include "vol/objects.h"  // Obj: open handles keep unreferenced objects
+#include "vol/objects.h"
+#include "vol/value_filters.h"  // Obj: open handles keep unreferenced objects
 
 namespace tessera_vol {
 
@@ -830,6 +831,7 @@ void SharedFile::commit_epoch() {
 
 void SharedFile::flush_arrays() {
   if (!writable()) return;
+  flush_value_filters(*this);  // chunks written through value-changing filters
   if (par_) {
     commit_epoch();
     return;

@@ -46,6 +46,8 @@ struct GroupObj : Obj {
   using Obj::Obj;
 };
 
+class ValueFilters;
+
 struct DatasetObj : Obj {
   using Obj::Obj;
   ~DatasetObj() override;
@@ -59,6 +61,10 @@ struct DatasetObj : Obj {
   // file type, read for never-written cells (vlen_fill.h).  Empty: no such fill value.
   std::string vlen_fill;
   bool late_checked = false;  // allocation.h: the LATE chunked record is up to date
+  // Filters that change values (value_filters.h); null when the dcpl has none, or
+  // until the first write of an opened dataset.
+  std::shared_ptr<ValueFilters> value_filters;
+  bool value_filters_checked = false;
 };
 
 struct DatatypeObj : Obj {

@@ -154,5 +154,7 @@ int main(int argc, char **argv)
     check(lines > 150, "enough observations were compared", "compare");
     int bad = diffs || g_failed;
     printf(bad ? "[FAIL] allocation reports differ from native\n" : "[PASS] allocation reports identical to native\n");
+    free(ln.buf);
+    free(lt.buf);
     return bad;
 }

@@ -189,5 +189,7 @@ int main(int argc, char **argv)
     int bad = diffs || g_failed;
     printf(bad ? "[FAIL] fill plists differ from native\n" : "[PASS] fill plists identical to native\n");
     /* `left_open` stays open: HDF5 closes it at exit. */
+    free(ln.buf);
+    free(lt.buf);
     return bad;
 }

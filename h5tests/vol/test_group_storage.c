@@ -117,6 +117,8 @@ int main(int argc, char **argv)
         scenario(pt, tess, latest, &lt);
         int lines = 0;
         bad |= compare_logs(&ln, &lt, "TEST_GROUP_STORAGE_VERBOSE", &lines) != 0;
+        free(ln.buf);
+        free(lt.buf);
         check(lines > 100, "enough observations were compared", latest ? "latest" : "default bounds");
     }
     /* The tessera runs really used tessera: a container is a directory. */

@@ -229,5 +229,7 @@ int main(int argc, char **argv)
     check(lines > 1000, "enough observations were compared", "compare");
     int bad = diffs || g_failed;
     printf(bad ? "[FAIL] data transforms differ from native\n" : "[PASS] data transforms identical to native\n");
+    free(ln.buf);
+    free(lt.buf);
     return bad;
 }

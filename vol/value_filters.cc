@@ -1,0 +1,206 @@
+// value_filters.cc — see value_filters.h.
+#include "vol/value_filters.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "vol/object_model.h"  // fail_arg
+#include "vol/objects.h"
+#include "vol/selection.h"
+
+namespace tessera_vol {
+
+namespace {
+
+// Filters the engine applies itself or stores as one of its lossless codecs (dcpl.cc).
+bool lossless(H5Z_filter_t id) {
+  switch (id) {
+    case H5Z_FILTER_DEFLATE:
+    case H5Z_FILTER_SHUFFLE:
+    case H5Z_FILTER_FLETCHER32:
+    case H5Z_FILTER_SZIP:
+    case 307:
+    case 32000:
+    case 32001:
+    case 32004:
+    case 32008:
+    case 32015:
+    case 32026: return true;
+    default: return false;
+  }
+}
+
+std::atomic<uint64_t> g_scratch_counter{0};
+
+// Copies between a box's packed cells and a whole tile's buffer (both row-major).
+void copy_box(uint8_t* tile_buf, const tessera::Coords& tile, const tessera::Coords& box_lo_in_tile,
+              const tessera::Coords& box_dims, uint8_t* packed, size_t es, bool to_tile) {
+  const size_t r = tile.size();
+  const size_t row = box_dims[r - 1] * es;
+  std::vector<uint64_t> idx(r, 0);  // position inside the box, last dim fixed at 0
+  uint64_t rows = 1;
+  for (size_t d = 0; d + 1 < r; ++d) rows *= box_dims[d];
+  for (uint64_t k = 0; k < rows; ++k) {
+    uint64_t off = 0;
+    for (size_t d = 0; d < r; ++d) off = off * tile[d] + box_lo_in_tile[d] + idx[d];
+    uint8_t* t = tile_buf + off * es;
+    uint8_t* p = packed + k * row;
+    if (to_tile) std::memcpy(t, p, row);
+    else std::memcpy(p, t, row);
+    for (size_t d = r - 1; d-- > 0;) {  // odometer over all but the last dim
+      if (++idx[d] < box_dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+bool ValueFilters::needed(hid_t dcpl) {
+  int n = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0, cd[16];
+    size_t ncd = 16;
+    H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, nullptr);
+    if (id >= 0 && !lossless(id)) return true;
+  }
+  return false;
+}
+
+ValueFilters::ValueFilters(hid_t ftype, hid_t dcpl, const tessera::Coords& tile) : tile_(tile) {
+  ftype_ = H5Tcopy(ftype);
+  dcpl_ = H5Pcopy(dcpl);
+  if (ftype_ < 0 || dcpl_ < 0) fail_arg("cannot copy the datatype or dcpl for the filter pipeline");
+  std::vector<hsize_t> ch(tile.begin(), tile.end());
+  // One chunk the size of a tile; written and read whole, allocated when written.
+  if (H5Pset_chunk(dcpl_, static_cast<int>(ch.size()), ch.data()) < 0 ||
+      H5Pset_alloc_time(dcpl_, H5D_ALLOC_TIME_INCR) < 0)
+    fail_arg("cannot set up the filter pipeline's chunk");
+  open_scratch();  // fails here, at dataset creation, where native's H5Dcreate would
+}
+
+ValueFilters::~ValueFilters() {
+  close_scratch();
+  if (ftype_ >= 0) H5Tclose(ftype_);
+  if (dcpl_ >= 0) H5Pclose(dcpl_);
+}
+
+void ValueFilters::open_scratch() {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  // Native, whatever HDF5_VOL_CONNECTOR says: the pipeline is HDF5's own.
+  bool ok = fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0 && H5Pset_vol(fapl, H5VL_NATIVE, nullptr) >= 0;
+  std::string name = "tessera-filter-scratch-" + std::to_string(g_scratch_counter++);
+  if (ok) file_ = H5Fcreate(name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+  if (fapl >= 0) H5Pclose(fapl);
+  if (file_ < 0) fail_arg("cannot create the in-memory file for the filter pipeline");
+  std::vector<hsize_t> dims(tile_.begin(), tile_.end());
+  hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+  // No chunk cache: every write goes through the filters and every read comes back
+  // through them.
+  if (dapl >= 0) H5Pset_chunk_cache(dapl, 0, 0, 1.0);
+  dset_ = H5Dcreate2(file_, "chunk", ftype_, space, H5P_DEFAULT, dcpl_, dapl);
+  if (space >= 0) H5Sclose(space);
+  if (dapl >= 0) H5Pclose(dapl);
+  if (dset_ < 0) {
+    close_scratch();
+    fail_arg("the dataset's filters cannot be applied to its datatype (HDF5 refused the filter pipeline)");
+  }
+}
+
+void ValueFilters::close_scratch() {
+  if (dset_ >= 0) H5Dclose(dset_);
+  if (file_ >= 0) H5Fclose(file_);
+  dset_ = file_ = H5I_INVALID_HID;
+}
+
+void ValueFilters::round_trip(void* chunk) {
+  // Rewritten chunks of another size leave free space behind in the in-memory file:
+  // start a fresh one now and then.
+  if (++trips_ % 1024 == 0) {
+    close_scratch();
+    open_scratch();
+  }
+  if (H5Dwrite(dset_, ftype_, H5S_ALL, H5S_ALL, H5P_DEFAULT, chunk) < 0 ||
+      H5Dread(dset_, ftype_, H5S_ALL, H5S_ALL, H5P_DEFAULT, chunk) < 0)
+    fail_arg("the dataset's filter pipeline failed on a chunk");
+}
+
+void ValueFilters::note_written(const tessera::Schema& s, hid_t fspace) {
+  const size_t r = s.extent.size();
+  if (H5Sget_select_npoints(fspace) <= 0) return;
+  std::vector<hsize_t> lo(r), hi(r);
+  if (H5Sget_select_bounds(fspace, lo.data(), hi.data()) < 0) fail_arg("cannot read the selection's bounds");
+  tessera::Coords t0(r), t1(r), t(r);
+  for (size_t d = 0; d < r; ++d) t0[d] = lo[d] / s.tile_extent[d], t1[d] = hi[d] / s.tile_extent[d];
+  t = t0;
+  std::vector<hsize_t> b0(r), b1(r);
+  for (;;) {
+    for (size_t d = 0; d < r; ++d) {
+      b0[d] = t[d] * s.tile_extent[d];
+      b1[d] = std::min<hsize_t>(b0[d] + s.tile_extent[d], s.extent[d]) - 1;
+    }
+    if (H5Sselect_intersect_block(fspace, b0.data(), b1.data()) > 0) dirty_.insert(t);
+    size_t d = r;
+    while (d-- > 0) {  // next tile of the bounding box, row-major
+      if (++t[d] <= t1[d]) break;
+      t[d] = t0[d];
+    }
+    if (d == static_cast<size_t>(-1)) break;
+  }
+}
+
+void ValueFilters::flush(tessera::Array& a, hid_t dspace) {
+  std::set<tessera::Coords> tiles;
+  tiles.swap(dirty_);
+  for (const auto& t : tiles) refilter_tile(a, dspace, t);
+}
+
+void ValueFilters::refilter_tile(tessera::Array& a, hid_t dspace, const tessera::Coords& t) {
+  const tessera::Schema& s = a.schema();
+  const size_t r = s.extent.size(), es = s.elem_size;
+  std::vector<hsize_t> b0(r), count(r);
+  tessera::Coords in_tile(r, 0), dims(r);
+  for (size_t d = 0; d < r; ++d) {
+    b0[d] = t[d] * s.tile_extent[d];
+    if (b0[d] >= s.extent[d]) return;  // cut off by an extent change since
+    count[d] = dims[d] = std::min<hsize_t>(b0[d] + s.tile_extent[d], s.extent[d]) - b0[d];
+  }
+  uint64_t tile_cells = 1;
+  for (uint64_t e : s.tile_extent) tile_cells *= e;
+  // The whole chunk: the fill value, then the tile's cells inside the extent.
+  std::vector<uint8_t> chunk(tile_cells * es);
+  const uint8_t* fill = s.fill_value();
+  for (uint64_t c = 0; c < tile_cells; ++c) std::memcpy(chunk.data() + c * es, fill, es);
+  hid_t box = H5Scopy(dspace);
+  if (box < 0) fail_arg("cannot select a chunk");
+  std::vector<uint8_t> packed;
+  try {
+    if (H5Sselect_hyperslab(box, H5S_SELECT_SET, b0.data(), nullptr, count.data(), nullptr) < 0)
+      fail_arg("cannot select a chunk");
+    FileSelection sel = resolve_file_selection(box, dspace);
+    packed.resize(sel.n * es);
+    read_selection(a, sel, packed.data());
+    copy_box(chunk.data(), s.tile_extent, in_tile, dims, packed.data(), es, true);
+    round_trip(chunk.data());
+    copy_box(chunk.data(), s.tile_extent, in_tile, dims, packed.data(), es, false);
+    write_selection(a, sel, packed.data());
+  } catch (...) {
+    H5Sclose(box);
+    throw;
+  }
+  H5Sclose(box);
+}
+
+void flush_value_filters(SharedFile& f) {
+  for (auto& [p, type] : f.open_objects()) {
+    if (type != H5I_DATASET) continue;
+    auto* d = static_cast<DatasetObj*>(p);
+    if (d->value_filters && d->array) d->value_filters->flush(*d->array, d->space);
+  }
+}
+
+}  // namespace tessera_vol
