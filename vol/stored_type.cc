@@ -103,10 +103,70 @@ bool StoredType::equal(hid_t mtype) const {
   return eq > 0;
 }
 
+namespace {
+
+// H5Tdecode gives a reference type nested in a vlen, array or compound a location that
+// makes it unequal to H5T_STD_REF_OBJ / _DSETREG / H5T_STD_REF, so a caller asking
+// "is this an object reference?" (h5py reading a DIMENSION_LIST attribute) would be told
+// no.  Such types are rebuilt from the predefined reference types (by size: 8 bytes
+// hobj_ref_t, 12 hdset_reg_ref_t, 64 H5R_ref_t).  Returns a new ID, or -1 when `t` needs
+// no change.
+hid_t rebuild_refs(hid_t t) {
+  if (H5Tdetect_class(t, H5T_REFERENCE) <= 0) return -1;
+  switch (H5Tget_class(t)) {
+    case H5T_REFERENCE: {
+      size_t n = H5Tget_size(t);
+      hid_t canon = n == H5R_OBJ_REF_BUF_SIZE ? H5T_STD_REF_OBJ
+                    : n == H5R_DSET_REG_REF_BUF_SIZE ? H5T_STD_REF_DSETREG
+                                                     : H5T_STD_REF;
+      return H5Tcopy(canon);
+    }
+    case H5T_VLEN: {
+      hid_t base = H5Tget_super(t), fixed = rebuild_refs(base);
+      hid_t out = H5Tvlen_create(fixed >= 0 ? fixed : base);
+      if (fixed >= 0) H5Tclose(fixed);
+      H5Tclose(base);
+      return out;
+    }
+    case H5T_ARRAY: {
+      int r = H5Tget_array_ndims(t);
+      hsize_t dims[H5S_MAX_RANK];
+      H5Tget_array_dims2(t, dims);
+      hid_t base = H5Tget_super(t), fixed = rebuild_refs(base);
+      hid_t out = H5Tarray_create2(fixed >= 0 ? fixed : base, static_cast<unsigned>(r), dims);
+      if (fixed >= 0) H5Tclose(fixed);
+      H5Tclose(base);
+      return out;
+    }
+    case H5T_COMPOUND: {
+      hid_t out = H5Tcreate(H5T_COMPOUND, H5Tget_size(t));
+      for (int i = 0, n = H5Tget_nmembers(t); i < n; ++i) {
+        char* name = H5Tget_member_name(t, static_cast<unsigned>(i));
+        hid_t m = H5Tget_member_type(t, static_cast<unsigned>(i)), fixed = rebuild_refs(m);
+        H5Tinsert(out, name, H5Tget_member_offset(t, static_cast<unsigned>(i)), fixed >= 0 ? fixed : m);
+        if (fixed >= 0) H5Tclose(fixed);
+        H5Tclose(m);
+        H5free_memory(name);
+      }
+      return out;
+    }
+    default: return -1;
+  }
+}
+
+}  // namespace
+
 TypeId::TypeId(const StoredType& t) {
   if (!t.valid()) fail_arg("no datatype stored");
   id_ = H5Tdecode(t.encoding().data());
   if (id_ < 0) fail_arg("unreadable stored datatype encoding");
+  if (H5Tget_class(id_) != H5T_REFERENCE) {  // a plain reference type decodes equal
+    hid_t fixed = rebuild_refs(id_);
+    if (fixed >= 0) {
+      H5Tclose(id_);
+      id_ = fixed;
+    }
+  }
 }
 
 TypeId::~TypeId() {

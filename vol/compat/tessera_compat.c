@@ -28,6 +28,8 @@
  *   H5Rget_obj_type2 (H5R_OBJECT only)    -> H5Oopen_by_token + H5Oget_info3
  *   H5Rget_name (H5R_OBJECT only)         -> H5Oopen_by_token + H5Iget_name
  *   H5Rdereference1, H5Rget_obj_type1     -> as their "2" versions (1.6/1.8-era C programs)
+ *   H5DSwith_new_ref (HL library)         -> false for tessera objects: dimension scales use the
+ *                                            old-style object references native files use
  *
  * Addresses: v1 structures carry a haddr_t where v2 carries an H5O_token_t (16 bytes).
  * tessera's token holds the 64-bit object id in its first 8 bytes (host order, rest zero;
@@ -70,7 +72,7 @@
   X(H5Lvisit_by_name2) X(H5Oopen_by_token) X(H5Oget_info3) X(H5Oget_info_by_name3)             \
   X(H5Oget_info_by_idx3) X(H5Ovisit3) X(H5Ovisit_by_name3) X(H5Oclose) X(H5Iget_name)          \
   X(H5Iget_type) X(H5Tcommitted) X(H5VLobject_is_native) X(H5Eclear2) X(H5Epush2)              \
-  X(H5Eget_auto2)
+  X(H5Eget_auto2) X(H5VLget_connector_name)
 
 static struct {
   int ok; /* every symbol below was found */
@@ -518,4 +520,30 @@ ssize_t H5Rget_name(hid_t loc_id, H5R_type_t ref_type, const void *ref, char *na
   ssize_t len = api.H5Iget_name(obj, name, size);
   api.H5Oclose(obj);
   return len;
+}
+
+/* ------------------------------------------------------------------ dimension scales */
+
+/* HDF5's HL library stores dimension scales (DIMENSION_LIST, REFERENCE_LIST) with
+ * 1.12-style references for any non-native connector and with old-style object
+ * references (hobj_ref_t) in native files.  Readers of netCDF-4 and h5py's dims API
+ * understand the old-style ones (h5py has no type for the new ones in attributes), and
+ * tessera serves them through this library, so a tessera container gets what a native
+ * file gets.  Other connectors keep HDF5's answer. */
+herr_t H5DSwith_new_ref(hid_t obj_id, hbool_t *with_new_ref) {
+  if (!with_new_ref || !api_ready()) return -1;
+  hbool_t native = 1;
+  if (api.H5VLobject_is_native(obj_id, &native) < 0) return -1;
+#ifdef H5_DIMENSION_SCALES_WITH_NEW_REF
+  const int config_flag = 1;
+#else
+  const int config_flag = 0;
+#endif
+  int tessera = 0;
+  if (!native) {
+    char name[16] = "";
+    tessera = api.H5VLget_connector_name(obj_id, name, sizeof name) > 0 && strcmp(name, "tessera") == 0;
+  }
+  *with_new_ref = config_flag || (!native && !tessera);
+  return 0;
 }
