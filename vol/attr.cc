@@ -21,6 +21,7 @@
 #include "vol/error.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
+#include "vol/reference.h"
 #include "vol/vlen.h"
 
 namespace tessera_vol {
@@ -306,6 +307,17 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
     }
     bool vl = a->ftype.has_vlen();
     if (!vl && r.data.size() != fsize * n) fail_arg("stored value of '" + a->name + "' has the wrong size");
+    if (a->ftype.has_std_ref() || holds_std_ref(mem_type_id)) {  // reference.h
+      TypeId ftype(a->ftype);
+      bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_old = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0;
+      if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || !(from_new || from_old))
+        fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
+                         "converted to other types, are not supported by tessera containers yet");
+      const auto* stored = reinterpret_cast<const uint8_t*>(r.data.data());
+      if (from_new) stored_to_refs(a->file, stored, n, buf);
+      else objrefs_to_refs(a->file, stored, n, buf);
+      return;
+    }
     if (a->ftype.equal(mem_type_id)) {
       if (vl) vlen_deserialize(TypeId(a->ftype), n, r.data, buf, vlen_allocator(dxpl_id));
       else std::memcpy(buf, r.data.data(), fsize * n);
@@ -341,7 +353,14 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
     if (msize == 0) fail_arg("invalid memory datatype");
     bool vl = a->ftype.has_vlen();
     hid_t dxpl = dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id;
-    if (a->ftype.equal(mem_type_id)) {
+    if (a->ftype.has_std_ref() || holds_std_ref(mem_type_id)) {  // reference.h
+      if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || H5Tequal(TypeId(a->ftype), H5T_STD_REF) <= 0)
+        fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
+                         "converted to other types, are not supported by tessera containers yet");
+      std::string stored(fsize * n, '\0');
+      refs_to_stored(a->file, buf, n, reinterpret_cast<uint8_t*>(stored.data()));
+      r.data = std::move(stored);
+    } else if (a->ftype.equal(mem_type_id)) {
       r.data = vl ? vlen_serialize(TypeId(a->ftype), n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
     } else {
       // Background: the current value (native keeps unconverted compound members), else

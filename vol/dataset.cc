@@ -20,6 +20,7 @@
 #include "vol/dcpl.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
+#include "vol/reference.h"
 #include "vol/selection.h"
 #include "vol/tessera_vol.h"
 #include "vol/transform.h"
@@ -209,11 +210,48 @@ Transfer plan_transfer(const DatasetObj& d, hid_t mtype, const MemSide& m, const
   return t;
 }
 
+// 1.12-style references (reference.h): stored as records, rebuilt on read; old-style
+// object references read as H5T_STD_REF are converted.  Inside compounds or
+// variable-length types they are refused rather than stored as process-local bytes.
+void refs_unsupported() {
+  fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or converted "
+                   "to other types, are not supported by tessera containers yet");
+}
+
+void read_refs(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, void* buf) {
+  TypeId ftype(d.ftype);
+  const bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_old = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0;
+  if (H5Tequal(mtype, H5T_STD_REF) <= 0 || !(from_new || from_old)) refs_unsupported();
+  std::vector<uint8_t> stored(d.ftype.size() * fs.n), refs(sizeof(H5R_ref_t) * fs.n);
+  read_selection(*d.array, fs, stored.data());
+  if (from_new) stored_to_refs(d.file, stored.data(), fs.n, refs.data());
+  else objrefs_to_refs(d.file, stored.data(), fs.n, refs.data());
+  size_t off = 0;
+  if (m.block || memory_contiguous(m.space, sizeof(H5R_ref_t), fs.n, &off))
+    std::memcpy(static_cast<uint8_t*>(buf) + off, refs.data(), refs.size());
+  else
+    scatter(m.space, sizeof(H5R_ref_t), refs.data(), buf);
+}
+
+void write_refs(DatasetObj& d, hid_t mtype, const MemSide& m, FileSelection& fs, const void* buf) {
+  TypeId ftype(d.ftype);
+  if (H5Tequal(mtype, H5T_STD_REF) <= 0 || H5Tequal(ftype, H5T_STD_REF) <= 0) refs_unsupported();
+  std::vector<uint8_t> refs(sizeof(H5R_ref_t) * fs.n), stored(d.ftype.size() * fs.n);
+  size_t off = 0;
+  if (m.block || memory_contiguous(m.space, sizeof(H5R_ref_t), fs.n, &off))
+    std::memcpy(refs.data(), static_cast<const uint8_t*>(buf) + off, refs.size());
+  else
+    gather(m.space, sizeof(H5R_ref_t), buf, refs.data());
+  refs_to_stored(d.file, refs.data(), fs.n, stored.data());
+  write_selection(*d.array, fs, stored.data());
+}
+
 void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
   MemSide m;
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL read buffer");
+  if (d.ftype.has_std_ref() || holds_std_ref(mtype)) return read_refs(d, mtype, m, fs, buf);
   // A data transform (transform.h) works on the memory-typed values after conversion.
   const std::optional<DataTransform> xform = DataTransform::from_dxpl(dxpl);
   if (xform && d.array->schema().var) xform->apply(mtype, nullptr, 0);  // refuses vlen types
@@ -247,6 +285,7 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL write buffer");
+  if (d.ftype.has_std_ref() || holds_std_ref(mtype)) return write_refs(d, mtype, m, fs, buf);
   allocation_before_write(d);
   if (!d.value_filters_checked) {
     d.value_filters_checked = true;

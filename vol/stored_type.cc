@@ -2,6 +2,7 @@
 #include "vol/stored_type.h"
 
 #include "vol/object_model.h"
+#include "vol/reference.h"
 #include "vol/vlen.h"
 
 #include <map>
@@ -19,7 +20,7 @@ namespace {
 // terminates, since library IDs may be handed out again after H5close.
 struct Learned {
   size_t size, file_size;
-  bool vlen;
+  bool vlen, std_ref;
 };
 struct TypeCaches {
   std::mutex mu;
@@ -48,6 +49,7 @@ StoredType::StoredType(std::string enc, const std::string& what) : enc_(std::mov
     auto it = c.learned.find(enc_);
     if (it != c.learned.end()) {
       size_ = it->second.size, file_size_ = it->second.file_size, vlen_ = it->second.vlen;
+      std_ref_ = it->second.std_ref;
       return;
     }
   }
@@ -55,7 +57,7 @@ StoredType::StoredType(std::string enc, const std::string& what) : enc_(std::mov
   learn(id);
   std::lock_guard<std::mutex> g(c.mu);
   if (c.learned.size() >= kMaxCached) c.learned.clear();
-  c.learned.emplace(enc_, Learned{size_, file_size_, vlen_});
+  c.learned.emplace(enc_, Learned{size_, file_size_, vlen_, std_ref_});
 }
 
 StoredType StoredType::of(hid_t type) {
@@ -72,6 +74,7 @@ void StoredType::learn(hid_t id) {
   size_ = H5Tget_size(id);
   if (size_ == 0) fail_arg("invalid datatype");
   vlen_ = type_has_vlen(id);
+  std_ref_ = holds_std_ref(id);
   file_size_ = file_type_size(id);
 }
 

@@ -35,6 +35,7 @@ class StoredType {
   size_t size() const { return size_; }            // H5Tget_size
   size_t file_size() const { return file_size_; }  // vlen.h file_type_size
   bool has_vlen() const { return vlen_; }
+  bool has_std_ref() const { return std_ref_; }  // reference.h: holds H5T_STD_REF
   // H5Tequal(mtype, this type); throws for an invalid mtype.
   bool equal(hid_t mtype) const;
 
@@ -42,7 +43,7 @@ class StoredType {
   void learn(hid_t id);
   std::string enc_;
   size_t size_ = 0, file_size_ = 0;
-  bool vlen_ = false;
+  bool vlen_ = false, std_ref_ = false;
   mutable std::vector<std::pair<hid_t, bool>> eq_cache_;  // immutable library IDs only
 };
 

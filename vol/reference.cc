@@ -1,0 +1,224 @@
+// reference.cc — see reference.h.
+#include "vol/reference.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/bytes.h"
+#include "vol/object_model.h"
+#include "vol/objects.h"
+#include "vol/tessera_vol.h"
+
+namespace tessera_vol {
+
+namespace {
+
+constexpr size_t kStored = H5R_REF_BUF_SIZE;  // 64, the size of H5R_ref_t
+constexpr uint8_t kMagic = 'R', kVersion = 1;
+
+// An ID closed on scope exit with the right close call.
+class Id {
+ public:
+  explicit Id(hid_t id = H5I_INVALID_HID) : id_(id) {}
+  ~Id() {
+    if (id_ < 0) return;
+    switch (H5Iget_type(id_)) {
+      case H5I_FILE: H5Fclose(id_); break;
+      case H5I_DATASPACE: H5Sclose(id_); break;
+      default: H5Oclose(id_); break;
+    }
+  }
+  Id(const Id&) = delete;
+  Id& operator=(const Id&) = delete;
+  hid_t get() const { return id_; }
+
+ private:
+  hid_t id_;
+};
+
+struct Extra {
+  std::string file;     // external references: the target's file name
+  uint8_t kind = 0;     // 0 none, 1 region (payload: H5Sencode2), 2 attribute (payload: name)
+  std::string payload;
+  bool empty() const { return file.empty() && kind == 0; }
+  std::string serialize() const {
+    tessera::ByteWriter w;
+    w.u8(kVersion);
+    w.str(file);
+    w.u8(kind);
+    w.str(payload);
+    return std::string(w.buf().begin(), w.buf().end());
+  }
+  static Extra deserialize(const std::string& s) {
+    tessera::ByteReader r(reinterpret_cast<const uint8_t*>(s.data()), s.size(), "reference record");
+    Extra e;
+    if (r.u8() != kVersion) fail_arg("unknown reference record version");
+    e.file = r.str();
+    e.kind = r.u8();
+    e.payload = r.str();
+    return e;
+  }
+};
+
+std::string extra_key(uint64_t id) { return "rx/" + hex16(id); }
+
+std::string ref_file_name(const H5R_ref_t* ref) {
+  ssize_t n = H5Rget_file_name(ref, nullptr, 0);
+  if (n < 0) fail_arg("cannot read a reference's file name");
+  std::string s(static_cast<size_t>(n) + 1, '\0');
+  H5Rget_file_name(ref, s.data(), s.size());
+  s.resize(static_cast<size_t>(n));
+  return s;
+}
+
+// The file an ID of which the rebuilt references use: this container (a new handle of
+// it), or the external file a reference names.
+hid_t file_id(const std::shared_ptr<SharedFile>& f, const std::string& external) {
+  if (!external.empty()) {
+    hid_t fapl = H5Pcopy(f->fapl());
+    hid_t id = H5Fopen(external.c_str(), H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+    if (fapl >= 0) H5Pclose(fapl);
+    if (id < 0) {  // not a tessera container: whatever the default connector opens
+      H5E_BEGIN_TRY { id = H5Fopen(external.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); }
+      H5E_END_TRY;
+    }
+    if (id < 0) fail_arg("cannot open '" + external + "', the file of an external reference");
+    return id;
+  }
+  void* handle = new_handle(f);
+  hid_t id = H5VLwrap_register(handle, H5I_FILE);
+  if (id < 0) {
+    delete static_cast<Obj*>(handle);
+    fail_arg("cannot register a file ID for a reference");
+  }
+  return id;
+}
+
+}  // namespace
+
+bool holds_std_ref(hid_t type) {
+  switch (H5Tget_class(type)) {
+    case H5T_REFERENCE: return H5Tequal(type, H5T_STD_REF) > 0;
+    case H5T_VLEN:
+    case H5T_ARRAY: {
+      hid_t base = H5Tget_super(type);
+      bool r = base >= 0 && holds_std_ref(base);
+      if (base >= 0) H5Tclose(base);
+      return r;
+    }
+    case H5T_COMPOUND:
+      for (int i = 0, n = H5Tget_nmembers(type); i < n; ++i) {
+        hid_t m = H5Tget_member_type(type, static_cast<unsigned>(i));
+        bool r = m >= 0 && holds_std_ref(m);
+        if (m >= 0) H5Tclose(m);
+        if (r) return true;
+      }
+      return false;
+    default: return false;
+  }
+}
+
+void refs_to_stored(const std::shared_ptr<SharedFile>& f, const void* refs, size_t n, uint8_t* out) {
+  // H5Ropen_* and H5Rget_* take non-const pointers but do not change the reference.
+  auto* in = const_cast<H5R_ref_t*>(static_cast<const H5R_ref_t*>(refs));
+  std::memset(out, 0, n * kStored);
+  tessera::CatalogBatch b;
+  for (size_t i = 0; i < n; ++i) {
+    static const H5R_ref_t zero{};
+    if (std::memcmp(&in[i], &zero, sizeof zero) == 0) continue;  // never set
+    H5R_type_t type = H5Rget_type(&in[i]);
+    if (type != H5R_OBJECT2 && type != H5R_DATASET_REGION2 && type != H5R_ATTR)
+      fail_arg("reference " + std::to_string(i) + " is not a valid reference");
+    Extra extra;
+    std::string file = ref_file_name(&in[i]);
+    if (file != f->name()) extra.file = file;
+    Id obj(H5Ropen_object(&in[i], H5P_DEFAULT, H5P_DEFAULT));
+    if (obj.get() < 0) fail_arg("reference " + std::to_string(i) + " names an object that cannot be opened");
+    H5O_info2_t oi;
+    if (H5Oget_info3(obj.get(), &oi, H5O_INFO_BASIC) < 0) fail_arg("cannot read a referenced object's token");
+    if (type == H5R_DATASET_REGION2) {
+      Id space(H5Ropen_region(&in[i], H5P_DEFAULT, H5P_DEFAULT));
+      size_t sz = 0;
+      if (space.get() < 0 || H5Sencode2(space.get(), nullptr, &sz, H5P_DEFAULT) < 0)
+        fail_arg("cannot read a region reference's selection");
+      extra.kind = 1;
+      extra.payload.resize(sz);
+      H5Sencode2(space.get(), extra.payload.data(), &sz, H5P_DEFAULT);
+    } else if (type == H5R_ATTR) {
+      ssize_t len = H5Rget_attr_name(&in[i], nullptr, 0);
+      if (len < 0) fail_arg("cannot read an attribute reference's name");
+      extra.kind = 2;
+      extra.payload.assign(static_cast<size_t>(len) + 1, '\0');
+      H5Rget_attr_name(&in[i], extra.payload.data(), extra.payload.size());
+      extra.payload.resize(static_cast<size_t>(len));
+    }
+    uint8_t* o = out + i * kStored;
+    o[0] = kMagic, o[1] = kVersion, o[2] = static_cast<uint8_t>(type);
+    std::memcpy(o + 8, oi.token.__data, sizeof oi.token.__data);
+    if (!extra.empty()) {
+      uint64_t id = f->allocate_oid(b);
+      b.put(extra_key(id), extra.serialize());
+      std::memcpy(o + 24, &id, sizeof id);
+    }
+  }
+  if (!b.empty()) f->commit(b);
+}
+
+void stored_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* stored, size_t n, void* refs) {
+  auto* out = static_cast<H5R_ref_t*>(refs);
+  std::memset(out, 0, n * sizeof(H5R_ref_t));
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* s = stored + i * kStored;
+    bool zero = true;
+    for (size_t k = 0; k < kStored && zero; ++k) zero = s[k] == 0;
+    if (zero) continue;  // never set: left zeroed, as native's fill
+    if (s[0] != kMagic || s[1] != kVersion) fail_arg("damaged stored reference " + std::to_string(i));
+    auto type = static_cast<H5R_type_t>(s[2]);
+    H5O_token_t token;
+    std::memcpy(token.__data, s + 8, sizeof token.__data);
+    uint64_t xid;
+    std::memcpy(&xid, s + 24, sizeof xid);
+    Extra extra;
+    if (xid) {
+      auto v = f->container().catalog().get(extra_key(xid));
+      if (!v) fail_arg("stored reference " + std::to_string(i) + " lost its record");
+      extra = Extra::deserialize(*v);
+    }
+    Id file(file_id(f, extra.file));
+    Id obj(H5Oopen_by_token(file.get(), token));
+    if (obj.get() < 0) fail_arg("reference " + std::to_string(i) + " names an object that no longer exists");
+    herr_t rc = -1;
+    if (type == H5R_OBJECT2) {
+      rc = H5Rcreate_object(obj.get(), ".", H5P_DEFAULT, &out[i]);
+    } else if (type == H5R_DATASET_REGION2 && extra.kind == 1) {
+      Id space(H5Sdecode(extra.payload.data()));
+      if (space.get() >= 0) rc = H5Rcreate_region(obj.get(), ".", space.get(), H5P_DEFAULT, &out[i]);
+    } else if (type == H5R_ATTR && extra.kind == 2) {
+      rc = H5Rcreate_attr(obj.get(), ".", extra.payload.c_str(), H5P_DEFAULT, &out[i]);
+    }
+    if (rc < 0) {
+      for (size_t k = 0; k < i; ++k)
+        if (H5Rget_type(&out[k]) != H5R_BADTYPE) H5Rdestroy(&out[k]);
+      std::memset(out, 0, n * sizeof(H5R_ref_t));
+      fail_arg("cannot rebuild stored reference " + std::to_string(i));
+    }
+  }
+}
+
+void objrefs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* objrefs, size_t n, void* refs) {
+  std::vector<uint8_t> stored(n * kStored, 0);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t id;
+    std::memcpy(&id, objrefs + i * sizeof(haddr_t), sizeof id);
+    if (id == 0 || id == HADDR_UNDEF) continue;  // a null hobj_ref_t
+    uint8_t* o = stored.data() + i * kStored;
+    o[0] = kMagic, o[1] = kVersion, o[2] = H5R_OBJECT2;
+    H5O_token_t token;
+    oid_to_token(id, &token);
+    std::memcpy(o + 8, token.__data, sizeof token.__data);
+  }
+  stored_to_refs(f, stored.data(), n, refs);
+}
+
+}  // namespace tessera_vol
