@@ -309,13 +309,15 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
     if (!vl && r.data.size() != fsize * n) fail_arg("stored value of '" + a->name + "' has the wrong size");
     if (a->ftype.has_std_ref() || holds_std_ref(mem_type_id)) {  // reference.h
       TypeId ftype(a->ftype);
-      bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_old = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0;
-      if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || !(from_new || from_old))
+      bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_old = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0,
+           from_reg = H5Tequal(ftype, H5T_STD_REF_DSETREG) > 0;
+      if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || !(from_new || from_old || from_reg))
         fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
                          "converted to other types, are not supported by tessera containers yet");
       const auto* stored = reinterpret_cast<const uint8_t*>(r.data.data());
       if (from_new) stored_to_refs(a->file, stored, n, buf);
-      else objrefs_to_refs(a->file, stored, n, buf);
+      else if (from_old) objrefs_to_refs(a->file, stored, n, buf);
+      else dsetregs_to_refs(a->file, stored, n, buf);
       return;
     }
     if (a->ftype.equal(mem_type_id)) {

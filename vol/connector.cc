@@ -5,6 +5,7 @@
 // HDF5_VOL_CONNECTOR=tessera.  The class below wires every callback HDF5 can call:
 // implemented ones live in one file per object class (file.cc, dataset.cc, ...);
 // a NULL entry makes HDF5 fail the call with "VOL connector has no '...' method".
+#include "vol/region_store.h"
 #include "vol/error.h"
 #include "vol/stored_type.h"
 #include "vol/tessera_vol.h"
@@ -18,12 +19,14 @@ namespace {
 // set, or the first H5VLregister_connector_by_name/value).
 herr_t connector_initialize(hid_t /*vipl_id*/) {
   if (register_error_class() < 0) return -1;
+  register_region_ops();  // old-style region references (region_ops.h)
   return 0;
 }
 
 // Called when the connector is unregistered, at the latest at library shutdown.
 herr_t connector_terminate() {
   clear_type_caches();
+  unregister_region_ops();
   unregister_error_class();
   return 0;
 }

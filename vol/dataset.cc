@@ -220,12 +220,14 @@ void refs_unsupported() {
 
 void read_refs(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, void* buf) {
   TypeId ftype(d.ftype);
-  const bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_old = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0;
-  if (H5Tequal(mtype, H5T_STD_REF) <= 0 || !(from_new || from_old)) refs_unsupported();
+  const bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_obj = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0,
+             from_reg = H5Tequal(ftype, H5T_STD_REF_DSETREG) > 0;
+  if (H5Tequal(mtype, H5T_STD_REF) <= 0 || !(from_new || from_obj || from_reg)) refs_unsupported();
   std::vector<uint8_t> stored(d.ftype.size() * fs.n), refs(sizeof(H5R_ref_t) * fs.n);
   read_selection(*d.array, fs, stored.data());
   if (from_new) stored_to_refs(d.file, stored.data(), fs.n, refs.data());
-  else objrefs_to_refs(d.file, stored.data(), fs.n, refs.data());
+  else if (from_obj) objrefs_to_refs(d.file, stored.data(), fs.n, refs.data());
+  else dsetregs_to_refs(d.file, stored.data(), fs.n, refs.data());
   size_t off = 0;
   if (m.block || memory_contiguous(m.space, sizeof(H5R_ref_t), fs.n, &off))
     std::memcpy(static_cast<uint8_t*>(buf) + off, refs.data(), refs.size());

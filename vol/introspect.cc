@@ -8,6 +8,7 @@
 //  - opt_query: H5Fcreate/H5Fopen query support for the native "post open" optional
 //    operation; NULL would make every file open fail.  It answers for every optional
 //    operation: flags = 0 ("not supported") except the few tessera implements.
+#include "vol/region_store.h"
 #include "vol/error.h"
 #include "vol/tessera_vol.h"
 
@@ -64,6 +65,7 @@ herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t cls, int opt_type, ui
     case H5VL_SUBCLS_OBJECT:
       if (opt_type == H5VL_NATIVE_OBJECT_GET_COMMENT) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_QUERY_METADATA;
       if (opt_type == H5VL_NATIVE_OBJECT_SET_COMMENT) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
+      if (is_region_op(opt_type)) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
       break;
     default:
       break;  // dataset, attribute, datatype, link, request, blob, token: none yet

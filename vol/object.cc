@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/file_io.h"
+#include "vol/region_store.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
@@ -426,6 +427,7 @@ herr_t object_optional(void* obj, const H5VL_loc_params_t* lp, H5VL_optional_arg
     lp = hop.lp;
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
+    if (region_op(f, args->op_type, args->args)) return;  // region_ops.h
     auto* na = static_cast<H5VL_native_object_optional_args_t*>(args->args);
     switch (args->op_type) {
       case H5VL_NATIVE_OBJECT_GET_COMMENT: {

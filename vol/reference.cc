@@ -8,6 +8,7 @@
 #include "engine/bytes.h"
 #include "vol/object_model.h"
 #include "vol/objects.h"
+#include "vol/region_store.h"
 #include "vol/tessera_vol.h"
 
 namespace tessera_vol {
@@ -165,45 +166,85 @@ void refs_to_stored(const std::shared_ptr<SharedFile>& f, const void* refs, size
   if (!b.empty()) f->commit(b);
 }
 
-void stored_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* stored, size_t n, void* refs) {
+namespace {
+
+// One reference to `token` (in this container, or in extra.file) of `type`.
+herr_t make_ref(const std::shared_ptr<SharedFile>& f, H5R_type_t type, const H5O_token_t& token, const Extra& extra,
+                H5R_ref_t* out) {
+  Id file(file_id(f, extra.file));
+  Id obj(H5Oopen_by_token(file.get(), token));
+  if (obj.get() < 0) fail_arg("a reference names an object that no longer exists");
+  if (type == H5R_OBJECT2) return H5Rcreate_object(obj.get(), ".", H5P_DEFAULT, out);
+  if (type == H5R_DATASET_REGION2 && extra.kind == 1) {
+    Id space(H5Sdecode(extra.payload.data()));
+    return space.get() < 0 ? -1 : H5Rcreate_region(obj.get(), ".", space.get(), H5P_DEFAULT, out);
+  }
+  if (type == H5R_ATTR && extra.kind == 2) return H5Rcreate_attr(obj.get(), ".", extra.payload.c_str(), H5P_DEFAULT, out);
+  return -1;
+}
+
+// Rebuilds n references; `next(i, &type, &token, &extra)` describes element i (false:
+// a null reference).  On failure every reference made so far is released.
+template <typename Describe>
+void rebuild(const std::shared_ptr<SharedFile>& f, size_t n, void* refs, Describe next) {
   auto* out = static_cast<H5R_ref_t*>(refs);
   std::memset(out, 0, n * sizeof(H5R_ref_t));
   for (size_t i = 0; i < n; ++i) {
-    const uint8_t* s = stored + i * kStored;
-    bool zero = true;
-    for (size_t k = 0; k < kStored && zero; ++k) zero = s[k] == 0;
-    if (zero) continue;  // never set: left zeroed, as native's fill
-    if (s[0] != kMagic || s[1] != kVersion) fail_arg("damaged stored reference " + std::to_string(i));
-    auto type = static_cast<H5R_type_t>(s[2]);
-    H5O_token_t token;
-    std::memcpy(token.__data, s + 8, sizeof token.__data);
-    uint64_t xid;
-    std::memcpy(&xid, s + 24, sizeof xid);
+    H5R_type_t type = H5R_BADTYPE;
+    H5O_token_t token{};
     Extra extra;
-    if (xid) {
-      auto v = f->container().catalog().get(extra_key(xid));
-      if (!v) fail_arg("stored reference " + std::to_string(i) + " lost its record");
-      extra = Extra::deserialize(*v);
-    }
-    Id file(file_id(f, extra.file));
-    Id obj(H5Oopen_by_token(file.get(), token));
-    if (obj.get() < 0) fail_arg("reference " + std::to_string(i) + " names an object that no longer exists");
     herr_t rc = -1;
-    if (type == H5R_OBJECT2) {
-      rc = H5Rcreate_object(obj.get(), ".", H5P_DEFAULT, &out[i]);
-    } else if (type == H5R_DATASET_REGION2 && extra.kind == 1) {
-      Id space(H5Sdecode(extra.payload.data()));
-      if (space.get() >= 0) rc = H5Rcreate_region(obj.get(), ".", space.get(), H5P_DEFAULT, &out[i]);
-    } else if (type == H5R_ATTR && extra.kind == 2) {
-      rc = H5Rcreate_attr(obj.get(), ".", extra.payload.c_str(), H5P_DEFAULT, &out[i]);
+    try {
+      if (!next(i, &type, &token, &extra)) continue;  // null: left zeroed, as native's fill
+      rc = make_ref(f, type, token, extra, &out[i]);
+    } catch (...) {
+      rc = -1;
     }
     if (rc < 0) {
       for (size_t k = 0; k < i; ++k)
         if (H5Rget_type(&out[k]) != H5R_BADTYPE) H5Rdestroy(&out[k]);
       std::memset(out, 0, n * sizeof(H5R_ref_t));
-      fail_arg("cannot rebuild stored reference " + std::to_string(i));
+      fail_arg("cannot rebuild stored reference " + std::to_string(i) + " (its target is gone or damaged)");
     }
   }
+}
+
+}  // namespace
+
+void stored_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* stored, size_t n, void* refs) {
+  rebuild(f, n, refs, [&](size_t i, H5R_type_t* type, H5O_token_t* token, Extra* extra) {
+    const uint8_t* s = stored + i * kStored;
+    bool zero = true;
+    for (size_t k = 0; k < kStored && zero; ++k) zero = s[k] == 0;
+    if (zero) return false;
+    if (s[0] != kMagic || s[1] != kVersion) fail_arg("damaged stored reference " + std::to_string(i));
+    *type = static_cast<H5R_type_t>(s[2]);
+    std::memcpy(token->__data, s + 8, sizeof token->__data);
+    uint64_t xid;
+    std::memcpy(&xid, s + 24, sizeof xid);
+    if (xid) {
+      auto v = f->container().catalog().get(extra_key(xid));
+      if (!v) fail_arg("stored reference " + std::to_string(i) + " lost its record");
+      *extra = Extra::deserialize(*v);
+    }
+    return true;
+  });
+}
+
+void dsetregs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* regrefs, size_t n, void* refs) {
+  rebuild(f, n, refs, [&](size_t i, H5R_type_t* type, H5O_token_t* token, Extra* extra) {
+    const uint8_t* s = regrefs + i * H5R_DSET_REG_REF_BUF_SIZE;
+    uint64_t oid;
+    uint32_t id;
+    std::memcpy(&oid, s, sizeof oid);
+    std::memcpy(&id, s + sizeof oid, sizeof id);
+    if (oid == 0 || oid == HADDR_UNDEF) return false;
+    *type = H5R_DATASET_REGION2;
+    oid_to_token(oid, token);
+    extra->kind = 1;
+    extra->payload = region_selection(*f, id);
+    return true;
+  });
 }
 
 void objrefs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* objrefs, size_t n, void* refs) {

@@ -2,8 +2,8 @@
  * (vol_test_log.h): 1.12-style object, region and attribute references (H5R_ref_t) in
  * datasets and attributes, written in one file session and read in another; external
  * references into a second file; the H5R query API on what was read; old-style object
- * references (hobj_ref_t, through the compat library) read as H5T_STD_REF, as h5dump
- * reads them.  References inside compounds are refused by tessera (checked apart).
+ * and dataset-region references (hobj_ref_t, hdset_reg_ref_t, through the compat
+ * library), also read as H5T_STD_REF, as h5dump reads them.  References inside compounds are refused by tessera (checked apart).
  *
  * Usage: test_references [directory for the files]
  */
@@ -104,6 +104,16 @@ static void make(const char *path, const char *ext, hid_t fapl)
     hid_t   od  = H5Dcreate2(f, "oldrefs", H5T_STD_REF_OBJ, s2o, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     LOG("write old refs %s", RC(H5Dwrite(od, H5T_STD_REF_OBJ, H5S_ALL, H5S_ALL, H5P_DEFAULT, old)));
     H5Dclose(od);
+    /* old-style dataset-region references */
+    hdset_reg_ref_t oldreg[2];
+    hsize_t         start2[2] = {2, 1}, count2[2] = {2, 5};
+    H5Sselect_hyperslab(sel, H5S_SELECT_SET, start2, NULL, count2, NULL);
+    LOG("old region create %s", RC(H5Rcreate(&oldreg[0], f, "data", H5R_DATASET_REGION, sel)));
+    H5Sselect_elements(sel, H5S_SELECT_SET, 3, pts);
+    LOG("old region create %s", RC(H5Rcreate(&oldreg[1], f, "data", H5R_DATASET_REGION, sel)));
+    od = H5Dcreate2(f, "oldregs", H5T_STD_REF_DSETREG, s2o, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    LOG("write old regions %s", RC(H5Dwrite(od, H5T_STD_REF_DSETREG, H5S_ALL, H5S_ALL, H5P_DEFAULT, oldreg)));
+    H5Dclose(od);
     H5Sclose(s2o);
     for (int i = 0; i < 6; i++)
         H5Rdestroy(&refs[i]);
@@ -172,6 +182,32 @@ static void check_back(const char *path, hid_t fapl)
     H5Iget_name(o, nm, sizeof nm);
     LOG("old deref %s %s", RC(o), nm);
     H5Oclose(o);
+    H5Dclose(od);
+    /* old-style region references: H5Rget_region, dereference, and read as H5T_STD_REF */
+    od = H5Dopen2(f, "oldregs", H5P_DEFAULT);
+    hdset_reg_ref_t oldreg[2];
+    LOG("read old regions %s", RC(H5Dread(od, H5T_STD_REF_DSETREG, H5S_ALL, H5S_ALL, H5P_DEFAULT, oldreg)));
+    for (int i = 0; i < 2; i++) {
+        hid_t sp = H5Rget_region(od, H5R_DATASET_REGION, &oldreg[i]);
+        hsize_t lo[2] = {0}, hi[2] = {0};
+        H5Sget_select_bounds(sp, lo, hi);
+        LOG("old region %d: %s npoints=%lld bounds=%llu,%llu-%llu,%llu", i, RC(sp), (long long)H5Sget_select_npoints(sp),
+            (unsigned long long)lo[0], (unsigned long long)lo[1], (unsigned long long)hi[0], (unsigned long long)hi[1]);
+        H5Sclose(sp);
+        H5O_type_t ot = H5O_TYPE_UNKNOWN;
+        herr_t     trc = H5Rget_obj_type2(od, H5R_DATASET_REGION, &oldreg[i], &ot);
+        hid_t      dd  = H5Rdereference2(od, H5P_DEFAULT, H5R_DATASET_REGION, &oldreg[i]);
+        char       rn[64] = "";
+        H5Rget_name(od, H5R_DATASET_REGION, &oldreg[i], rn, sizeof rn);
+        LOG("old region %d: type %s %d deref %s name %s", i, RC(trc), (int)ot, RC(dd), rn);
+        H5Oclose(dd);
+    }
+    memset(r, 0, sizeof r);
+    LOG("read old regions as new %s", RC(H5Dread(od, H5T_STD_REF, H5S_ALL, H5S_ALL, H5P_DEFAULT, r)));
+    describe("oldreg[0]", &r[0]);
+    describe("oldreg[1]", &r[1]);
+    H5Rdestroy(&r[0]);
+    H5Rdestroy(&r[1]);
     H5Dclose(od);
     H5Fclose(f);
 }

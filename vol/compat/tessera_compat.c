@@ -23,7 +23,7 @@
  *   H5Oget_info2/_by_name2/_by_idx2       -> same, honouring `fields`
  *   H5Ovisit1/_by_name1, H5Ovisit2/_by_name2 -> H5Ovisit3/_by_name3, same conversion
  *   H5Oopen_by_addr                       -> H5Oopen_by_token
- *   H5Rcreate (H5R_OBJECT only)           -> H5Oget_info_by_name3 (token -> hobj_ref_t)
+ *   H5Rcreate (H5R_OBJECT)                -> H5Oget_info_by_name3 (token -> hobj_ref_t)
  *   H5Rdereference2 (H5R_OBJECT only)     -> H5Oopen_by_token
  *   H5Rget_obj_type2 (H5R_OBJECT only)    -> H5Oopen_by_token + H5Oget_info3
  *   H5Rget_name (H5R_OBJECT only)         -> H5Oopen_by_token + H5Iget_name
@@ -37,8 +37,10 @@
  * another connector whose token uses more than 8 bytes the mapping is not lossless:
  * such tokens get the address HADDR_UNDEF and cannot be referenced.
  *
- * Not covered: dataset region references (H5R_DATASET_REGION1) for non-native objects
- * fail with a message; the native-only parts of H5O_info1_t (hdr, meta_size) are zero.
+ *   H5Rcreate (H5R_DATASET_REGION)        -> the connector stores the selection (vol/region_ops.h)
+ *   H5Rget_region                         -> the connector returns it, H5Sdecode
+ *
+ * Not covered: the native-only parts of H5O_info1_t (hdr, meta_size) are zero.
  *
  * Linking: the library does NOT link libhdf5.  It is preloaded into every process the
  * launcher starts (shells, compilers, mpirun...), and h5py loads libhdf5 privately
@@ -56,7 +58,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <H5VLconnector.h> /* H5VLfind_opt_operation, H5VLobject_optional_op */
 #include <hdf5.h>
+#include <stdlib.h>
+
+#include "vol/region_ops.h"
 
 /* ------------------------------------------------------------------ libhdf5 table */
 
@@ -72,7 +78,8 @@
   X(H5Lvisit_by_name2) X(H5Oopen_by_token) X(H5Oget_info3) X(H5Oget_info_by_name3)             \
   X(H5Oget_info_by_idx3) X(H5Ovisit3) X(H5Ovisit_by_name3) X(H5Oclose) X(H5Iget_name)          \
   X(H5Iget_type) X(H5Tcommitted) X(H5VLobject_is_native) X(H5Eclear2) X(H5Epush2)              \
-  X(H5Eget_auto2) X(H5VLget_connector_name)
+  X(H5Eget_auto2) X(H5VLget_connector_name) X(H5Rget_region) X(H5VLfind_opt_operation)            \
+  X(H5VLobject_optional_op) X(H5Sencode2) X(H5Sdecode)
 
 static struct {
   int ok; /* every symbol below was found */
@@ -439,12 +446,36 @@ hid_t H5Oopen_by_addr(hid_t loc_id, haddr_t addr) {
 }
 
 /* An old-style object reference (hobj_ref_t) is a haddr_t: the address defined above. */
+/* Object and dataset-region references both start with the object's address (its id). */
 static int object_ref_only(const char *func, H5R_type_t ref_type) {
-  if (ref_type == H5R_OBJECT1) return 1;
-  push_error(func, *api.maj_ref, *api.min_unsupported,
-             "only object references (H5R_OBJECT) are supported for non-native (tessera) "
-             "objects; dataset region references need the native file format");
+  if (ref_type == H5R_OBJECT1 || ref_type == H5R_DATASET_REGION1) return 1;
+  push_error(func, *api.maj_ref, *api.min_unsupported, "unknown old-style reference type %d", (int)ref_type);
   return 0;
+}
+
+/* The connector's region operations (vol/region_ops.h), by name. */
+static int region_op(const char *op_name) {
+  int op = -1;
+  if (api.H5VLfind_opt_operation(H5VL_SUBCLS_OBJECT, op_name, &op) < 0) return -1;
+  return op;
+}
+
+static herr_t region_put(hid_t loc_id, const char *name, hid_t space_id, uint32_t *id) {
+  size_t sz = 0;
+  if (api.H5Sencode2(space_id, NULL, &sz, H5P_DEFAULT) < 0 || sz == 0) return -1;
+  char *enc = malloc(sz);
+  if (!enc) return -1;
+  herr_t rc = api.H5Sencode2(space_id, enc, &sz, H5P_DEFAULT);
+  tessera_region_put_t put = {enc, sz, 0};
+  H5VL_optional_args_t args = {region_op(TESSERA_OP_REGION_PUT), &put};
+  if (rc >= 0 && args.op_type > 0)
+    rc = (api.H5VLobject_optional_op)(__FILE__, __func__, __LINE__, loc_id, name, H5P_DEFAULT, &args,
+                                    H5P_DEFAULT, H5ES_NONE);
+  else
+    rc = -1;
+  free(enc);
+  if (rc >= 0) *id = put.id;
+  return rc;
 }
 
 static hid_t open_ref(hid_t loc_id, const void *ref) {
@@ -465,8 +496,47 @@ herr_t H5Rcreate(void *ref, hid_t loc_id, const char *name, H5R_type_t ref_type,
     return -1;
   }
   hobj_ref_t out = (hobj_ref_t)addr;
+  if (ref_type == H5R_DATASET_REGION1) {
+    /* hdset_reg_ref_t: the dataset's address, then the id of its stored selection */
+    if (info.type != H5O_TYPE_DATASET) {
+      push_error("H5Rcreate", *api.maj_ref, *api.min_badvalue, "'%s' is not a dataset", name);
+      return -1;
+    }
+    uint32_t id = 0;
+    if (region_put(loc_id, name, space_id, &id) < 0) return -1;
+    unsigned char buf[H5R_DSET_REG_REF_BUF_SIZE] = {0};
+    memcpy(buf, &out, sizeof out);
+    memcpy(buf + sizeof out, &id, sizeof id);
+    memcpy(ref, buf, sizeof buf);
+    return 0;
+  }
   memcpy(ref, &out, sizeof out);
   return 0;
+}
+
+hid_t H5Rget_region(hid_t dataset, H5R_type_t ref_type, const void *ref) {
+  if (!api_ready()) return H5I_INVALID_HID;
+  if (!ref || ref_type != H5R_DATASET_REGION1 || !is_foreign(dataset))
+    return api.H5Rget_region(dataset, ref_type, ref);
+  uint32_t id;
+  memcpy(&id, (const unsigned char *)ref + sizeof(hobj_ref_t), sizeof id);
+  hid_t obj = open_ref(dataset, ref);
+  if (obj < 0) return H5I_INVALID_HID;
+  tessera_region_get_t get = {id, NULL, 0, 0};
+  H5VL_optional_args_t args = {region_op(TESSERA_OP_REGION_GET), &get};
+  herr_t rc = args.op_type > 0 ? (api.H5VLobject_optional_op)(__FILE__, __func__, __LINE__, obj, ".", H5P_DEFAULT,
+                                                            &args, H5P_DEFAULT, H5ES_NONE)
+                               : -1;
+  hid_t space = H5I_INVALID_HID;
+  if (rc >= 0 && get.size > 0 && (get.buf = malloc(get.size)) != NULL) {
+    get.buf_size = get.size;
+    rc = (api.H5VLobject_optional_op)(__FILE__, __func__, __LINE__, obj, ".", H5P_DEFAULT, &args,
+                                    H5P_DEFAULT, H5ES_NONE);
+    if (rc >= 0) space = api.H5Sdecode(get.buf);
+    free(get.buf);
+  }
+  api.H5Oclose(obj);
+  return space;
 }
 
 hid_t H5Rdereference2(hid_t loc_id, hid_t oapl_id, H5R_type_t ref_type, const void *ref) {
