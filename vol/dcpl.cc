@@ -168,6 +168,7 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
   }
 
   std::vector<tessera::Filter> filters;
+  bool value_filter = false;
   for (int i = 0; i < nfilters; ++i) {
     unsigned flags = 0, config = 0;
     size_t nvals = 8;
@@ -198,11 +199,18 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
     } else if (var) {
       fail_unsupported("filter '" + std::string(name) + "' (id " + std::to_string(id) +
                        ") on a variable-length datatype is not supported by tessera containers");
+    } else {
+      // Anything else (scale-offset, n-bit, other registered filters) may change values:
+      // the connector runs HDF5's own pipeline over each written chunk (value_filters.h)
+      // and the engine stores the values it decodes — compressed with zstd, since the
+      // application asked for a compressed dataset.
+      value_filter = true;
     }
-    // Anything else (scale-offset, n-bit, other registered filters) may change values:
-    // the connector runs HDF5's own pipeline over each written chunk (value_filters.h)
-    // and the engine stores the values it decodes.
   }
+  if (value_filter && std::none_of(filters.begin(), filters.end(), [](const tessera::Filter& x) {
+        return x.type == tessera::FilterType::kZstd || x.type == tessera::FilterType::kDeflate;
+      }))
+    filters.push_back({tessera::FilterType::kZstd, 0});
   s.filters = tessera::FilterPipeline(std::move(filters), s.elem_size);
   // Small contiguous and compact datasets (HDF5 cannot extend or filter them) become
   // compact arrays: one catalog record of all their cells (engine/compact_cells.h).  The
