@@ -112,7 +112,7 @@ SCENARIO = textwrap.dedent(r'''
 ''')
 
 
-def run_scenario(tmp_path: Path, native: bool, scenario: str = SCENARIO) -> dict:
+def run_scenario(tmp_path: Path, native: bool, scenario: str = SCENARIO, suffix: str = ".h5") -> dict:
     """Runs a scenario script in a fresh process on native HDF5 or on tessera."""
     env = dict(os.environ)
     if native:
@@ -120,7 +120,7 @@ def run_scenario(tmp_path: Path, native: bool, scenario: str = SCENARIO) -> dict
     tag = "native" if native else "tessera"
     script = tmp_path / "scenario.py"
     script.write_text(scenario)
-    path, out = tmp_path / f"{tag}.h5", tmp_path / f"{tag}.pkl"
+    path, out = tmp_path / f"{tag}{suffix}", tmp_path / f"{tag}.pkl"
     r = subprocess.run([sys.executable, str(script), str(path), str(out)], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"{tag} scenario failed:\n{r.stdout}\n{r.stderr}"

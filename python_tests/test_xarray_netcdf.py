@@ -10,15 +10,12 @@ identical.  The tessera run must have made a tessera container (a directory).
 """
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
-import pytest
+
+from test_h5py_datasets import run_scenario
 
 SCENARIO = textwrap.dedent(r'''
     import pickle, sys
@@ -97,19 +94,7 @@ SCENARIO = textwrap.dedent(r'''
 
 
 def run(tmp_path: Path, native: bool) -> dict:
-    env = dict(os.environ)
-    if native:
-        env.pop("HDF5_VOL_CONNECTOR", None)
-    tag = "native" if native else "tessera"
-    script = tmp_path / "scenario.py"
-    script.write_text(SCENARIO)
-    path, out = tmp_path / f"{tag}.nc", tmp_path / f"{tag}.pkl"
-    r = subprocess.run([sys.executable, str(script), str(path), str(out)], env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"{tag} scenario failed:\n{r.stdout}\n{r.stderr}"
-    assert path.is_dir() != native, f"{path} is {'a directory' if path.is_dir() else 'a file'}"
-    with open(out, "rb") as fh:
-        return pickle.load(fh)
+    return run_scenario(tmp_path, native, SCENARIO, suffix=".nc")
 
 
 def same(a, b) -> bool:

@@ -90,31 +90,5 @@ static void run(const char *path, hid_t fapl, log_t *L)
 
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : ".";
-    hid_t       native, tess, vol;
-    if (make_fapls(&native, &tess, &vol) < 0)
-        return 1;
-    char pn[4096], pt[4096];
-    snprintf(pn, sizeof pn, "%s/test_dimscales_native.h5", dir);
-    snprintf(pt, sizeof pt, "%s/test_dimscales_tessera.h5", dir);
-    log_t ln = {0}, lt = {0};
-    H5E_BEGIN_TRY
-    {
-        run(pn, native, &ln);
-        run(pt, tess, &lt);
-    }
-    H5E_END_TRY;
-    hid_t f         = H5Fopen(pt, H5F_ACC_RDONLY, tess);
-    char  cname[64] = "";
-    H5VLget_connector_name(f, cname, sizeof cname);
-    check(strcmp(cname, "tessera") == 0, "the container uses the tessera connector", "tessera");
-    H5Fclose(f);
-    int lines = 0;
-    int diffs = compare_logs(&ln, &lt, "TEST_DIMSCALES_VERBOSE", &lines);
-    check(lines > 30, "enough observations were compared", "compare");
-    int bad = diffs || g_failed;
-    printf(bad ? "[FAIL] dimension scales differ from native\n" : "[PASS] dimension scales identical to native\n");
-    free(ln.buf);
-    free(lt.buf);
-    return bad;
+    return run_compared(argc > 1 ? argv[1] : ".", "test_dimscales", run, 30, NULL);
 }

@@ -166,37 +166,19 @@ static void common(hid_t f)
     H5Pclose(p);
 }
 
+static void run(const char *path, hid_t fapl, log_t *L)
+{
+    (void)L;
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    common(f);
+    H5Fclose(f);
+}
+
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : ".";
-    hid_t       native, tess, vol;
-    if (make_fapls(&native, &tess, &vol) < 0)
-        return 1;
     if (H5Zregister(&lzf_like) < 0 || H5Zregister(&unknown) < 0) {
         printf("FAIL: cannot register the test filters\n");
         return 1;
     }
-    char pn[4096], pt[4096];
-    snprintf(pn, sizeof pn, "%s/test_filter_policy_native.h5", dir);
-    snprintf(pt, sizeof pt, "%s/test_filter_policy_tessera.h5", dir);
-    hid_t fn = H5Fcreate(pn, H5F_ACC_TRUNC, H5P_DEFAULT, native);
-    hid_t ft = H5Fcreate(pt, H5F_ACC_TRUNC, H5P_DEFAULT, tess);
-    char  cname[64] = "";
-    H5VLget_connector_name(ft, cname, sizeof cname);
-    check(strcmp(cname, "tessera") == 0, "the container uses the tessera connector", "tessera");
-    log_t ln = {0}, lt = {0};
-    g_log = &ln;
-    common(fn);
-    g_log = &lt;
-    common(ft);
-    H5Fclose(fn);
-    H5Fclose(ft);
-    int lines = 0;
-    int diffs = compare_logs(&ln, &lt, "TEST_FILTER_POLICY_VERBOSE", &lines);
-    check(lines > 150, "enough observations were compared", "compare");
-    int bad = diffs || g_failed;
-    printf(bad ? "[FAIL] filter policy\n" : "[PASS] filter policy\n");
-    free(ln.buf);
-    free(lt.buf);
-    return bad;
+    return run_compared(argc > 1 ? argv[1] : ".", "test_filter_policy", run, 150, NULL);
 }

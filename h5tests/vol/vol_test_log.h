@@ -93,4 +93,51 @@ static int compare_logs(const log_t *native, const log_t *tess, const char *verb
     return diffs;
 }
 
+/* A scenario: the same HDF5 calls on the file at `path` opened/created with `fapl`,
+ * every observation LOGged into L (g_log is set to L before the call). */
+typedef void (*scenario_run_fn)(const char *path, hid_t fapl, log_t *L);
+
+/* The usual program: runs `run` on <dir>/<stem>_native.h5 (native connector) and on
+ * <dir>/<stem>_tessera.h5 (tessera), with the error stack silenced (failures are logged
+ * as observations), checks that the container really uses tessera, compares the two
+ * logs (at least `min_lines` of them; TESSERA_TEST_VERBOSE prints the native log) and
+ * then runs `extra` (may be NULL) for tessera-only checks.  Returns the exit status. */
+static inline int run_compared(const char *dir, const char *stem, scenario_run_fn run, int min_lines,
+                        void (*extra)(hid_t tess_fapl, const char *dir))
+{
+    hid_t native, tess, vol;
+    if (make_fapls(&native, &tess, &vol) < 0)
+        return 1;
+    char pn[4096], pt[4096];
+    snprintf(pn, sizeof pn, "%s/%s_native.h5", dir, stem);
+    snprintf(pt, sizeof pt, "%s/%s_tessera.h5", dir, stem);
+    log_t ln = {0}, lt = {0};
+    H5E_BEGIN_TRY
+    {
+        g_log = &ln;
+        run(pn, native, &ln);
+        g_log = &lt;
+        run(pt, tess, &lt);
+    }
+    H5E_END_TRY;
+    hid_t f         = H5Fopen(pt, H5F_ACC_RDONLY, tess);
+    char  cname[64] = "";
+    H5VLget_connector_name(f, cname, sizeof cname);
+    check(strcmp(cname, "tessera") == 0, "the container uses the tessera connector", "tessera");
+    H5Fclose(f);
+    if (extra)
+        extra(tess, dir);
+    int lines = 0;
+    int diffs = compare_logs(&ln, &lt, "TESSERA_TEST_VERBOSE", &lines);
+    check(lines >= min_lines, "enough observations were compared", "compare");
+    int bad = diffs || g_failed;
+    printf(bad ? "[FAIL] %s differs from native\n" : "[PASS] %s identical to native\n", stem);
+    free(ln.buf);
+    free(lt.buf);
+    H5Pclose(native);
+    H5Pclose(tess);
+    H5VLclose(vol);
+    return bad;
+}
+
 #endif
