@@ -112,9 +112,11 @@ SCENARIO = textwrap.dedent(r'''
 ''')
 
 
-def run_scenario(tmp_path: Path, native: bool, scenario: str = SCENARIO, suffix: str = ".h5") -> dict:
+def run_scenario(tmp_path: Path, native: bool, scenario: str = SCENARIO, suffix: str = ".h5",
+                 extra_env: dict | None = None) -> dict:
     """Runs a scenario script in a fresh process on native HDF5 or on tessera."""
     env = dict(os.environ)
+    env.update(extra_env or {})
     if native:
         env.pop("HDF5_VOL_CONNECTOR", None)
     tag = "native" if native else "tessera"
