@@ -161,7 +161,9 @@ def main():
     if a.child:
         print(json.dumps(mine))
         return 0
-    env = {k: v for k, v in os.environ.items() if k not in ("HDF5_VOL_CONNECTOR", "LD_PRELOAD")}
+    # Native: no connector, no compat preload, and no plugin directory (HDF5 also looks
+    # for filter plugins there and would load libtessera.so while searching).
+    env = {k: v for k, v in os.environ.items() if k not in ("HDF5_VOL_CONNECTOR", "LD_PRELOAD", "HDF5_PLUGIN_PATH")}
     r = subprocess.run([sys.executable, __file__, "--mib", str(a.mib), "--repeat", str(a.repeat), "--child"],
                        env=env, capture_output=True, text=True, check=True)
     native = json.loads(r.stdout.strip().splitlines()[-1])
