@@ -20,8 +20,8 @@
 
 #include "vol/error.h"
 #include "vol/objects.h"
-#include "vol/tessera_vol.h"
 #include "vol/reference.h"
+#include "vol/tessera_vol.h"
 #include "vol/vlen.h"
 
 namespace tessera_vol {

@@ -5,8 +5,8 @@
 // HDF5_VOL_CONNECTOR=tessera.  The class below wires every callback HDF5 can call:
 // implemented ones live in one file per object class (file.cc, dataset.cc, ...);
 // a NULL entry makes HDF5 fail the call with "VOL connector has no '...' method".
-#include "vol/region_store.h"
 #include "vol/error.h"
+#include "vol/region_store.h"
 #include "vol/stored_type.h"
 #include "vol/tessera_vol.h"
 

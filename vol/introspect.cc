@@ -8,8 +8,8 @@
 //  - opt_query: H5Fcreate/H5Fopen query support for the native "post open" optional
 //    operation; NULL would make every file open fail.  It answers for every optional
 //    operation: flags = 0 ("not supported") except the few tessera implements.
-#include "vol/region_store.h"
 #include "vol/error.h"
+#include "vol/region_store.h"
 #include "vol/tessera_vol.h"
 
 namespace tessera_vol {

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "engine/file_io.h"
-#include "vol/region_store.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
+#include "vol/region_store.h"
 #include "vol/tessera_vol.h"
 
 namespace tessera_vol {

@@ -12,8 +12,8 @@
 #include "vol/error.h"
 #include "vol/parallel.h"
 #include "vol/link_storage.h"
-#include "vol/objects.h"
-#include "vol/value_filters.h"  // Obj: open handles keep unreferenced objects
+#include "vol/objects.h"  // Obj: open handles keep unreferenced objects
+#include "vol/value_filters.h"
 
 namespace tessera_vol {
 
