@@ -315,9 +315,9 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
         fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
                          "converted to other types, are not supported by tessera containers yet");
       const auto* stored = reinterpret_cast<const uint8_t*>(r.data.data());
-      if (from_new) stored_to_refs(a->file, stored, n, buf);
-      else if (from_old) objrefs_to_refs(a->file, stored, n, buf);
-      else dsetregs_to_refs(a->file, stored, n, buf);
+      if (from_new) stored_to_refs(a, stored, n, buf);
+      else if (from_old) objrefs_to_refs(a, stored, n, buf);
+      else dsetregs_to_refs(a, stored, n, buf);
       return;
     }
     if (a->ftype.equal(mem_type_id)) {

@@ -225,9 +225,9 @@ void read_refs(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection
   if (H5Tequal(mtype, H5T_STD_REF) <= 0 || !(from_new || from_obj || from_reg)) refs_unsupported();
   std::vector<uint8_t> stored(d.ftype.size() * fs.n), refs(sizeof(H5R_ref_t) * fs.n);
   read_selection(*d.array, fs, stored.data());
-  if (from_new) stored_to_refs(d.file, stored.data(), fs.n, refs.data());
-  else if (from_obj) objrefs_to_refs(d.file, stored.data(), fs.n, refs.data());
-  else dsetregs_to_refs(d.file, stored.data(), fs.n, refs.data());
+  if (from_new) stored_to_refs(&d, stored.data(), fs.n, refs.data());
+  else if (from_obj) objrefs_to_refs(&d, stored.data(), fs.n, refs.data());
+  else dsetregs_to_refs(&d, stored.data(), fs.n, refs.data());
   size_t off = 0;
   if (m.block || memory_contiguous(m.space, sizeof(H5R_ref_t), fs.n, &off))
     std::memcpy(static_cast<uint8_t*>(buf) + off, refs.data(), refs.size());

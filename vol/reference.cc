@@ -73,25 +73,36 @@ std::string ref_file_name(const H5R_ref_t* ref) {
   return s;
 }
 
-// The file an ID of which the rebuilt references use: this container (a new handle of
-// it), or the external file a reference names.
-hid_t file_id(const std::shared_ptr<SharedFile>& f, const std::string& external) {
-  if (!external.empty()) {
-    hid_t fapl = H5Pcopy(f->fapl());
-    hid_t id = H5Fopen(external.c_str(), H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
-    if (fapl >= 0) H5Pclose(fapl);
-    if (id < 0) {  // not a tessera container: whatever the default connector opens
-      H5E_BEGIN_TRY { id = H5Fopen(external.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); }
-      H5E_END_TRY;
-    }
-    if (id < 0) fail_arg("cannot open '" + external + "', the file of an external reference");
-    return id;
-  }
-  void* handle = new_handle(f);
-  hid_t id = H5VLwrap_register(handle, H5I_FILE);
+// An external reference's file, opened read-only (the caller's fapl first, so another
+// tessera container opens with tessera; else whatever the default connector opens).
+hid_t external_file(const std::shared_ptr<SharedFile>& f, const std::string& name) {
+  hid_t fapl = H5Pcopy(f->fapl());
+  hid_t id = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
+  if (fapl >= 0) H5Pclose(fapl);
   if (id < 0) {
-    delete static_cast<Obj*>(handle);
-    fail_arg("cannot register a file ID for a reference");
+    H5E_BEGIN_TRY { id = H5Fopen(name.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); }
+    H5E_END_TRY;
+  }
+  if (id < 0) fail_arg("cannot open '" + name + "', the file of an external reference");
+  return id;
+}
+
+// An ID for the object `token` of the container `at` belongs to, opened through `at`
+// (no new file handle: closing one would flush the container — collectively, in a
+// parallel file — for every reference read).
+hid_t open_in_container(Obj* at, const H5O_token_t& token) {
+  H5O_token_t t = token;
+  H5VL_loc_params_t lp{};
+  lp.type = H5VL_OBJECT_BY_TOKEN;
+  lp.obj_type = H5I_GROUP;
+  lp.loc_data.loc_by_token.token = &t;
+  H5I_type_t type = H5I_BADID;
+  void* obj = object_open(at, &lp, &type, H5P_DATASET_XFER_DEFAULT, nullptr);
+  if (!obj) fail_arg("a reference names an object that no longer exists");
+  hid_t id = H5VLwrap_register(obj, type);
+  if (id < 0) {
+    delete static_cast<Obj*>(obj);
+    fail_arg("cannot register an ID for a referenced object");
   }
   return id;
 }
@@ -168,11 +179,10 @@ void refs_to_stored(const std::shared_ptr<SharedFile>& f, const void* refs, size
 
 namespace {
 
-// One reference to `token` (in this container, or in extra.file) of `type`.
-herr_t make_ref(const std::shared_ptr<SharedFile>& f, H5R_type_t type, const H5O_token_t& token, const Extra& extra,
-                H5R_ref_t* out) {
-  Id file(file_id(f, extra.file));
-  Id obj(H5Oopen_by_token(file.get(), token));
+// One reference to `token` (in the container of `at`, or in extra.file) of `type`.
+herr_t make_ref(Obj* at, H5R_type_t type, const H5O_token_t& token, const Extra& extra, H5R_ref_t* out) {
+  Id file(extra.file.empty() ? H5I_INVALID_HID : external_file(at->file, extra.file));
+  Id obj(extra.file.empty() ? open_in_container(at, token) : H5Oopen_by_token(file.get(), token));
   if (obj.get() < 0) fail_arg("a reference names an object that no longer exists");
   if (type == H5R_OBJECT2) return H5Rcreate_object(obj.get(), ".", H5P_DEFAULT, out);
   if (type == H5R_DATASET_REGION2 && extra.kind == 1) {
@@ -186,7 +196,7 @@ herr_t make_ref(const std::shared_ptr<SharedFile>& f, H5R_type_t type, const H5O
 // Rebuilds n references; `next(i, &type, &token, &extra)` describes element i (false:
 // a null reference).  On failure every reference made so far is released.
 template <typename Describe>
-void rebuild(const std::shared_ptr<SharedFile>& f, size_t n, void* refs, Describe next) {
+void rebuild(Obj* at, size_t n, void* refs, Describe next) {
   auto* out = static_cast<H5R_ref_t*>(refs);
   std::memset(out, 0, n * sizeof(H5R_ref_t));
   for (size_t i = 0; i < n; ++i) {
@@ -196,7 +206,7 @@ void rebuild(const std::shared_ptr<SharedFile>& f, size_t n, void* refs, Describ
     herr_t rc = -1;
     try {
       if (!next(i, &type, &token, &extra)) continue;  // null: left zeroed, as native's fill
-      rc = make_ref(f, type, token, extra, &out[i]);
+      rc = make_ref(at, type, token, extra, &out[i]);
     } catch (...) {
       rc = -1;
     }
@@ -211,8 +221,9 @@ void rebuild(const std::shared_ptr<SharedFile>& f, size_t n, void* refs, Describ
 
 }  // namespace
 
-void stored_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* stored, size_t n, void* refs) {
-  rebuild(f, n, refs, [&](size_t i, H5R_type_t* type, H5O_token_t* token, Extra* extra) {
+void stored_to_refs(Obj* at, const uint8_t* stored, size_t n, void* refs) {
+  SharedFile* f = at->file.get();
+  rebuild(at, n, refs, [&](size_t i, H5R_type_t* type, H5O_token_t* token, Extra* extra) {
     const uint8_t* s = stored + i * kStored;
     bool zero = true;
     for (size_t k = 0; k < kStored && zero; ++k) zero = s[k] == 0;
@@ -231,8 +242,9 @@ void stored_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* stored,
   });
 }
 
-void dsetregs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* regrefs, size_t n, void* refs) {
-  rebuild(f, n, refs, [&](size_t i, H5R_type_t* type, H5O_token_t* token, Extra* extra) {
+void dsetregs_to_refs(Obj* at, const uint8_t* regrefs, size_t n, void* refs) {
+  SharedFile* f = at->file.get();
+  rebuild(at, n, refs, [&](size_t i, H5R_type_t* type, H5O_token_t* token, Extra* extra) {
     const uint8_t* s = regrefs + i * H5R_DSET_REG_REF_BUF_SIZE;
     uint64_t oid;
     uint32_t id;
@@ -247,7 +259,7 @@ void dsetregs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* regre
   });
 }
 
-void objrefs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* objrefs, size_t n, void* refs) {
+void objrefs_to_refs(Obj* at, const uint8_t* objrefs, size_t n, void* refs) {
   std::vector<uint8_t> stored(n * kStored, 0);
   for (size_t i = 0; i < n; ++i) {
     uint64_t id;
@@ -259,7 +271,7 @@ void objrefs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* objref
     oid_to_token(id, &token);
     std::memcpy(o + 8, token.__data, sizeof token.__data);
   }
-  stored_to_refs(f, stored.data(), n, refs);
+  stored_to_refs(at, stored.data(), n, refs);
 }
 
 }  // namespace tessera_vol

@@ -29,17 +29,20 @@
 namespace tessera_vol {
 
 class SharedFile;
+struct Obj;
 
 // True if `type` is, or holds, the 1.12-style reference type (H5T_STD_REF).
 bool holds_std_ref(hid_t type);
 
 // n H5R_ref_t of the application -> n stored records (out: n * 64 bytes).
 void refs_to_stored(const std::shared_ptr<SharedFile>& f, const void* refs, size_t n, uint8_t* out);
+// Reading: `at` is the dataset or attribute being read; the references' targets in its
+// container are opened through it.
 // n stored records -> n H5R_ref_t (the caller's buffer; each one to be H5Rdestroy'ed).
-void stored_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* stored, size_t n, void* refs);
+void stored_to_refs(Obj* at, const uint8_t* stored, size_t n, void* refs);
 // n old-style dataset-region references (hdset_reg_ref_t, region_ops.h) -> n H5R_ref_t.
-void dsetregs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* regrefs, size_t n, void* refs);
+void dsetregs_to_refs(Obj* at, const uint8_t* regrefs, size_t n, void* refs);
 // n old-style object references (hobj_ref_t) -> n H5R_ref_t.
-void objrefs_to_refs(const std::shared_ptr<SharedFile>& f, const uint8_t* objrefs, size_t n, void* refs);
+void objrefs_to_refs(Obj* at, const uint8_t* objrefs, size_t n, void* refs);
 
 }  // namespace tessera_vol

@@ -147,9 +147,6 @@ class SharedFile;
 // The file object HDF5 gets for "object get FILE": an open FileObj of the container if
 // any (HDF5 looks its ID up by pointer), else a new one that HDF5 then registers.
 void* file_object_for(const std::shared_ptr<SharedFile>& f);
-// A new handle (FileObj) of an open container, e.g. for H5VLwrap_register.
-struct FileObj;
-FileObj* new_handle(const std::shared_ptr<SharedFile>& f);
 // Whether the group records link creation order (gcpl, or the fcpl for the root group).
 bool group_tracks_corder(SharedFile& f, uint64_t group);
 // Native HDF5 refuses H5_INDEX_CRT_ORDER on groups that do not track it: so do we.
