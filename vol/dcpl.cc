@@ -157,6 +157,14 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
   // Fill value: the user's, converted to the file type; else zeros (HDF5's default).
   H5D_fill_value_t fv = H5D_FILL_VALUE_DEFAULT;
   if (H5Pfill_value_defined(dcpl, &fv) < 0) fail_arg("cannot read the fill value from the dcpl");
+  H5D_fill_time_t fill_time = H5D_FILL_TIME_IFSET;
+  if (H5Pget_fill_time(dcpl, &fill_time) < 0) fail_arg("cannot read the fill time from the dcpl");
+  if (fill_time == H5D_FILL_TIME_NEVER) {
+    // Native never writes the fill value: never-written elements hold whatever the
+    // storage held (unspecified, in practice zeros or old bytes).  Tessera reads them as
+    // zeros rather than as the fill value the application asked never to be written.
+    fv = H5D_FILL_VALUE_DEFAULT;
+  }
   if (var) {
     // Variable-length cells: never-written cells read as empty (NULL strings, empty
     // sequences); a user fill value for them is not applied.
