@@ -484,11 +484,20 @@ static void datasets(hid_t f, hid_t ft, hid_t mt, hid_t at, hid_t st)
 
     /* H5Dvlen_get_buf_size counts the vlen data as the memory type holds it. */
     hsize_t size = 0;
-    LOG("buf_size mt %s %llu", RC(H5Dvlen_get_buf_size(d, mt, s, &size)), (unsigned long long)size);
+    { /* the call before the LOG: argument evaluation order is unspecified */
+        herr_t brc = H5Dvlen_get_buf_size(d, mt, s, &size);
+        LOG("buf_size mt %s %llu", RC(brc), (unsigned long long)size);
+    }
     size = 0;
-    LOG("buf_size alt %s %llu", RC(H5Dvlen_get_buf_size(d, at, s, &size)), (unsigned long long)size);
+    { /* the call before the LOG: argument evaluation order is unspecified */
+        herr_t brc = H5Dvlen_get_buf_size(d, at, s, &size);
+        LOG("buf_size alt %s %llu", RC(brc), (unsigned long long)size);
+    }
     size = 0;
-    LOG("buf_size sub points %s %llu", RC(H5Dvlen_get_buf_size(d, st, fs, &size)), (unsigned long long)size);
+    { /* the call before the LOG: argument evaluation order is unspecified */
+        herr_t brc = H5Dvlen_get_buf_size(d, st, fs, &size);
+        LOG("buf_size sub points %s %llu", RC(brc), (unsigned long long)size);
+    }
 
     /* Attributes of the same types: full write, reads through every memory type, a
      * subset write. */
@@ -564,7 +573,10 @@ static void fills(hid_t f, hid_t ft, hid_t mt, hid_t at, hid_t st)
         H5Tclose(fx);
         hsize_t size = 0;
         hid_t   sp   = H5Dget_space(d);
-        LOG("buf_size vstr %s %llu", RC(H5Dvlen_get_buf_size(d, vs, sp, &size)), (unsigned long long)size);
+        { /* the call before the LOG: argument evaluation order is unspecified */
+            herr_t brc = H5Dvlen_get_buf_size(d, vs, sp, &size);
+            LOG("buf_size vstr %s %llu", RC(brc), (unsigned long long)size);
+        }
         H5Sclose(sp);
         H5Sclose(m1);
         H5Dclose(d);
@@ -654,7 +666,10 @@ static void fills(hid_t f, hid_t ft, hid_t mt, hid_t at, hid_t st)
         read_log("rec extended sub", d, 0, st, H5S_ALL, H5S_ALL, 6);
         hsize_t size = 0;
         hid_t   sp   = H5Dget_space(d);
-        LOG("buf_size rec %s %llu", RC(H5Dvlen_get_buf_size(d, mt, sp, &size)), (unsigned long long)size);
+        { /* the call before the LOG: argument evaluation order is unspecified */
+            herr_t brc = H5Dvlen_get_buf_size(d, mt, sp, &size);
+            LOG("buf_size rec %s %llu", RC(brc), (unsigned long long)size);
+        }
         H5Sclose(sp);
         H5Sclose(m1);
         H5Dclose(d);
