@@ -713,7 +713,8 @@ static void reopened(hid_t f, hid_t mt, hid_t at, hid_t st)
     hid_t vs = vstr();
     d        = H5Dopen2(f, "fill_vstr", H5P_DEFAULT);
     read_log("reopen vstr", d, 0, vs, H5S_ALL, H5S_ALL, 7);
-    hsize_t n9 = 9;
+    hsize_t n2 = 2, n9 = 9;
+    LOG("shrink %s", RC(H5Dset_extent(d, &n2))); /* cuts off "written" at [2] */
     LOG("extend again %s", RC(H5Dset_extent(d, &n9)));
     read_log("reopen vstr extended", d, 0, vs, H5S_ALL, H5S_ALL, 9);
     H5Dclose(d);
@@ -722,6 +723,87 @@ static void reopened(hid_t f, hid_t mt, hid_t at, hid_t st)
     read_log("reopen rec sub", d, 0, st, H5S_ALL, H5S_ALL, 6);
     H5Dclose(d);
     H5Tclose(vs);
+}
+
+/* A counting vlen allocator (H5Pset_vlen_mem_manager): reads allocate through it, as
+ * natively, one block per string / non-empty sequence. */
+typedef struct {
+    size_t calls, bytes;
+} counter_t;
+
+static void *count_alloc(size_t size, void *info)
+{
+    counter_t *c = info;
+    c->calls++;
+    c->bytes += size;
+    return malloc(size);
+}
+
+static void count_free(void *p, void *info)
+{
+    counter_t *c = info;
+    c->calls += 1000000; /* frees counted apart */
+    free(p);
+}
+
+static void allocators(hid_t f, hid_t mt, hid_t at)
+{
+    hid_t     d = H5Dopen2(f, "recs", H5P_DEFAULT);
+    counter_t c = {0, 0};
+    hid_t     dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_vlen_mem_manager(dxpl, count_alloc, &c, count_free, &c);
+    hid_t types[2] = {mt, at};
+    for (int k = 0; k < 2; k++) {
+        unsigned char *buf = calloc(N, H5Tget_size(types[k]));
+        c.calls = c.bytes = 0;
+        herr_t rc = H5Dread(d, types[k], H5S_ALL, H5S_ALL, dxpl, buf);
+        LOG("allocator read %d %s: %zu allocations, %zu bytes", k, RC(rc), c.calls, c.bytes);
+        hsize_t n = N;
+        hid_t   s = H5Screate_simple(1, &n, NULL);
+        c.calls   = 0;
+        herr_t frc = H5Treclaim(types[k], s, dxpl, buf); /* before LOG: evaluation order */
+        LOG("allocator reclaim %s: %zu frees", RC(frc), c.calls / 1000000);
+        H5Sclose(s);
+        free(buf);
+    }
+    H5Pclose(dxpl);
+    H5Dclose(d);
+}
+
+/* Ragged data: a vlen of vlen of int, 2-D, with a deflate filter, hyperslab writes. */
+static void ragged(hid_t f)
+{
+    hid_t   in = H5Tvlen_create(H5T_NATIVE_INT), out = H5Tvlen_create(in);
+    hid_t   fin = H5Tvlen_create(H5T_STD_I64BE), fout = H5Tvlen_create(fin);
+    hsize_t dims[2] = {3, 4}, chunk[2] = {2, 2};
+    hid_t   s    = H5Screate_simple(2, dims, NULL);
+    hid_t   dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, chunk);
+    H5Pset_deflate(dcpl, 6);
+    hid_t d = H5Dcreate2(f, "ragged", fout, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    LOG("ragged create %s", RC(d));
+    int   vals[6] = {1, -2, 3, -4, 5, 2147483647};
+    hvl_t inner[4] = {{0, NULL}, {1, vals}, {2, vals + 1}, {3, vals + 3}};
+    hvl_t w[6];
+    for (int i = 0; i < 6; i++) {
+        w[i].len = (size_t)(i % 4);
+        w[i].p   = w[i].len ? inner + (i % 2) : NULL;
+    }
+    hsize_t start[2] = {1, 1}, cnt[2] = {2, 3};
+    hid_t   fs = H5Scopy(s), ms = H5Screate_simple(2, cnt, NULL);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, cnt, NULL);
+    LOG("ragged write %s", RC(H5Dwrite(d, out, ms, fs, H5P_DEFAULT, w)));
+    read_log("ragged", d, 0, out, H5S_ALL, H5S_ALL, 12);
+    read_log("ragged slab", d, 0, out, ms, fs, 6);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Sclose(s);
+    H5Tclose(fout);
+    H5Tclose(fin);
+    H5Tclose(out);
+    H5Tclose(in);
 }
 
 static void run(const char *path, hid_t fapl, log_t *L)
@@ -734,6 +816,8 @@ static void run(const char *path, hid_t fapl, log_t *L)
         H5Tget_size(st));
     datasets(f, ft, mt, at, st);
     fills(f, ft, mt, at, st);
+    allocators(f, mt, at);
+    ragged(f);
     H5Fclose(f);
     f = H5Fopen(path, H5F_ACC_RDWR, fapl);
     LOG("file reopen %s", RC(f));
