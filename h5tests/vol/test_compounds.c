@@ -806,6 +806,56 @@ static void ragged(hid_t f)
     H5Tclose(in);
 }
 
+/* A memory type with members the file type lacks (ignored on write, the caller's values
+ * kept on read), a scalar dataset, and a never-written attribute and dataset read through
+ * member subsets. */
+typedef struct {
+    int   extra;
+    char *vs;
+    hvl_t more; /* of int: not in the file type */
+    double num;
+} super_t;
+
+static void supersets(hid_t f, hid_t ft, hid_t at, hid_t st)
+{
+    hid_t s  = vstr();
+    hid_t vi = H5Tvlen_create(H5T_NATIVE_INT);
+    hid_t t  = H5Tcreate(H5T_COMPOUND, sizeof(super_t));
+    H5Tinsert(t, "extra", HOFFSET(super_t, extra), H5T_NATIVE_INT);
+    H5Tinsert(t, "vs", HOFFSET(super_t, vs), s);
+    H5Tinsert(t, "more", HOFFSET(super_t, more), vi);
+    H5Tinsert(t, "num", HOFFSET(super_t, num), H5T_NATIVE_DOUBLE);
+    hid_t sc = H5Screate(H5S_SCALAR);
+    hid_t d  = H5Dcreate2(f, "scalar_rec", ft, sc, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    LOG("scalar create %s", RC(d));
+    read_log("scalar unwritten sub", d, 0, st, H5S_ALL, H5S_ALL, 1);
+    read_log("scalar unwritten alt", d, 0, at, H5S_ALL, H5S_ALL, 1);
+    int     more[2] = {5, 6};
+    super_t w       = {77, "super vs", {2, more}, 6.25};
+    LOG("scalar write superset %s", RC(H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &w)));
+    super_t r;
+    memset(&r, 0, sizeof r);
+    r.extra = -9;
+    herr_t rc = H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &r);
+    LOG("scalar read superset %s", RC(rc));
+    log_elems("scalar superset", t, &r, 1);
+    if (rc >= 0)
+        H5Treclaim(t, sc, H5P_DEFAULT, &r);
+    read_log("scalar alt", d, 0, at, H5S_ALL, H5S_ALL, 1);
+    hid_t a = H5Acreate2(d, "unwritten", ft, sc, H5P_DEFAULT, H5P_DEFAULT);
+    read_log("attr unwritten sub", a, 1, st, 0, 0, 1);
+    read_log("attr unwritten alt", a, 1, at, 0, 0, 1);
+    LOG("attr write superset %s", RC(H5Awrite(a, t, &w)));
+    read_log("attr superset", a, 1, t, 0, 0, 1);
+    read_log("attr superset alt", a, 1, at, 0, 0, 1);
+    H5Aclose(a);
+    H5Dclose(d);
+    H5Sclose(sc);
+    H5Tclose(t);
+    H5Tclose(vi);
+    H5Tclose(s);
+}
+
 static void run(const char *path, hid_t fapl, log_t *L)
 {
     g_log   = L;
@@ -818,6 +868,7 @@ static void run(const char *path, hid_t fapl, log_t *L)
     fills(f, ft, mt, at, st);
     allocators(f, mt, at);
     ragged(f);
+    supersets(f, ft, at, st);
     H5Fclose(f);
     f = H5Fopen(path, H5F_ACC_RDWR, fapl);
     LOG("file reopen %s", RC(f));
