@@ -370,7 +370,9 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
       if (vl) {
         // Members the memory type lacks keep their stored values, as native's background
         // (the attribute's current data) keeps them; vlen_convert.h owns the allocations.
-        auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) { vlen_split(ftype, n, r.data, l, bytes); };
+        auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) {
+          vlen_split(ftype, n, r.data, l, bytes);
+        };
         std::vector<uint64_t> lengths;
         std::string out;
         vlen_write_converted(mem_type_id, ftype, n, static_cast<const uint8_t*>(buf), stored, &lengths, &out);
