@@ -23,6 +23,7 @@
 #include "vol/reference.h"
 #include "vol/tessera_vol.h"
 #include "vol/vlen.h"
+#include "vol/vlen_convert.h"
 
 namespace tessera_vol {
 
@@ -365,25 +366,30 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
     } else if (a->ftype.equal(mem_type_id)) {
       r.data = vl ? vlen_serialize(TypeId(a->ftype), n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
     } else {
-      // Background: the current value (native keeps unconverted compound members), else
-      // zeros.  For vlen-holding types the stored form is not the memory form: zeros.
       TypeId ftype(a->ftype);
+      if (vl) {
+        // Members the memory type lacks keep their stored values, as native's background
+        // (the attribute's current data) keeps them; vlen_convert.h owns the allocations.
+        auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) {
+          vlen_split(ftype, n, r.data, l, bytes);
+        };
+        std::vector<uint64_t> lengths;
+        std::string out;
+        vlen_write_converted(mem_type_id, ftype, n, static_cast<const uint8_t*>(buf), stored, &lengths, &out);
+        r.data = std::move(out);
+        tessera::CatalogBatch b;
+        f.put_attr(b, a->oid, a->name, r);
+        f.commit(b);
+        return;
+      }
+      // Background: the current value (native keeps unconverted compound members), else
+      // zeros.
       std::vector<char> tconv(std::max(fsize, msize) * n), bkg(std::max(fsize, msize) * n);
       std::memcpy(tconv.data(), buf, msize * n);
-      if (!vl && r.data.size() == fsize * n) std::memcpy(bkg.data(), r.data.data(), fsize * n);
+      if (r.data.size() == fsize * n) std::memcpy(bkg.data(), r.data.data(), fsize * n);
       if (H5Tconvert(mem_type_id, ftype, n, tconv.data(), bkg.data(), dxpl) < 0)
         fail_arg("cannot convert the data to the datatype of attribute '" + a->name + "'");
-      if (vl) {
-        try {
-          r.data = vlen_serialize(ftype, n, tconv.data());
-        } catch (...) {
-          H5Treclaim(ftype, a->space, dxpl, tconv.data());
-          throw;
-        }
-        H5Treclaim(ftype, a->space, dxpl, tconv.data());
-      } else {
-        r.data.assign(tconv.data(), fsize * n);
-      }
+      r.data.assign(tconv.data(), fsize * n);
     }
     tessera::CatalogBatch b;
     f.put_attr(b, a->oid, a->name, r);

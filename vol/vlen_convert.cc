@@ -131,6 +131,25 @@ void vlen_write_converted(hid_t mtype, hid_t ftype, size_t n, const uint8_t* in,
   }
 }
 
+void vlen_split(hid_t type, size_t n, const std::string& stream, std::vector<uint64_t>* lengths,
+                std::vector<uint8_t>* data) {
+  lengths->assign(n, 0);
+  data->clear();
+  if (stream.empty() || n == 0) return;
+  // Rebuilt and serialized again element by element: the stream has no index of its
+  // elements, and this keeps the walk of the type in one place (vlen.cc).
+  const size_t es = H5Tget_size(type);
+  if (es == 0) fail_arg("invalid datatype");
+  std::vector<uint8_t> buf(es * n, 0);
+  vlen_deserialize(type, n, stream, buf.data(), VlenAlloc{});
+  Reclaim release(type, n, buf.data());
+  for (size_t i = 0; i < n; ++i) {
+    std::string e = vlen_serialize(type, 1, buf.data() + i * es);
+    (*lengths)[i] = e.size();
+    data->insert(data->end(), e.begin(), e.end());
+  }
+}
+
 void vlen_read_converted(hid_t ftype, hid_t mtype, size_t n, const std::vector<uint64_t>& lengths,
                         const std::vector<uint8_t>& data, hid_t dxpl, uint8_t* packed) {
   const size_t mes = H5Tget_size(mtype), fes = H5Tget_size(ftype);

@@ -36,6 +36,12 @@ void vlen_write_converted(hid_t mtype, hid_t ftype, size_t n, const uint8_t* in,
                           const std::function<void(std::vector<uint64_t>*, std::vector<uint8_t>*)>& stored,
                           std::vector<uint64_t>* out_lengths, std::string* out);
 
+// Splits a stream of n elements of `type` (vlen_serialize's output for n elements, as an
+// attribute stores its value) into per-element lengths and bytes, the form `stored`
+// above yields.  An empty stream (never written) gives n zero lengths.
+void vlen_split(hid_t type, size_t n, const std::string& stream, std::vector<uint64_t>* lengths,
+                std::vector<uint8_t>* data);
+
 // Rebuilds n cells (lengths/data as read_selection_var returns them) of file type
 // `ftype` and converts them into `packed` (n elements of memory type `mtype`, which on
 // entry holds the caller's values for the background).

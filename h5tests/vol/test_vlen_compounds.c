@@ -152,7 +152,10 @@ static void run(const char *path, hid_t fapl, log_t *L)
     H5Treclaim(st, ms3, H5P_DEFAULT, rs);
     /* Buffer size of the vlen data, as HDF5 counts it in the memory type. */
     hsize_t size = 0;
-    LOG("vlen_get_buf_size %s %llu", RC(H5Dvlen_get_buf_size(d, mt, s, &size)), (unsigned long long)size);
+    { /* the call before the LOG: argument evaluation order is unspecified */
+        herr_t brc = H5Dvlen_get_buf_size(d, mt, s, &size);
+        LOG("vlen_get_buf_size %s %llu", RC(brc), (unsigned long long)size);
+    }
     /* The same type in an attribute. */
     hid_t a = H5Acreate2(d, "recs", ft, s, H5P_DEFAULT, H5P_DEFAULT);
     LOG("attr write %s", RC(H5Awrite(a, mt, w)));
