@@ -166,8 +166,9 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
     fv = H5D_FILL_VALUE_DEFAULT;
   }
   if (var) {
-    // Variable-length cells: never-written cells read as empty (NULL strings, empty
-    // sequences); a user fill value for them is not applied.
+    // Variable-length cells: the engine keeps them empty; the connector reads a user
+    // fill value for never-written cells from the stream stored beside the dcpl
+    // (vlen_fill.h, dataset.cc substitute_fill).
   } else if (fv == H5D_FILL_VALUE_USER_DEFINED) {
     s.fill.assign(es, 0);
     if (H5Pget_fill_value(dcpl, type, s.fill.data()) < 0) fail_arg("cannot convert the fill value to the dataset type");
