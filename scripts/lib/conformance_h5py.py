@@ -13,6 +13,7 @@ nothing about tessera.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -62,15 +63,19 @@ def _run_file(python, root, rel, side_dir: Path, env, timeout):
     name = rel.replace("/", "__").removesuffix(".py")
     log = side_dir / f"{name}.log"
     log.unlink(missing_ok=True)
-    tmp = side_dir / "tmp" / name
-    tmp.mkdir(parents=True, exist_ok=True)
+    # A fresh working and temporary directory per run: files an earlier run left behind
+    # (h5py's tests create some in the working directory) must not decide a result.
+    tmp, cwd = side_dir / "tmp" / name, side_dir / "cwd" / name
+    for d in (tmp, cwd):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
     run_env = dict(env)
     run_env.update(H5PY_SUITE_LOG=str(log), TMPDIR=str(tmp),
                    PYTHONPATH=":".join(x for x in (str(HERE), env.get("PYTHONPATH", "")) if x))
     cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "h5py_suite_plugin",
            "-o", "addopts=", str(root / rel)]
     try:
-        r = subprocess.run(cmd, cwd=side_dir, env=run_env, stdout=subprocess.PIPE,
+        r = subprocess.run(cmd, cwd=cwd, env=run_env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=timeout)
         rc, tail = r.returncode, r.stdout.decode(errors="replace").strip().splitlines()[-3:]
     except subprocess.TimeoutExpired:
