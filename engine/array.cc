@@ -394,7 +394,8 @@ Array::~Array() {
 void Array::discard_unpublished() {
   std::lock_guard<std::mutex> g(mu_);
   (void)guard([&] {
-    parked_.clear();  // a writer's destructor removes its temporary file
+    direct_.reset();  // a writer's destructor removes its temporary file
+    parked_.clear();
     for (auto& u : unpublished_) remove_file(u.first->path());
     unpublished_.clear();
   });
@@ -506,6 +507,7 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     require_var(false);
     check_selection(sel);
     if (sel.empty()) return;
+    close_direct();
     const int r = schema_.rank();
     uint64_t sstride[kMaxRank];
     if (src_strides) std::copy(src_strides, src_strides + r, sstride);
@@ -627,6 +629,7 @@ Status Array::write_points(const uint64_t* coords, size_t n, const void* values)
       write_compact_points(coords, n, values);
       return;
     }
+    close_direct();
     buffer_->add(coords, static_cast<const uint8_t*>(values), n, /*scattered=*/true);
     maybe_spill();
   });
@@ -643,6 +646,7 @@ Status Array::write_points(std::vector<uint64_t>&& coords, const void* values) {
       write_compact_points(coords.data(), n, values);
       return;
     }
+    close_direct();
     buffer_->add(std::move(coords), static_cast<const uint8_t*>(values), n);
     maybe_spill();
   });
@@ -719,6 +723,7 @@ void Array::park(std::unique_ptr<FragmentWriter> w) {
 }
 
 void Array::finish_parked() {
+  close_direct();
   while (!parked_.empty()) {
     auto front = std::move(parked_.front());
     parked_.pop_front();

@@ -191,6 +191,28 @@ class Array {
   // calls its allocated chunks (a tile the last extent change cut off entirely, and
   // never written since, does not count).  Tile coordinates in tile order (array_census.cc).
   Status written_tiles(std::vector<Coords>* tiles);
+  // --- Tiles as HDF5 chunks (array_chunks.cc).  A chunk is one whole tile: the cells of
+  // its full box (tile extents from tile * tile_extent, cells past the array's edge
+  // included) in row-major order — HDF5's chunk layout.
+  // The chunk's cells; cells outside the extent or never written read as the fill value.
+  Status read_tile(const uint64_t* tile, void* dst);
+  // Stores bytes that schema().filters encoded — skipping filter i where bit i of `skip`
+  // is set — as the tile's data (HDF5's H5Dwrite_chunk).  The bytes are kept as given,
+  // not decoded (a read decodes them, and fails naming the fragment if they are not what
+  // the pipeline produces), unless the chunk's full box is cut by the maximum extent or
+  // the cell order is not row-major: then they are decoded and written as cells.
+  // Consecutive calls in ascending tile order with the same `skip` append to one fragment.
+  Status write_tile_encoded(const uint64_t* tile, uint32_t skip, const void* bytes, size_t n);
+  // The chunk as schema().filters encode it (HDF5's H5Dread_chunk): when its newest data
+  // is one stored box covering the whole chunk, that box's stored bytes and skip mask,
+  // unchanged; otherwise read_tile's cells encoded, *skip = 0.
+  Status read_tile_encoded(const uint64_t* tile, std::vector<uint8_t>* bytes, uint32_t* skip);
+  // The size and skip mask of what read_tile_encoded returns (a stored box: from the
+  // footer, nothing read).
+  Status tile_encoded_size(const uint64_t* tile, uint64_t* size, uint32_t* skip);
+  // Writes a whole chunk's cells (row-major), those past the extent included where the
+  // tile holds the whole chunk (as native stores a chunk), else those inside the extent.
+  Status write_tile(const uint64_t* tile, const void* src);
   // After prepare_flush(): whether this flush has files to sync (else no syncfs needed).
   bool has_unsynced_files() const;
   size_t buffered_cells() const;
@@ -220,6 +242,22 @@ class Array {
   // Deferred mode: lets a dense writer keep filtering in the background.
   void park(std::unique_ptr<FragmentWriter> w);
   void finish_parked();
+  // Direct chunk writes (array_chunks.cc): the open fragment they append to, closed
+  // (parked) before anything else writes or reads, so fragment order stays write order.
+  void close_direct();
+  Box chunk_box(const uint64_t* tile) const;
+  void check_tile(const uint64_t* tile) const;  // inside the maximum extent
+  void read_tile_locked(const uint64_t* tile, uint8_t* dst);
+  void write_tile_locked(const uint64_t* tile, const uint8_t* src);
+  // Adds a whole chunk to the open direct fragment (a new one if the tile order or the
+  // skip mask breaks the run).
+  void append_direct(const uint64_t* tile, uint32_t skip, const std::function<void(FragmentWriter&)>& add,
+                     bool whole = false);
+  void encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, uint64_t* size, uint32_t* skip);
+  std::unique_ptr<FragmentWriter> direct_;
+  uint32_t direct_skip_ = 0;
+  bool direct_whole_ = false;  // direct_ checksums tiles whole (FragmentWriter::set_whole_checksums)
+  Coords direct_last_;  // the last tile direct_ holds
   void stage_publish(bool synced, uint64_t epoch = 0, bool fragments_synced = false);
   std::string journal_path() const;
   void recover_one_journal(const std::string& path);

@@ -42,13 +42,14 @@ const char* filter_name(FilterType t) {
     case FilterType::kDeflate: return "deflate";
     case FilterType::kZstd: return "zstd";
     case FilterType::kLz4: return "lz4";
+    case FilterType::kZlib: return "zlib";
   }
   return "unknown";
 }
 
 bool known_type(FilterType t) {
   auto v = static_cast<uint8_t>(t);
-  return v >= static_cast<uint8_t>(FilterType::kShuffle) && v <= static_cast<uint8_t>(FilterType::kLz4);
+  return v >= static_cast<uint8_t>(FilterType::kShuffle) && v <= static_cast<uint8_t>(FilterType::kZlib);
 }
 
 // ---- shuffle (HDF5-compatible byte transpose) ---------------------------------------------
@@ -130,6 +131,14 @@ void encode_stage(const Filter& f, uint32_t es, const uint8_t* in, size_t n,
     shuffle_bytes(in, n, es, ptr(out), true);
     return;
   }
+  if (f.type == FilterType::kZlib) {  // no size header: HDF5's bytes
+    libdeflate_compressor* c = deflate_codecs().compressor(f.level);
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[libdeflate_zlib_compress_bound(c, n)]);
+    size_t written = libdeflate_zlib_compress(c, in, n, buf.get(), libdeflate_zlib_compress_bound(c, n));
+    if (written == 0) throw_error(Errc::kInternal, "deflate failed (output larger than its bound)");
+    out.assign(buf.get(), buf.get() + written);
+    return;
+  }
   size_t cap = 0;
   switch (f.type) {
     case FilterType::kDeflate:
@@ -193,6 +202,18 @@ void decode_stage(const Filter& f, uint32_t es, const uint8_t* in, size_t n, uin
     shuffle_bytes(in, n, es, ptr(out), false);
     return;
   }
+  if (f.type == FilterType::kZlib) {  // no size header: at most max_out bytes
+    out.resize(static_cast<size_t>(max_out));
+    size_t consumed = 0, len = 0;
+    libdeflate_result rc = libdeflate_zlib_decompress_ex(deflate_codecs().decompressor(), in, n, ptr(out),
+                                                         static_cast<size_t>(max_out), &consumed, &len);
+    if (rc != LIBDEFLATE_SUCCESS)
+      corrupt(rc == LIBDEFLATE_INSUFFICIENT_SPACE ? "stream longer than " + std::to_string(max_out) + " bytes"
+                                                  : "bad zlib stream");
+    if (consumed != n) corrupt("trailing bytes after the stream");
+    out.resize(len);
+    return;
+  }
   if (n < kSizePrefix) corrupt("missing size header");
   uint64_t want;
   std::memcpy(&want, in, kSizePrefix);
@@ -253,6 +274,7 @@ void FilterPipeline::validate() const {
       case FilterType::kShuffle:
       case FilterType::kLz4: break;  // level unused
       case FilterType::kDeflate:
+      case FilterType::kZlib:
         if (f.level < 1 || f.level > 9) bad_level(1, 9);
         break;
       case FilterType::kZstd:

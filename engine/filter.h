@@ -1,6 +1,8 @@
 // The per-tile filter pipeline: each tile's bytes pass through the filters in order on
-// write and in reverse on read.  HDF5's shuffle/deflate map onto kShuffle/kDeflate;
-// zstd and lz4 are the fast codecs.  A pipeline is stored in every fragment footer, so a
+// write and in reverse on read.  HDF5's shuffle/deflate map onto kShuffle/kZlib, whose
+// bytes are exactly what HDF5's own filters produce and read (so a tile is an HDF5 chunk
+// byte for byte: direct chunk I/O); zstd and lz4 are the fast codecs.  kDeflate, kZstd
+// and kLz4 prefix their stream with its decoded size (a bound checked before decoding).  A pipeline is stored in every fragment footer, so a
 // fragment can always be read without the schema that wrote it.
 #pragma once
 #include <cstdint>
@@ -15,6 +17,7 @@ enum class FilterType : uint8_t {
   kDeflate = 2,  // zlib, level 1..9
   kZstd = 3,     // level 1..19 (0 = default 3)
   kLz4 = 4,      // level ignored
+  kZlib = 5,     // a bare zlib stream (RFC 1950), HDF5's deflate format, level 1..9
 };
 
 struct Filter {

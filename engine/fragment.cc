@@ -97,7 +97,10 @@ std::vector<uint8_t> Fragment::read_blob(const BlobRef& b, const FilterPipeline&
   src_->pread_exact(stored.data(), stored.size(), b.offset);
   if (checksum64(stored.data(), stored.size()) != b.checksum) corrupt(path_, what + ": checksum mismatch");
   if (p.empty()) {
-    if (stored.size() != b.raw_size) corrupt(path_, what + ": size mismatch");
+    // Longer is allowed (a direct chunk write of more bytes than the chunk holds: the
+    // first raw_size bytes are the cells, as HDF5 reads such a chunk).
+    if (stored.size() < b.raw_size) corrupt(path_, what + ": size mismatch");
+    stored.resize(b.raw_size);
     return stored;
   }
   std::vector<uint8_t> raw;
@@ -131,6 +134,17 @@ std::vector<uint8_t> Fragment::read_checked_tile(size_t i) const {
   std::vector<uint8_t> v(e.blob.stored_size);
   src_->pread_exact(v.data(), v.size(), e.blob.offset);
   verify_blocks(i, v.data(), 0, e.block_checks.size());
+  return v;
+}
+
+std::vector<uint8_t> Fragment::stored_dense_bytes(size_t i) const {
+  const DenseEntry& e = meta_.dense.at(i);
+  if (e.kind != DenseEntry::kData) throw_error(Errc::kInternal, "a fill entry has no stored bytes");
+  if (partial_reads(i)) return read_checked_tile(i);
+  std::vector<uint8_t> v(e.blob.stored_size);
+  src_->pread_exact(v.data(), v.size(), e.blob.offset);
+  if (checksum64(v.data(), v.size()) != e.blob.checksum)
+    corrupt(path_, "dense tile " + std::to_string(i) + ": checksum mismatch");
   return v;
 }
 

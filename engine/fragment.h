@@ -54,6 +54,9 @@ class Fragment {
 
   // Decoded cells of dense entry i (cells of its box in cell order).
   std::shared_ptr<const std::vector<uint8_t>> dense_tile(size_t i) const;
+  // The bytes of dense data entry i as stored (still encoded by the fragment's values
+  // pipeline), their checksums verified: HDF5's direct chunk reads.
+  std::vector<uint8_t> stored_dense_bytes(size_t i) const;
   // True when dense entry i is stored unfiltered with block checksums (partial reads).
   bool partial_reads(size_t i) const {
     return meta_.check_block != 0 && meta_.dense[i].kind == DenseEntry::kData;

@@ -211,6 +211,27 @@ void FragmentWriter::add_dense_tile_from(const uint64_t* tile, const Box& box, c
   append(data, n);
 }
 
+void FragmentWriter::add_dense_tile_encoded(const uint64_t* tile, const Box& box, const uint8_t* bytes, size_t n) {
+  const uint64_t raw = box.cells() * schema_.elem_size;
+  if (meta_.values_filters.empty()) {
+    if (n < raw || (n > raw && meta_.check_block != 0))
+      throw_error(Errc::kInvalidArgument, "an unfiltered tile of " + std::to_string(box.cells()) + " cells holds " +
+                                              std::to_string(raw) + " bytes, not " + std::to_string(n));
+    if (n == raw && meta_.check_block != 0) {
+      add_dense_tile_from(tile, box, bytes);
+      return;
+    }
+  }
+  drain(0);  // earlier blobs go first in the file
+  DenseEntry& e = new_data_entry(tile, box);
+  e.stats.count = box.cells();
+  e.blob.raw_size = raw;
+  e.blob.stored_size = n;
+  e.blob.checksum = checksum64(bytes, n);
+  e.blob.offset = offset();
+  append(bytes, n);
+}
+
 void FragmentWriter::add_fill_tile(const uint64_t* tile, const Box& box) {
   if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) > 0)
     throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
@@ -229,6 +250,12 @@ void FragmentWriter::set_values_pipeline(const FilterPipeline& p) {
     throw_error(Errc::kInternal, "the values pipeline must be set before the first tile");
   meta_.values_filters = p;
   meta_.check_block = p.empty() ? kCheckBlock : 0;
+}
+
+void FragmentWriter::set_whole_checksums() {
+  if (!dense_.empty() || !sparse_.empty() || pending_sparse_ != 0)
+    throw_error(Errc::kInternal, "the checksum form must be set before the first tile");
+  meta_.check_block = 0;
 }
 
 void FragmentWriter::add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n) {

@@ -35,6 +35,12 @@ class FragmentWriter {
   // chunk-sized H5Dwrite thus costs one copy, into the page cache, as in native HDF5 —
   // not a fresh 8 MiB buffer (zero-filled page by page) filled and then written.
   void add_dense_tile_from(const uint64_t* tile, const Box& box, const uint8_t* data);
+  // Bytes the fragment's values pipeline already encoded (HDF5's direct chunk writes,
+  // Array::write_tile_encoded): stored as given, checksummed, not decoded — so their
+  // statistics hold the cell count only.  An unfiltered fragment takes at least the box's
+  // bytes (kInvalidArgument otherwise), more only with whole-tile checksums: HDF5 stores
+  // whatever a direct chunk write gives it and reads the chunk's first bytes as cells.
+  void add_dense_tile_encoded(const uint64_t* tile, const Box& box, const uint8_t* bytes, size_t n);
   // A box that reads as the fill value (used for extent shrinks).  Several disjoint fill
   // boxes may share a tile (added consecutively).
   void add_fill_tile(const uint64_t* tile, const Box& box);
@@ -52,6 +58,9 @@ class FragmentWriter {
   // Replaces the pipeline of the value tiles (before the first tile is added): a spill
   // of scattered points stores its values with a fast codec (Array::delta_pipeline).
   void set_values_pipeline(const FilterPipeline& p);
+  // Unfiltered tiles checksummed whole, not per block (before the first tile): the only
+  // form that may hold an unfiltered tile longer than its box (add_dense_tile_encoded).
+  void set_whole_checksums();
   void set_replaces(std::vector<FragmentId> ids) { meta_.replaces = std::move(ids); }
   bool empty() const { return meta_.dense.empty() && meta_.sparse.empty() && pending_sparse_ == 0; }
   // Publishes the fragment durably (finish + sync + rename + directory sync); returns its

@@ -86,6 +86,25 @@ uint64_t allocated_chunks(DatasetObj& d, const Facts& f) {
   return n;
 }
 
+// Every chunk of the region [0, lim) (row-major), appended.
+void all_chunks(const tessera::Schema& s, const tessera::Coords& lim, std::vector<tessera::Coords>* out) {
+  const size_t r = s.extent.size();
+  tessera::Coords n(r), t(r, 0);
+  for (size_t i = 0; i < r; ++i) {
+    n[i] = (lim[i] + s.tile_extent[i] - 1) / s.tile_extent[i];
+    if (n[i] == 0) return;
+  }
+  for (;;) {
+    out->push_back(t);
+    size_t i = r;
+    while (i-- > 0) {
+      if (++t[i] < n[i]) break;
+      t[i] = 0;
+    }
+    if (i == static_cast<size_t>(-1)) return;
+  }
+}
+
 bool written(DatasetObj& d) { return d.array->storage_bytes() > 0 || d.array->buffered_cells() > 0; }
 
 }  // namespace
@@ -111,6 +130,28 @@ hsize_t storage_size(DatasetObj& d) {
   }
   if (f.layout == H5D_COMPACT || f.alloc == H5D_ALLOC_TIME_EARLY || written(d)) return f.elements * f.elem_bytes;
   return 0;
+}
+
+std::vector<tessera::Coords> allocated_chunk_list(DatasetObj& d) {
+  Facts f = facts(d);
+  const tessera::Schema& s = d.array->schema();
+  std::vector<tessera::Coords> out;
+  if (f.layout != H5D_CHUNKED) return out;
+  if (f.alloc == H5D_ALLOC_TIME_EARLY) {
+    all_chunks(s, s.extent, &out);
+    return out;
+  }
+  check(d.array->written_tiles(&out));
+  if (f.alloc == H5D_ALLOC_TIME_LATE) {
+    if (auto region = late_region(d)) {
+      tessera::Coords lim(s.extent.size());
+      for (size_t i = 0; i < lim.size(); ++i) lim[i] = std::min(s.extent[i], (*region)[i]);
+      all_chunks(s, lim, &out);
+    }
+  }
+  std::sort(out.begin(), out.end());  // lexicographic: row-major chunk order
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 void allocation_before_write(DatasetObj& d) {

@@ -26,6 +26,9 @@
 
 #include <hdf5.h>
 
+#include <vector>
+
+#include "engine/box.h"
 #include "engine/catalog.h"
 
 namespace tessera_vol {
@@ -34,6 +37,10 @@ struct DatasetObj;
 
 H5D_space_status_t space_status(DatasetObj& d);
 hsize_t storage_size(DatasetObj& d);
+
+// Chunked datasets: the chunks native would have allocated (tile coordinates), in
+// row-major chunk order — what its chunk index lists (H5Dget_num_chunks, H5Dchunk_iter).
+std::vector<tessera::Coords> allocated_chunk_list(DatasetObj& d);
 
 // Hooks for the LATE chunked record: before a write, and after an extent change.
 void allocation_before_write(DatasetObj& d);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "vol/allocation.h"
+#include "vol/chunk_io.h"
 #include "vol/dcpl.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
@@ -604,12 +605,11 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
   });
 }
 
-herr_t dataset_optional(void*, H5VL_optional_args_t* args, hid_t, void**) {
-  // Native-only operations (chunk read/write/iterate/info, H5Dget_offset, vlen buffer
-  // size, format convert): tessera has tiles in fragments, not chunks at file offsets.
-  TESSERA_VOL_ERROR(kUnsupported, "dataset optional operation %d (native-only) not supported yet",
-                    args ? args->op_type : -1);
-  return -1;
+herr_t dataset_optional(void* obj, H5VL_optional_args_t* args, hid_t, void**) {
+  // The native connector's chunk operations and queries (chunk_io.h).
+  herr_t rc = 0;
+  herr_t st = vol_call(__func__, "dataset optional", [&] { rc = dataset_native_optional(*as_dataset(obj), args); });
+  return st < 0 ? st : rc;
 }
 
 herr_t dataset_close(void* dset, hid_t, void**) {

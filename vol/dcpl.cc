@@ -195,7 +195,7 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
     }
     if (id == H5Z_FILTER_DEFLATE) {
       int level = nvals > 0 ? static_cast<int>(vals[0]) : 6;
-      if (level > 0) filters.push_back({tessera::FilterType::kDeflate, std::min(level, 9)});
+      if (level > 0) filters.push_back({tessera::FilterType::kZlib, std::min(level, 9)});
     } else if (id == H5Z_FILTER_SHUFFLE) {
       if (es > 1) filters.push_back({tessera::FilterType::kShuffle, 0});
     } else if (id == H5Z_FILTER_FLETCHER32) {
@@ -217,7 +217,8 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
     }
   }
   if (value_filter && std::none_of(filters.begin(), filters.end(), [](const tessera::Filter& x) {
-        return x.type == tessera::FilterType::kZstd || x.type == tessera::FilterType::kDeflate;
+        return x.type == tessera::FilterType::kZstd || x.type == tessera::FilterType::kDeflate ||
+               x.type == tessera::FilterType::kZlib;
       }))
     filters.push_back({tessera::FilterType::kZstd, 0});
   s.filters = tessera::FilterPipeline(std::move(filters), s.elem_size);

@@ -20,7 +20,7 @@ tessera::Coords engine_dims(hid_t space);
 // data (vlen strings, sequences, nested) become variable-length arrays (Schema::var): a
 // cell holds one element serialized by vlen.h.
 //
-// Filters: deflate -> kDeflate (level 0 = no deflate), shuffle -> kShuffle, fletcher32 ->
+// Filters: deflate -> kZlib (HDF5's own bytes; level 0 = no deflate), shuffle -> kShuffle, fletcher32 ->
 // nothing (every engine tile is checksummed anyway).  Other filters (szip, nbit,
 // scaleoffset, user filters) are not applied to the stored tiles, but they stay in the
 // stored dcpl, so H5Dget_create_plist reports them as the user set them.

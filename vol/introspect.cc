@@ -67,8 +67,31 @@ herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t cls, int opt_type, ui
       if (opt_type == H5VL_NATIVE_OBJECT_SET_COMMENT) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
       if (is_region_op(opt_type)) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
       break;
+    case H5VL_SUBCLS_DATASET:  // chunk_io.h
+      switch (opt_type) {
+        case H5VL_NATIVE_DATASET_CHUNK_WRITE:
+          *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_WRITE_DATA;
+          break;
+        case H5VL_NATIVE_DATASET_CHUNK_READ:
+          *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_READ_DATA;
+          break;
+        case H5VL_NATIVE_DATASET_FORMAT_CONVERT:
+          *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
+          break;
+        case H5VL_NATIVE_DATASET_GET_CHUNK_INDEX_TYPE:
+        case H5VL_NATIVE_DATASET_GET_CHUNK_STORAGE_SIZE:
+        case H5VL_NATIVE_DATASET_GET_NUM_CHUNKS:
+        case H5VL_NATIVE_DATASET_GET_CHUNK_INFO_BY_IDX:
+        case H5VL_NATIVE_DATASET_GET_CHUNK_INFO_BY_COORD:
+        case H5VL_NATIVE_DATASET_CHUNK_ITER:
+        case H5VL_NATIVE_DATASET_GET_OFFSET:
+          *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_QUERY_METADATA;
+          break;
+        default: break;  // H5Dvlen_get_buf_size: HDF5's generic path computes it
+      }
+      break;
     default:
-      break;  // dataset, attribute, datatype, link, request, blob, token: none yet
+      break;  // attribute, datatype, link, request, blob, token: none yet
   }
   return 0;
 }

@@ -47,6 +47,7 @@ struct GroupObj : Obj {
 };
 
 class ValueFilters;
+class NativeChunk;
 
 struct DatasetObj : Obj {
   using Obj::Obj;
@@ -65,6 +66,8 @@ struct DatasetObj : Obj {
   // until the first write of an opened dataset.
   std::shared_ptr<ValueFilters> value_filters;
   bool value_filters_checked = false;
+  // Direct chunk I/O through HDF5's filters (chunk_io.h); made on first use.
+  std::shared_ptr<NativeChunk> native_chunk;
 };
 
 struct DatatypeObj : Obj {

@@ -2,7 +2,6 @@
 #include "vol/value_filters.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -32,8 +31,6 @@ bool lossless(H5Z_filter_t id) {
     default: return false;
   }
 }
-
-std::atomic<uint64_t> g_scratch_counter{0};
 
 // Copies between a box's packed cells and a whole tile's buffer (both row-major).
 void copy_box(uint8_t* tile_buf, const tessera::Coords& tile, const tessera::Coords& box_lo_in_tile,
@@ -70,64 +67,7 @@ bool ValueFilters::needed(hid_t dcpl) {
   return false;
 }
 
-ValueFilters::ValueFilters(hid_t ftype, hid_t dcpl, const tessera::Coords& tile) : tile_(tile) {
-  ftype_ = H5Tcopy(ftype);
-  dcpl_ = H5Pcopy(dcpl);
-  if (ftype_ < 0 || dcpl_ < 0) fail_arg("cannot copy the datatype or dcpl for the filter pipeline");
-  std::vector<hsize_t> ch(tile.begin(), tile.end());
-  // One chunk the size of a tile; written and read whole, allocated when written.
-  if (H5Pset_chunk(dcpl_, static_cast<int>(ch.size()), ch.data()) < 0 ||
-      H5Pset_alloc_time(dcpl_, H5D_ALLOC_TIME_INCR) < 0)
-    fail_arg("cannot set up the filter pipeline's chunk");
-  open_scratch();  // fails here, at dataset creation, where native's H5Dcreate would
-}
-
-ValueFilters::~ValueFilters() {
-  close_scratch();
-  if (ftype_ >= 0) H5Tclose(ftype_);
-  if (dcpl_ >= 0) H5Pclose(dcpl_);
-}
-
-void ValueFilters::open_scratch() {
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  // Native, whatever HDF5_VOL_CONNECTOR says: the pipeline is HDF5's own.
-  bool ok = fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0 && H5Pset_vol(fapl, H5VL_NATIVE, nullptr) >= 0;
-  std::string name = "tessera-filter-scratch-" + std::to_string(g_scratch_counter++);
-  if (ok) file_ = H5Fcreate(name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl);
-  if (fapl >= 0) H5Pclose(fapl);
-  if (file_ < 0) fail_arg("cannot create the in-memory file for the filter pipeline");
-  std::vector<hsize_t> dims(tile_.begin(), tile_.end());
-  hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
-  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-  // No chunk cache: every write goes through the filters and every read comes back
-  // through them.
-  if (dapl >= 0) H5Pset_chunk_cache(dapl, 0, 0, 1.0);
-  dset_ = H5Dcreate2(file_, "chunk", ftype_, space, H5P_DEFAULT, dcpl_, dapl);
-  if (space >= 0) H5Sclose(space);
-  if (dapl >= 0) H5Pclose(dapl);
-  if (dset_ < 0) {
-    close_scratch();
-    fail_arg("the dataset's filters cannot be applied to its datatype (HDF5 refused the filter pipeline)");
-  }
-}
-
-void ValueFilters::close_scratch() {
-  if (dset_ >= 0) H5Dclose(dset_);
-  if (file_ >= 0) H5Fclose(file_);
-  dset_ = file_ = H5I_INVALID_HID;
-}
-
-void ValueFilters::round_trip(void* chunk) {
-  // Rewritten chunks of another size leave free space behind in the in-memory file:
-  // start a fresh one now and then.
-  if (++trips_ % 1024 == 0) {
-    close_scratch();
-    open_scratch();
-  }
-  if (H5Dwrite(dset_, ftype_, H5S_ALL, H5S_ALL, H5P_DEFAULT, chunk) < 0 ||
-      H5Dread(dset_, ftype_, H5S_ALL, H5S_ALL, H5P_DEFAULT, chunk) < 0)
-    fail_arg("the dataset's filter pipeline failed on a chunk");
-}
+ValueFilters::ValueFilters(hid_t ftype, hid_t dcpl, const tessera::Coords& tile) : chunk_(ftype, dcpl, tile) {}
 
 void ValueFilters::note_written(const tessera::Schema& s, hid_t fspace) {
   const size_t r = s.extent.size();
@@ -185,7 +125,7 @@ void ValueFilters::refilter_tile(tessera::Array& a, hid_t dspace, const tessera:
     packed.resize(sel.n * es);
     read_selection(a, sel, packed.data());
     copy_box(chunk.data(), s.tile_extent, in_tile, dims, packed.data(), es, true);
-    round_trip(chunk.data());
+    chunk_.round_trip(chunk.data());
     copy_box(chunk.data(), s.tile_extent, in_tile, dims, packed.data(), es, false);
     write_selection(a, sel, packed.data());
   } catch (...) {

@@ -7,9 +7,8 @@
 // losslessly, so the connector runs the pipeline itself, with HDF5's OWN filter code (and
 // any plugin on HDF5_PLUGIN_PATH): a chunk (= tessera tile) is read back whole — never-
 // written cells and the part beyond the dataset's edge as the fill value, as HDF5 fills
-// a new chunk — written to a one-chunk native dataset in an in-memory file (core driver,
-// no backing store, no chunk cache) and read again; the decoded values are what the tile
-// then holds.
+// a new chunk — written to a one-chunk native dataset in an in-memory file and read
+// again (native_chunk.h); the decoded values are what the tile then holds.
 //
 // When: native keeps written chunks unfiltered in the dataset's chunk cache and filters
 // them when they leave it (at the latest at H5Dclose, H5Dflush or the file's flush or
@@ -33,6 +32,7 @@
 #include <set>
 
 #include "engine/array.h"
+#include "vol/native_chunk.h"
 
 namespace tessera_vol {
 
@@ -44,7 +44,6 @@ class ValueFilters {
   // and chunk `tile`; throws VolError as native H5Dcreate fails (a filter's can_apply
   // or set_local refusing the type).
   ValueFilters(hid_t ftype, hid_t dcpl, const tessera::Coords& tile);
-  ~ValueFilters();
   ValueFilters(const ValueFilters&) = delete;
   ValueFilters& operator=(const ValueFilters&) = delete;
 
@@ -55,17 +54,10 @@ class ValueFilters {
   void flush(tessera::Array& a, hid_t dspace);
 
  private:
-  void open_scratch();
-  void close_scratch();
-  void round_trip(void* chunk);
   void refilter_tile(tessera::Array& a, hid_t dspace, const tessera::Coords& t);
 
   std::set<tessera::Coords> dirty_;
-
-  hid_t ftype_ = H5I_INVALID_HID, dcpl_ = H5I_INVALID_HID;
-  tessera::Coords tile_;
-  hid_t file_ = H5I_INVALID_HID, dset_ = H5I_INVALID_HID;
-  size_t trips_ = 0;
+  NativeChunk chunk_;
 };
 
 class SharedFile;
