@@ -184,7 +184,7 @@ std::shared_ptr<SharedFile> open_external_file(SharedFile& parent, const std::st
       fail_arg("the external link traversal callback failed for '" + file_name + "'");
     if (intent & (H5F_ACC_TRUNC | H5F_ACC_EXCL)) fail_arg("invalid file open flags from the external link callback");
   }
-  intent &= H5F_ACC_RDWR;
+  intent &= H5F_ACC_RDWR | H5F_ACC_SWMR_READ | H5F_ACC_SWMR_WRITE;  // as native passes them on
 
   // Candidates in HDF5's order (H5F_prefix_open_file): an absolute name as given, then its
   // last component (or the relative name) under each HDF5_EXT_PREFIX entry, the lapl's

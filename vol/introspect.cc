@@ -50,6 +50,7 @@ herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t cls, int opt_type, ui
     case H5VL_SUBCLS_FILE:
       switch (opt_type) {
         case H5VL_NATIVE_FILE_CLEAR_ELINK_CACHE:
+        case H5VL_NATIVE_FILE_START_SWMR_WRITE:
           *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
           break;
         case H5VL_NATIVE_FILE_GET_SIZE:

@@ -14,6 +14,7 @@
 #include "vol/link_storage.h"
 #include "vol/objects.h"  // Obj: open handles keep unreferenced objects
 #include "vol/value_filters.h"
+#include "vol/swmr.h"
 
 namespace tessera_vol {
 
@@ -185,7 +186,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
     check(tessera::Container::create(name, mode, &f->container_));
   }
   f->real_ = real_path(name);
-  f->intent_ = H5F_ACC_RDWR;
+  f->intent_ = H5F_ACC_RDWR | (flags & H5F_ACC_SWMR_WRITE);
   f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
   f->fcpl_ = H5Pcopy(fcpl == H5P_DEFAULT ? H5P_FILE_CREATE_DEFAULT : fcpl);
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
@@ -198,6 +199,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   link_storage_created(*f, b, kRootOid, f->fcpl_);  // HDF5 makes the root group from the fcpl
   b.put("sys/next_oid", std::to_string(kRootOid + 1));
   b.put(kUdLinksKey, "0");  // no external or user-defined links yet (add_link)
+  swmr_on_create(flags, fapl, b);
   size_t sz = 0;
   if (H5Pencode2(f->fcpl_, nullptr, &sz, H5P_DEFAULT) >= 0 && sz > 0) {
     std::string enc(sz, '\0');
@@ -216,6 +218,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
     if (auto f = it->second.lock()) {
       if ((flags & H5F_ACC_RDWR) && !f->writable())
         fail_arg("file '" + name + "' is already open read-only");
+      swmr_on_open(*f, flags, /*already_open=*/true);
       return f;
     }
   }
@@ -234,6 +237,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   if (f->fcpl_ < 0) f->fcpl_ = H5Pcopy(H5P_FILE_CREATE_DEFAULT);
   if (!f->find_object(kRootOid)) fail_engine(tessera::Status(tessera::Errc::kCorrupt,
                                                                "container '" + name + "' has no root group"));
+  f->intent_ |= swmr_on_open(*f, flags, /*already_open=*/false);
   f->fileno_ = g_next_fileno++;
   g_files[real] = f;
   return f;

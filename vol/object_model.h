@@ -107,6 +107,7 @@ class SharedFile {
   const std::string& name() const { return name_; }
   unsigned intent() const { return intent_; }
   bool writable() const { return (intent_ & H5F_ACC_RDWR) != 0; }
+  void add_intent(unsigned bits) { intent_ |= bits; }  // SWMR bits (swmr.h)
   hid_t fcpl() const { return fcpl_; }
   hid_t fapl() const { return fapl_; }
   tessera::Container& container() { return *container_; }
