@@ -127,3 +127,14 @@ def test_bench_clients_smoke(tessera_env, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     rows = [line for line in r.stdout.splitlines() if line.split() and line.split()[-1] in ("yes", "NO")]
     assert len(rows) == 10 and all(row.endswith("yes") for row in rows), r.stdout
+
+
+def test_bench_direct_chunk_smoke(tessera_env, tmp_path):
+    """scripts/bench/bench_direct_chunk.py at a tiny size: both sides wrote, read back the
+    very chunk bytes and the same values (its exit status says so)."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_direct_chunk.py"
+    r = subprocess.run([sys.executable, str(script), "--mib", "8", "--repeat", "1"], env=dict(os.environ),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.split() and line.split()[-1] in ("yes", "NO")]
+    assert len(rows) == 3 and all(row.endswith("yes") for row in rows), r.stdout
