@@ -30,6 +30,8 @@
 #include "vol/vlen.h"
 #include "vol/vlen_convert.h"
 #include "vol/vlen_fill.h"
+#include "vol/virtual_dataset.h"
+#include "vol/dataset_io.h"
 
 namespace tessera_vol {
 
@@ -45,6 +47,10 @@ DatasetObj* as_dataset(void* p) {
 // a refresh, may have changed it): bring the handle's dataspace up to date.
 void sync_space(DatasetObj& d) {
   if (H5Sget_simple_extent_type(d.space) != H5S_SIMPLE) return;
+  if (d.vds) {  // the sources decide (virtual_dataset.h)
+    d.vds->update_extent(d);
+    return;
+  }
   const tessera::Coords& ext = d.array->schema().extent;
   hsize_t cur[H5S_MAX_RANK], mx[H5S_MAX_RANK];
   int r = H5Sget_simple_extent_dims(d.space, cur, mx);
@@ -52,6 +58,26 @@ void sync_space(DatasetObj& d) {
   if (std::equal(ext.begin(), ext.end(), cur)) return;
   std::copy(ext.begin(), ext.end(), cur);
   if (H5Sset_extent_simple(d.space, r, cur, mx) < 0) fail_arg("cannot update the dataspace extent");
+}
+
+// H5Dset_extent of a virtual dataset: within its max dims and holding every limited
+// mapping (as native); the stored dataspace records it.
+void set_virtual_extent(DatasetObj& d, const hsize_t* size) {
+  std::lock_guard<std::recursive_mutex> g(d.file->mu());
+  if (!size) fail_arg("NULL size");
+  hsize_t cur[H5S_MAX_RANK], mx[H5S_MAX_RANK];
+  int r = H5Sget_simple_extent_dims(d.space, cur, mx);
+  for (int i = 0; i < r; ++i)
+    if (mx[i] != H5S_UNLIMITED && size[i] > mx[i])
+      fail_arg("new size " + std::to_string(size[i]) + " exceeds the maximum " + std::to_string(mx[i]) +
+               " in dimension " + std::to_string(i));
+  d.vds->check_dims(size, r);
+  if (H5Sset_extent_simple(d.space, r, size, mx) < 0) fail_arg("cannot update the dataspace");
+  ObjectRecord rec = d.file->object(d.oid);
+  rec.space_enc = encode_space(d.space);
+  tessera::CatalogBatch b;
+  d.file->put_object(b, d.oid, rec);
+  d.file->commit(b);
 }
 
 bool intermediate_groups(hid_t lcpl) {
@@ -250,6 +276,7 @@ void write_refs(DatasetObj& d, hid_t mtype, const MemSide& m, FileSelection& fs,
 }
 
 void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
+  if (d.vds) return d.vds->read(d, mtype, mem_space, file_space, dxpl, buf);
   MemSide m;
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
@@ -284,6 +311,7 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
 
 void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid_t dxpl, const void* buf) {
   require_write_intent(*d.file);
+  if (d.vds) return d.vds->write(d, mtype, mem_space, file_space, dxpl, buf);
   MemSide m;
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
@@ -329,6 +357,17 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
 
 }  // namespace
 
+void dataset_read_one(DatasetObj& d, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
+  read_one(d, mem_type, mem_space, file_space, dxpl, buf);
+}
+
+void dataset_write_one(DatasetObj& d, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl,
+                       const void* buf) {
+  write_one(d, mem_type, mem_space, file_space, dxpl, buf);
+}
+
+void dataset_sync_space(DatasetObj& d) { sync_space(d); }
+
 void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path) {
   std::lock_guard<std::recursive_mutex> g(f->mu());
   ObjectRecord rec = f->object(oid);
@@ -357,6 +396,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   if (d->space < 0 || d->dcpl < 0 || d->dapl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
   d->array = f->open_array(rec.array_id);  // parallel: sees what other ranks published
+  if (H5Pget_layout(d->dcpl) == H5D_VIRTUAL) d->vds = std::make_shared<VirtualDataset>(d->dcpl);
   sync_space(*d);
   return d.release();
 }
@@ -408,6 +448,12 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       d->dapl = copy_plist(dapl_id, H5P_DATASET_ACCESS_DEFAULT);
     }
     if (d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
+    if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {  // virtual_dataset.h
+      if (f->parallel()) fail_unsupported("virtual datasets in parallel files");
+      d->vds = std::make_shared<VirtualDataset>(d->dcpl);
+      std::vector<hsize_t> dims(schema.extent.begin(), schema.extent.end());
+      d->vds->check_dims(dims.data(), H5Sget_simple_extent_ndims(d->space));
+    }
     // As native HDF5 (H5D__update_oh_info): variable-length types with the default fill
     // value always "write" it (fill time ALLOC); never writing it is refused.
     if (schema.var) {
@@ -563,6 +609,10 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
         std::lock_guard<std::recursive_mutex> g(d.file->mu());
         require_write_intent(*d.file);
         H5D_layout_t layout = H5Pget_layout(d.dcpl);
+        if (layout == H5D_VIRTUAL) {
+          set_virtual_extent(d, args->args.set_extent.size);
+          return;
+        }
         if (layout != H5D_CHUNKED)
           fail_arg(layout == H5D_COMPACT ? "dataset has compact storage" : "dataset has contiguous storage");
         sync_space(d);
@@ -596,6 +646,7 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
         }
         return;
       case H5VL_DATASET_REFRESH:
+        if (d.vds) d.vds->refresh();  // the sources, as native refreshes them
         check(d.array->refresh());
         sync_space(d);
         return;

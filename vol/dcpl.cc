@@ -52,6 +52,12 @@ std::optional<tessera::Filter> lossless_equivalent(H5Z_filter_t id) {
 
 }  // namespace
 
+static int nfilters_of(hid_t dcpl) {
+  int n = H5Pget_nfilters(dcpl);
+  if (n < 0) fail_arg("cannot read the filters from the dcpl");
+  return n;
+}
+
 int engine_rank(hid_t space) {
   int r = H5Sget_simple_extent_ndims(space);
   if (r < 0) fail_arg("invalid dataspace");
@@ -115,7 +121,15 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
 
   H5D_layout_t layout = H5Pget_layout(dcpl);
   if (layout < 0) fail_arg("cannot read the layout from the dcpl");
-  if (layout == H5D_VIRTUAL) fail_unsupported("virtual datasets not supported yet");
+  if (layout == H5D_VIRTUAL) {
+    // No data of its own (virtual_dataset.h): an array that is never written keeps the
+    // connector's per-dataset machinery uniform.
+    if (nfilters_of(dcpl) > 0) fail_arg("filters can only be used with chunked layout");
+    s.tile_extent = auto_tiles(s.extent, es);
+    s.elem_size = static_cast<uint32_t>(es);
+    s.var = var;
+    return s;
+  }
   H5D_alloc_time_t alloc_time = H5D_ALLOC_TIME_DEFAULT;
   if (H5Pget_alloc_time(dcpl, &alloc_time) < 0) fail_arg("cannot read the allocation time from the dcpl");
   if (layout == H5D_COMPACT && alloc_time != H5D_ALLOC_TIME_EARLY)

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "vol/file_prefix.h"
 #include "vol/tessera_vol.h"
 
 namespace tessera_vol {
@@ -133,29 +134,6 @@ hid_t loc_lapl(const H5VL_loc_params_t* lp) {
   return H5P_DEFAULT;
 }
 
-std::string dir_of(const std::string& path) {
-  size_t s = path.rfind('/');
-  if (s == std::string::npos) return "";
-  return s == 0 ? "/" : path.substr(0, s);
-}
-
-std::string with_prefix(const std::string& prefix, const std::string& name) {
-  if (prefix.empty()) return name;
-  return prefix.back() == '/' ? prefix + name : prefix + "/" + name;
-}
-
-bool is_native_hdf5(const std::string& path) {
-  static const unsigned char kSig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  FILE* fp = std::fopen(path.c_str(), "rb");
-  if (!fp) return false;
-  unsigned char buf[8] = {};
-  size_t n = std::fread(buf, 1, sizeof buf, fp);
-  std::fclose(fp);
-  return n == sizeof buf && std::memcmp(buf, kSig, sizeof buf) == 0;
-}
-
 }  // namespace
 
 std::shared_ptr<SharedFile> open_external_file(SharedFile& parent, const std::string& group_path,
@@ -186,40 +164,15 @@ std::shared_ptr<SharedFile> open_external_file(SharedFile& parent, const std::st
   }
   intent &= H5F_ACC_RDWR | H5F_ACC_SWMR_READ | H5F_ACC_SWMR_WRITE;  // as native passes them on
 
-  // Candidates in HDF5's order (H5F_prefix_open_file): an absolute name as given, then its
-  // last component (or the relative name) under each HDF5_EXT_PREFIX entry, the lapl's
-  // prefix, the linking file's directory, the current directory, the linking file's real
-  // directory.
-  std::vector<std::string> tries;
-  std::string rel = file_name;
-  if (!file_name.empty() && file_name[0] == '/') {
-    tries.push_back(file_name);
-    rel = file_name.substr(file_name.rfind('/') + 1);
-  }
-  if (const char* env = std::getenv("HDF5_EXT_PREFIX")) {
-    std::string s = env;
-    size_t i = 0;
-    while (i <= s.size()) {
-      size_t j = s.find(':', i);
-      if (j == std::string::npos) j = s.size();
-      if (j > i) tries.push_back(with_prefix(s.substr(i, j - i), rel));
-      i = j + 1;
-    }
-  }
+  // Candidates in HDF5's order (file_prefix.h).
+  std::string prefix;
   ssize_t plen = H5Pget_elink_prefix(lapl, nullptr, 0);
   if (plen > 0) {
-    std::string prefix(static_cast<size_t>(plen) + 1, '\0');
+    prefix.assign(static_cast<size_t>(plen) + 1, '\0');
     H5Pget_elink_prefix(lapl, prefix.data(), prefix.size());
     prefix.resize(static_cast<size_t>(plen));
-    tries.push_back(with_prefix(prefix, rel));
   }
-  std::string pdir = dir_of(parent.name());
-  if (!pdir.empty()) tries.push_back(with_prefix(pdir, rel));
-  tries.push_back(rel);
-  if (char* real = ::realpath(parent.name().c_str(), nullptr)) {
-    tries.push_back(with_prefix(dir_of(real), rel));
-    std::free(real);
-  }
+  std::vector<std::string> tries = prefix_candidates(parent.name(), file_name, "HDF5_EXT_PREFIX", prefix);
   // The first candidate that exists is the target, as in HDF5 (which opens the first
   // candidate it can): a native HDF5 file there is refused, not skipped for a later
   // tessera container of the same name.

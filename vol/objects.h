@@ -48,6 +48,7 @@ struct GroupObj : Obj {
 
 class ValueFilters;
 class NativeChunk;
+class VirtualDataset;
 
 struct DatasetObj : Obj {
   using Obj::Obj;
@@ -68,6 +69,8 @@ struct DatasetObj : Obj {
   bool value_filters_checked = false;
   // Direct chunk I/O through HDF5's filters (chunk_io.h); made on first use.
   std::shared_ptr<NativeChunk> native_chunk;
+  // A virtual dataset's mappings and open sources (virtual_dataset.h); null otherwise.
+  std::shared_ptr<VirtualDataset> vds;
 };
 
 struct DatatypeObj : Obj {
