@@ -111,6 +111,7 @@ bool written(DatasetObj& d) { return d.array->storage_bytes() > 0 || d.array->bu
 
 H5D_space_status_t space_status(DatasetObj& d) {
   Facts f = facts(d);
+  if (f.layout == H5D_VIRTUAL) return H5D_SPACE_STATUS_ALLOCATED;  // as native: the sources hold the data
   if (f.layout == H5D_CHUNKED) {
     uint64_t n = allocated_chunks(d, f);
     if (n == 0) return H5D_SPACE_STATUS_NOT_ALLOCATED;
@@ -122,6 +123,7 @@ H5D_space_status_t space_status(DatasetObj& d) {
 
 hsize_t storage_size(DatasetObj& d) {
   Facts f = facts(d);
+  if (f.layout == H5D_VIRTUAL) return 0;
   if (f.layout == H5D_CHUNKED) {
     if (f.filtered) {  // tessera's own compressed bytes (allocation.h)
       return d.array->storage_bytes() + d.array->buffered_cells() * uint64_t{d.array->schema().elem_size};
