@@ -295,3 +295,42 @@ def test_region_references_same_as_native(tessera_env, tmp_path):
 if __name__ == "__main__":
     _name, _dir = sys.argv[1], Path(sys.argv[2])
     print(json.dumps(SCENARIOS[_name](_dir)))
+
+
+NATIVE_ENV_STRIP = ("HDF5_VOL_CONNECTOR", "LD_PRELOAD", "HDF5_PLUGIN_PATH")
+
+
+def test_native_files_open_natively(tessera_env, tmp_path):
+    """With tessera the default, an existing native HDF5 file opens with the native
+    connector (the compat library's H5Fopen): a program's old inputs stay readable and
+    writable in place, while the files it creates are tessera containers."""
+    old = tmp_path / "old.h5"
+    env = {k: v for k, v in os.environ.items() if k not in NATIVE_ENV_STRIP}
+    subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys, h5py, numpy as np
+        with h5py.File(sys.argv[1], "w", userblock_size=512) as f:
+            f.create_dataset("a/x", data=np.arange(12, dtype=">i2").reshape(3, 4))
+            f["a"].attrs["unit"] = "m"
+        """), str(old)], env=env, check=True)
+    with h5py.File(old, "r") as f:
+        assert f["a/x"][()].tolist() == np.arange(12).reshape(3, 4).tolist()
+        assert f["a"].attrs["unit"] == "m"
+        assert sorted(f["a"]) == ["x"]
+        hdf5 = __import__("conftest").HDF5()
+        assert hdf5.connector_name(f.id.get_access_plist().id) == "native"
+    with h5py.File(old, "a") as f:                 # written in place, natively
+        f["a/x"][0, 0] = 99
+        f.create_dataset("y", data=[1.5])
+    assert old.is_file()
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys, h5py
+        with h5py.File(sys.argv[1], "r") as f:
+            print(int(f["a/x"][0, 0]), float(f["y"][0]))
+        """), str(old)], env=env, capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["99", "1.5"]
+    new = tmp_path / "new.h5"
+    with h5py.File(new, "w") as f:
+        f["z"] = [1]
+    assert new.is_dir()                             # new files: tessera containers
+    with h5py.File(new, "r") as f:                  # and a container still opens with tessera
+        assert f["z"][0] == 1

@@ -79,7 +79,10 @@
   X(H5Oget_info_by_idx3) X(H5Ovisit3) X(H5Ovisit_by_name3) X(H5Oclose) X(H5Iget_name)          \
   X(H5Iget_type) X(H5Tcommitted) X(H5VLobject_is_native) X(H5Eclear2) X(H5Epush2)              \
   X(H5Eget_auto2) X(H5VLget_connector_name) X(H5Rget_region) X(H5VLfind_opt_operation)            \
-  X(H5VLobject_optional_op) X(H5Sencode2) X(H5Sdecode)
+  X(H5VLobject_optional_op) X(H5Sencode2) X(H5Sdecode)                                          \
+  /* H5Fopen of a native HDF5 file while tessera is the default connector */                   \
+  X(H5Fopen) X(H5open) X(H5Pget_vol_id) X(H5VLget_connector_id_by_name) X(H5VLcmp_connector_cls) \
+  X(H5VLclose) X(H5Pcopy) X(H5Pclose) X(H5Pset_vol) X(H5VL_native_register)
 
 static struct {
   int ok; /* every symbol below was found */
@@ -88,6 +91,7 @@ static struct {
 #undef DECLARE
   /* error class and messages (hid_t globals of libhdf5; valid once the library is open) */
   const hid_t *err_cls, *maj_link, *maj_ohdr, *maj_ref, *min_unsupported, *min_badvalue;
+  const hid_t *default_fapl; /* H5P_FILE_ACCESS_DEFAULT */
 } api;
 
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
@@ -132,7 +136,8 @@ static void api_init(void) {
   api.maj_ref = (const hid_t *)dlsym(h, "H5E_REFERENCE_g");
   api.min_unsupported = (const hid_t *)dlsym(h, "H5E_UNSUPPORTED_g");
   api.min_badvalue = (const hid_t *)dlsym(h, "H5E_BADVALUE_g");
-  api.ok = ok && api.err_cls && api.maj_link && api.maj_ohdr && api.maj_ref &&
+  api.default_fapl = (const hid_t *)dlsym(h, "H5P_LST_FILE_ACCESS_ID_g");
+  api.ok = ok && api.default_fapl && api.err_cls && api.maj_link && api.maj_ohdr && api.maj_ref &&
            api.min_unsupported && api.min_badvalue;
 }
 
@@ -616,4 +621,54 @@ herr_t H5DSwith_new_ref(hid_t obj_id, hbool_t *with_new_ref) {
   }
   *with_new_ref = config_flag || (!native && !tessera);
   return 0;
+}
+
+/* ------------------------------------------------------------------ native files */
+
+/* Whether `path` is a native HDF5 file: a regular file with HDF5's signature at offset 0
+ * or at a power of two from 512 on (a userblock before it), as HDF5 searches for it. */
+static int native_hdf5_file(const char *path) {
+  static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return 0;
+  int found = 0;
+  unsigned char buf[8];
+  for (long off = 0; !found && off <= (1L << 30); off = off ? off * 2 : 512) {
+    if (fseek(fp, off, SEEK_SET) != 0 || fread(buf, 1, sizeof buf, fp) != sizeof buf) break;
+    found = memcmp(buf, sig, sizeof buf) == 0;
+  }
+  fclose(fp);
+  return found;
+}
+
+/* Whether the fapl (H5P_DEFAULT: the default one, set from HDF5_VOL_CONNECTOR) selects
+ * the tessera connector. */
+static int fapl_is_tessera(hid_t fapl) {
+  hid_t vol = H5I_INVALID_HID, tess = H5I_INVALID_HID;
+  int cmp = 1;
+  if (api.H5Pget_vol_id(fapl == H5P_DEFAULT ? *api.default_fapl : fapl, &vol) < 0) return 0;
+  tess = api.H5VLget_connector_id_by_name("tessera");
+  if (tess >= 0) api.H5VLcmp_connector_cls(&cmp, vol, tess);
+  api.H5VLclose(vol);
+  if (tess >= 0) api.H5VLclose(tess);
+  return cmp == 0;
+}
+
+/* H5Fopen: an existing native HDF5 file opens with HDF5's native connector even when
+ * tessera is the default (HDF5_VOL_CONNECTOR=tessera), so a program's existing inputs
+ * stay readable: new files are tessera containers, old files stay what they are.  The
+ * returned ID belongs to the native connector, and so does everything opened through it.
+ * Anything else — containers, missing files, bad arguments — goes to libhdf5 unchanged. */
+hid_t H5Fopen(const char *filename, unsigned flags, hid_t fapl_id) {
+  if (!api_ready()) return -1;
+  if (filename && api.H5open() >= 0 && native_hdf5_file(filename) && fapl_is_tessera(fapl_id)) {
+    hid_t fapl = api.H5Pcopy(fapl_id == H5P_DEFAULT ? *api.default_fapl : fapl_id);
+    if (fapl >= 0 && api.H5Pset_vol(fapl, api.H5VL_native_register(), NULL) >= 0) {
+      hid_t f = api.H5Fopen(filename, flags, fapl);
+      api.H5Pclose(fapl);
+      return f;
+    }
+    if (fapl >= 0) api.H5Pclose(fapl);
+  }
+  return api.H5Fopen(filename, flags, fapl_id);
 }
