@@ -289,6 +289,7 @@ herr_t file_optional(void* obj, H5VL_optional_args_t* args, hid_t, void**) {
       case H5VL_NATIVE_FILE_CLEAR_ELINK_CACHE: return;  // external links are never followed
       case H5VL_NATIVE_FILE_START_SWMR_WRITE: start_swmr_write(*fo); return;  // swmr.h
       default:
+        if (file_setting_op(*fo->file, args->op_type, args->args)) return;  // file_settings.h
         fail_unsupported("native-only file operation " + std::to_string(args->op_type) +
                          " (tessera containers have no HDF5 metadata cache, VFD or file image)");
     }

@@ -51,7 +51,18 @@ herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t cls, int opt_type, ui
       switch (opt_type) {
         case H5VL_NATIVE_FILE_CLEAR_ELINK_CACHE:
         case H5VL_NATIVE_FILE_START_SWMR_WRITE:
+        case H5VL_NATIVE_FILE_SET_MDC_CONFIG:
+        case H5VL_NATIVE_FILE_RESET_MDC_HIT_RATE:
+        case H5VL_NATIVE_FILE_RESET_PAGE_BUFFERING_STATS:
+        case H5VL_NATIVE_FILE_SET_LIBVER_BOUNDS:
           *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
+          break;
+        case H5VL_NATIVE_FILE_GET_MDC_CONF:
+        case H5VL_NATIVE_FILE_GET_MDC_HR:
+        case H5VL_NATIVE_FILE_GET_MDC_SIZE:
+        case H5VL_NATIVE_FILE_GET_VFD_HANDLE:
+        case H5VL_NATIVE_FILE_GET_PAGE_BUFFERING_STATS:
+          *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_QUERY_METADATA;
           break;
         case H5VL_NATIVE_FILE_GET_SIZE:
         case H5VL_NATIVE_FILE_GET_FREE_SPACE:

@@ -1,6 +1,9 @@
 // object_model.cc — catalog records and path resolution for HDF5 objects.
 #include "vol/object_model.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <climits>
 #include <csignal>
@@ -15,6 +18,7 @@
 #include "vol/objects.h"  // Obj: open handles keep unreferenced objects
 #include "vol/value_filters.h"
 #include "vol/swmr.h"
+#include "vol/file_settings.h"
 
 namespace tessera_vol {
 
@@ -172,24 +176,29 @@ AttrRecord AttrRecord::deserialize(const std::string& s) {
 
 std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned flags, hid_t fcpl, hid_t fapl) {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
-  std::string real = real_path(name);
+  bool temporary = false;
+  const std::string path = container_path(name, fapl, &temporary);  // the driver decides (file_settings.h)
+  std::string real = real_path(path);
   if (auto it = g_files.find(real); it != g_files.end() && !it->second.expired())
     fail_arg("file '" + name + "' is already open; HDF5 cannot truncate an open file");
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
+  if (temporary) f->temporary_ = path;
   f->par_ = Parallel::from_fapl(fapl);
   if (f->par_) {
-    f->open_container_parallel(name, flags, /*create=*/true);
+    f->open_container_parallel(path, flags, /*create=*/true);
   } else {
     auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
                                        : tessera::Container::CreateMode::kTruncate;
-    check(tessera::Container::create(name, mode, &f->container_));
+    check(tessera::Container::create(path, mode, &f->container_));
   }
-  f->real_ = real_path(name);
+  f->real_ = real_path(path);
+  f->locking_ = LockingFlags::of(fapl);
   f->intent_ = H5F_ACC_RDWR | (flags & H5F_ACC_SWMR_WRITE);
   f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
   f->fcpl_ = H5Pcopy(fcpl == H5P_DEFAULT ? H5P_FILE_CREATE_DEFAULT : fcpl);
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
+  apply_page_buffering(f->fapl_, f->fcpl_, /*create=*/true);
   // The root group, and the fcpl so that reopened files report it.
   tessera::CatalogBatch b;
   ObjectRecord root;
@@ -213,21 +222,31 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
 
 std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned flags, hid_t fapl) {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
-  std::string real = real_path(name);
+  bool temporary = false;
+  const std::string path = container_path(name, fapl, &temporary);
+  if (temporary)  // a core file without backing store that is not open: nothing to open
+    ::rmdir(path.substr(0, path.rfind('/')).c_str());
+  std::string real = real_path(path);
   if (auto it = g_files.find(real); it != g_files.end()) {
     if (auto f = it->second.lock()) {
       if ((flags & H5F_ACC_RDWR) && !f->writable())
         fail_arg("file '" + name + "' is already open read-only");
+      if (!(LockingFlags::of(fapl) == f->locking_)) fail_arg("file locking flag values don't match");
       swmr_on_open(*f, flags, /*already_open=*/true);
       return f;
     }
   }
+  if (temporary) {  // core without backing store opens nothing that exists
+    check(tessera::Status(tessera::Errc::kNotFound, "unable to open file: name = '" + name +
+                                                        "', errno = 2 (an in-memory file without backing store)"));
+  }
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
+  f->locking_ = LockingFlags::of(fapl);
   bool rw = (flags & H5F_ACC_RDWR) != 0;
   f->par_ = Parallel::from_fapl(fapl);
-  if (f->par_) f->open_container_parallel(name, flags, /*create=*/false);
-  else check(tessera::Container::open(name, rw, &f->container_));
+  if (f->par_) f->open_container_parallel(path, flags, /*create=*/false);
+  else check(tessera::Container::open(path, rw, &f->container_));
   f->epoch_ = f->container_->committed_epoch();
   f->real_ = real;
   f->intent_ = rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
@@ -235,6 +254,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
   if (auto enc = f->container_->catalog().get("sys/fcpl")) f->fcpl_ = H5Pdecode(enc->data());
   if (f->fcpl_ < 0) f->fcpl_ = H5Pcopy(H5P_FILE_CREATE_DEFAULT);
+  apply_page_buffering(f->fapl_, f->fcpl_, /*create=*/false);
   if (!f->find_object(kRootOid)) fail_engine(tessera::Status(tessera::Errc::kCorrupt,
                                                                "container '" + name + "' has no root group"));
   f->intent_ |= swmr_on_open(*f, flags, /*already_open=*/false);
@@ -283,9 +303,20 @@ SharedFile::~SharedFile() {
   for (auto& [cset, acpl] : acpls_) H5Pclose(acpl);
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+  if (!temporary_.empty()) {  // a core file without backing store leaves nothing behind
+    (void)tessera::Container::remove(temporary_);
+    ::rmdir(temporary_.substr(0, temporary_.rfind('/')).c_str());
+  }
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
   auto it = g_files.find(real_);
   if (it != g_files.end() && it->second.expired()) g_files.erase(it);
+}
+
+void* SharedFile::directory_handle() {
+  if (dir_fd_ < 0) dir_fd_ = ::open(container_->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) fail_arg("cannot open the container directory of '" + name_ + "'");
+  return &dir_fd_;
 }
 
 void SharedFile::require_writable(const char* what) {

@@ -35,6 +35,7 @@
 
 #include "engine/array.h"
 #include "engine/container.h"
+#include "vol/file_settings.h"
 
 namespace tessera_vol {
 
@@ -108,6 +109,8 @@ class SharedFile {
   unsigned intent() const { return intent_; }
   bool writable() const { return (intent_ & H5F_ACC_RDWR) != 0; }
   void add_intent(unsigned bits) { intent_ |= bits; }  // SWMR bits (swmr.h)
+  // H5Fget_vfd_handle: a pointer to a descriptor of the container's directory.
+  void* directory_handle();
   hid_t fcpl() const { return fcpl_; }
   hid_t fapl() const { return fapl_; }
   tessera::Container& container() { return *container_; }
@@ -225,6 +228,9 @@ class SharedFile {
   void delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth);
 
   std::string name_, real_;
+  std::string temporary_;  // a core-driver container removed at close (file_settings.h)
+  int dir_fd_ = -1;        // directory_handle()
+  LockingFlags locking_;
   unsigned intent_ = 0;
   hid_t fcpl_ = H5I_INVALID_HID, fapl_ = H5I_INVALID_HID;
   std::unique_ptr<tessera::Container> container_;

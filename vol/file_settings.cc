@@ -1,0 +1,182 @@
+// file_settings.cc — see file_settings.h.
+#include "vol/file_settings.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <H5FDcore.h>
+#include <H5FDmulti.h>
+#include <H5VLnative.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "vol/object_model.h"
+
+namespace tessera_vol {
+
+namespace {
+
+hid_t real_fapl(hid_t fapl) { return fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl; }
+
+std::string base_name(const std::string& p) {
+  size_t s = p.rfind('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+// A private directory for a core-driver file without backing store.
+std::string temporary_path(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-core-XXXXXX";
+  if (!::mkdtemp(t.data())) fail_arg("cannot create a temporary directory for in-memory file '" + name + "'");
+  std::string b = base_name(name);
+  return t + "/" + (b.empty() ? "file" : b);
+}
+
+// The metadata member's name of a split/multi file (H5FD_MEM_SUPER's name pattern).
+std::string multi_meta_name(const std::string& name, hid_t fapl) {
+  H5FD_mem_t map[H5FD_MEM_NTYPES];
+  hid_t memb_fapl[H5FD_MEM_NTYPES];
+  char* memb_name[H5FD_MEM_NTYPES] = {};
+  haddr_t memb_addr[H5FD_MEM_NTYPES];
+  hbool_t relax = 0;
+  if (H5Pget_fapl_multi(fapl, map, memb_fapl, memb_name, memb_addr, &relax) < 0)
+    fail_arg("cannot read the multi/split driver settings");
+  std::string pattern = memb_name[map[H5FD_MEM_SUPER]] ? memb_name[map[H5FD_MEM_SUPER]] : "%s-m.h5";
+  for (int i = 0; i < H5FD_MEM_NTYPES; ++i) {
+    if (memb_fapl[i] >= 0) H5Pclose(memb_fapl[i]);
+    std::free(memb_name[i]);
+  }
+  size_t at = pattern.find("%s");
+  return at == std::string::npos ? name + pattern : pattern.replace(at, 2, name);
+}
+
+}  // namespace
+
+std::string container_path(const std::string& name, hid_t fapl, bool* temporary) {
+  *temporary = false;
+  fapl = real_fapl(fapl);
+  hid_t drv = H5Pget_driver(fapl);
+  if (drv < 0) fail_arg("cannot read the file driver");
+  if (drv == H5FD_SEC2 || drv == H5FD_STDIO || drv == H5FD_LOG || drv == H5FD_FAMILY) return name;
+#ifdef H5_HAVE_PARALLEL
+  if (drv == H5FD_MPIO) return name;
+#endif
+#ifdef H5_HAVE_DIRECT
+  if (drv == H5FD_DIRECT) return name;
+#endif
+  if (drv == H5FD_CORE) {
+    size_t incr = 0;
+    hbool_t backing = 1;
+    if (H5Pget_fapl_core(fapl, &incr, &backing) < 0) fail_arg("cannot read the core driver settings");
+    if (backing) return name;
+    *temporary = true;
+    return temporary_path(name);
+  }
+  if (drv == H5FD_MULTI) return multi_meta_name(name, fapl);
+  fail_unsupported("file '" + name + "': this file driver cannot hold a tessera container (a container is a "
+                   "directory on a file system: use the default, sec2, core, split or MPI-IO driver)");
+}
+
+void apply_page_buffering(hid_t fapl, hid_t fcpl, bool create) {
+  H5F_fspace_strategy_t strategy = H5F_FSPACE_STRATEGY_FSM_AGGR;
+  hbool_t persist = 0;
+  hsize_t threshold = 0, page = 4096;
+  if (H5Pget_file_space_strategy(fcpl, &strategy, &persist, &threshold) < 0 ||
+      H5Pget_file_space_page_size(fcpl, &page) < 0)
+    fail_arg("cannot read the file space settings");
+  if (create) {
+    // Native's superblock rules for the userblock (H5F__super_init): a whole number of
+    // pages (paged strategy) or of the fapl's alignment.
+    hsize_t ub = 0, thr = 0, align = 1;
+    if (H5Pget_userblock(fcpl, &ub) < 0 || H5Pget_alignment(fapl, &thr, &align) < 0)
+      fail_arg("cannot read the userblock size or alignment");
+    const hsize_t unit = strategy == H5F_FSPACE_STRATEGY_PAGE ? page : align;
+    if (ub > 0 && ub < unit) fail_arg("userblock size must be > file object alignment");
+    if (ub > 0 && unit > 0 && ub % unit != 0)
+      fail_arg("userblock size must be an integral multiple of file object alignment");
+  }
+  size_t pbs = 0;
+  unsigned mm = 0, mr = 0;
+  if (H5Pget_page_buffer_size(fapl, &pbs, &mm, &mr) < 0) fail_arg("cannot read the page buffer size");
+  if (pbs == 0) return;
+  if (strategy != H5F_FSPACE_STRATEGY_PAGE) {
+    if (create) fail_arg("Enabling Page Buffering requires PAGE file space strategy");
+    pbs = 0;  // an existing file without pages: no page buffer (native 1.14.4+)
+  } else if (pbs < page) {
+    if (create) fail_arg("Page Buffer size must be >= to the page size");
+    pbs = page;
+  } else {
+    pbs = pbs / page * page;
+  }
+  if (H5Pset_page_buffer_size(fapl, pbs, mm, mr) < 0) fail_arg("cannot record the page buffer size");
+}
+
+LockingFlags LockingFlags::of(hid_t fapl) {
+  LockingFlags l;
+  hbool_t use = 1, ignore = 0;
+  if (H5Pget_file_locking(real_fapl(fapl), &use, &ignore) < 0) fail_arg("cannot read the file locking settings");
+  l.use = use;
+  l.ignore_disabled = ignore;
+  // HDF5_USE_FILE_LOCKING overrides the fapl, as in native (H5F__check_if_using_file_locks).
+  if (const char* e = std::getenv("HDF5_USE_FILE_LOCKING")) {
+    if (!std::strcmp(e, "FALSE") || !std::strcmp(e, "0")) l.use = false, l.ignore_disabled = false;
+    else if (!std::strcmp(e, "TRUE") || !std::strcmp(e, "1")) l.use = true, l.ignore_disabled = false;
+    else if (!std::strcmp(e, "BEST_EFFORT")) l.use = true, l.ignore_disabled = true;
+  }
+  return l;
+}
+
+bool file_setting_op(SharedFile& f, int op, void* p) {
+  auto* a = static_cast<H5VL_native_file_optional_args_t*>(p);
+  switch (op) {
+    case H5VL_NATIVE_FILE_GET_MDC_CONF:  // as configured: there is no metadata cache to tune
+      if (H5Pget_mdc_config(f.fapl(), a->get_mdc_config.config) < 0) fail_arg("cannot read the cache config");
+      return true;
+    case H5VL_NATIVE_FILE_SET_MDC_CONFIG:  // HDF5 validates it; kept to be reported back
+      if (H5Pset_mdc_config(f.fapl(), const_cast<H5AC_cache_config_t*>(a->set_mdc_config.config)) < 0)
+        fail_arg("invalid metadata cache configuration");
+      return true;
+    case H5VL_NATIVE_FILE_GET_MDC_HR:  // no metadata cache: no hits counted
+      *a->get_mdc_hit_rate.hit_rate = 0.0;
+      return true;
+    case H5VL_NATIVE_FILE_RESET_MDC_HIT_RATE: return true;
+    case H5VL_NATIVE_FILE_GET_MDC_SIZE: {
+      H5AC_cache_config_t c;
+      c.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+      if (H5Pget_mdc_config(f.fapl(), &c) < 0) fail_arg("cannot read the cache config");
+      auto& s = a->get_mdc_size;
+      if (s.max_size) *s.max_size = c.initial_size;
+      if (s.min_clean_size) *s.min_clean_size = static_cast<size_t>(c.initial_size * c.min_clean_fraction);
+      if (s.cur_size) *s.cur_size = 0;
+      if (s.cur_num_entries) *s.cur_num_entries = 0;
+      return true;
+    }
+    case H5VL_NATIVE_FILE_GET_VFD_HANDLE:  // a descriptor of the container's directory
+      *a->get_vfd_handle.file_handle = f.directory_handle();
+      return true;
+    case H5VL_NATIVE_FILE_GET_PAGE_BUFFERING_STATS:
+    case H5VL_NATIVE_FILE_RESET_PAGE_BUFFERING_STATS: {
+      size_t pbs = 0;
+      unsigned mm = 0, mr = 0;
+      H5Pget_page_buffer_size(f.fapl(), &pbs, &mm, &mr);
+      if (pbs == 0) fail_arg("page buffering not enabled on file");
+      if (op == H5VL_NATIVE_FILE_GET_PAGE_BUFFERING_STATS) {
+        auto& s = a->get_page_buffering_stats;
+        for (int i = 0; i < 2; ++i) {
+          s.accesses[i] = s.hits[i] = s.misses[i] = s.evictions[i] = s.bypasses[i] = 0;
+        }
+      }
+      return true;
+    }
+    case H5VL_NATIVE_FILE_SET_LIBVER_BOUNDS: {
+      const auto& b = a->set_libver_bounds;
+      if (H5Pset_libver_bounds(f.fapl(), b.low, b.high) < 0) fail_arg("invalid library version bounds");
+      return true;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace tessera_vol
