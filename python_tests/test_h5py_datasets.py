@@ -295,3 +295,43 @@ def test_point_updates_same_as_native(tessera_env, tmp_path):
     # Random int32 deltas barely compress: about 4 bytes a value for 3 rounds of about
     # 17,600 distinct points each (20,000 drawn from 77,100 cells), plus the base.
     assert sizes[0] >= 3 * 15000 * 4, sizes
+
+
+TIMES = textwrap.dedent(r'''
+    import pickle, sys, time
+    import h5py, numpy as np
+    path, out_path = sys.argv[1], sys.argv[2]
+    out = {}
+    t0 = int(time.time())
+    def times(obj):
+        i = h5py.h5o.get_info(obj.id)
+        return (i.atime == i.mtime == i.ctime == i.btime, i.mtime == 0, t0 - 1 <= i.mtime <= t0 + 60,
+                h5py.h5g.get_objinfo(obj.id).mtime == i.mtime)
+    for libver in ("earliest", "latest"):
+      with h5py.File(path, "w", libver=libver) as f:
+        for track in (True, False):
+            d = f.create_dataset(f"d{track}", data=np.arange(4), track_times=track)
+            out[f"{libver} dataset {track}"] = times(d)
+            out[f"{libver} like {track}"] = times(f.create_dataset_like(f"l{track}", d))
+            gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+            gcpl.set_obj_track_times(track)
+            g = h5py.Group(h5py.h5g.create(f.id, f"g{track}".encode(), gcpl=gcpl))
+            out[f"{libver} group {track}"] = times(g)
+        out[f"{libver} default group"] = times(f.create_group("plain"))
+        out[f"{libver} root"] = times(f)
+      with h5py.File(path, "r") as f:
+        out[f"{libver} reopened"] = [times(f[k]) for k in sorted(f)]
+    with open(out_path, "wb") as fh:
+        pickle.dump(out, fh)
+''')
+
+
+def test_object_times_as_native(tessera_env, tmp_path):
+    """H5Oget_info's times and H5Gget_objinfo's mtime: set at creation when the creation
+    plist tracks times (the default), 0 when it does not — compared with native."""
+    native = run_scenario(tmp_path, native=True, scenario=TIMES)
+    tess = run_scenario(tmp_path, native=False, scenario=TIMES)
+    assert tess == native
+    assert native["latest dataset True"] == (True, False, True, True)     # all four times
+    assert native["earliest dataset True"] == (False, True, False, False)  # the change time only
+    assert native["latest dataset False"] == (True, True, False, True)

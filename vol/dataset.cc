@@ -485,6 +485,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
 
     ObjectRecord rec;
     rec.type = ObjType::kDataset;
+    rec.stamp_times(dcpl);
     rec.type_enc = d->ftype.encoding();
     rec.committed_type = d->committed_type;
     rec.space_enc = encode_space(d->space);

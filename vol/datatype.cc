@@ -91,6 +91,7 @@ void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char
     ObjectRecord rec;
     rec.type = ObjType::kDatatype;
     rec.rc = 0;  // add_link counts the link
+    rec.stamp_times(tcpl_id);
     rec.type_enc = StoredType::of(type_id).encoding();
     if (tcpl_id != H5P_DEFAULT && tcpl_id >= 0) rec.cpl = encode_plist(tcpl_id);
     tessera::CatalogBatch b;

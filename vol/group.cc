@@ -253,7 +253,9 @@ herr_t group_optional(void* obj, H5VL_optional_args_t* args, hid_t, void**) {
         sb->objno[1] = 0;
         sb->nlink = static_cast<unsigned>(r.rc);
         sb->type = r.type == ObjType::kGroup ? H5G_GROUP : r.type == ObjType::kDataset ? H5G_DATASET : H5G_TYPE;
-        sb->mtime = 0;
+        H5O_info2_t times;
+        object_times(f, oid, r, &times);
+        sb->mtime = times.ctime;  // as native: the change time
         return;
       }
       case H5VL_NATIVE_GROUP_ITERATE_OLD:

@@ -17,6 +17,7 @@
 #include "engine/file_io.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
+#include "vol/swmr.h"
 #include "vol/region_store.h"
 #include "vol/tessera_vol.h"
 
@@ -27,6 +28,16 @@ extern void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const
     __attribute__((weak));
 extern void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path)
     __attribute__((weak));
+
+void object_times(SharedFile& f, uint64_t oid, const ObjectRecord& r, H5O_info2_t* info) {
+  // Set at creation when the creation plist tracks them (ObjectRecord::times), reported
+  // as native's object headers hold them: version 2 (swmr.h object_header2) all four;
+  // version 1 only a dataset's change time; the root group none.
+  info->atime = info->mtime = info->ctime = info->btime = 0;
+  if (oid == kRootOid || r.times == 0) return;
+  if (object_header2(f)) info->atime = info->mtime = info->ctime = info->btime = static_cast<time_t>(r.times);
+  else if (r.type == ObjType::kDataset) info->ctime = static_cast<time_t>(r.times);
+}
 
 namespace {
 
@@ -65,8 +76,7 @@ void fill_info(SharedFile& f, uint64_t oid, unsigned fields, H5O_info2_t* info) 
   oid_to_token(oid, &info->token);
   info->type = otype(r.type);
   info->rc = static_cast<unsigned>(r.rc);
-  // Times: tessera does not track object times (native HDF5 also reports 0 unless the
-  // ocpl asks for them).
+  object_times(f, oid, r, info);
   if (fields & H5O_INFO_NUM_ATTRS) info->num_attrs = f.attrs(oid).size();
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "engine/bytes.h"
 #include "vol/error.h"
@@ -88,7 +89,14 @@ std::string ObjectRecord::serialize() const {
   w.str(comment);
   w.u64(committed_type);
   w.str(vlen_fill);
+  w.i64(times);
   return std::string(w.buf().begin(), w.buf().end());
+}
+
+void ObjectRecord::stamp_times(hid_t cpl) {
+  hbool_t track = 1;
+  if (cpl != H5P_DEFAULT && cpl >= 0 && H5Pget_obj_track_times(cpl, &track) < 0) track = 1;
+  times = track ? static_cast<int64_t>(std::time(nullptr)) : 0;
 }
 
 ObjectRecord ObjectRecord::deserialize(const std::string& s) {
@@ -108,6 +116,7 @@ ObjectRecord ObjectRecord::deserialize(const std::string& s) {
   o.comment = r.str();
   if (!r.done()) o.committed_type = r.u64();  // absent in records written before it existed
   if (!r.done()) o.vlen_fill = r.str();
+  if (!r.done()) o.times = r.i64();
   return o;
 }
 
@@ -203,6 +212,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   tessera::CatalogBatch b;
   ObjectRecord root;
   root.type = ObjType::kGroup;
+  root.stamp_times(H5P_DEFAULT);
   root.rc = 1;
   b.put("o/" + hex16(kRootOid), root.serialize());
   link_storage_created(*f, b, kRootOid, f->fcpl_);  // HDF5 makes the root group from the fcpl
@@ -369,6 +379,7 @@ uint64_t SharedFile::create_group_record(tessera::CatalogBatch& b, hid_t gcpl) {
   ObjectRecord g;
   g.type = ObjType::kGroup;
   g.rc = 0;  // add_link counts the link
+  g.stamp_times(gcpl);
   if (gcpl != H5P_DEFAULT && gcpl >= 0) {
     size_t sz = 0;
     if (H5Pencode2(gcpl, nullptr, &sz, H5P_DEFAULT) >= 0 && sz > 0) {

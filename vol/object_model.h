@@ -59,8 +59,14 @@ struct ObjectRecord {
   // stream.  H5Pencode2 would store the fill value's char*/hvl_t pointers, which dangle
   // in any later use, so `cpl` holds the dcpl with its fill value cleared (dataset.cc).
   std::string vlen_fill;
+  // Creation time (seconds since the epoch) when the creation plist tracks object times
+  // (H5Pset_obj_track_times, on by default), else 0: H5Oget_info's atime/mtime/ctime/btime
+  // and H5Gget_objinfo's mtime, as native sets them at creation.
+  int64_t times = 0;
   std::string serialize() const;
   static ObjectRecord deserialize(const std::string& s);
+  // Sets `times` from the creation plist (H5P_DEFAULT: tracked, as native's default).
+  void stamp_times(hid_t cpl);
 };
 
 struct LinkRecord {

@@ -116,6 +116,8 @@ std::vector<std::pair<std::string, LinkRecord>> ordered_links(SharedFile& f, uin
                                                               H5_iter_order_t order);
 
 void oid_to_token(uint64_t oid, H5O_token_t* token);
+// An object's times as H5Oget_info reports them (object.cc).
+void object_times(SharedFile& f, uint64_t oid, const ObjectRecord& r, H5O_info2_t* info);
 uint64_t token_to_oid(const H5O_token_t* token);
 
 // Runs f and converts VolError / engine errors / exceptions into an HDF5 error record.

@@ -10,6 +10,16 @@ namespace tessera_vol {
 namespace {
 
 constexpr char kSuperblock3Key[] = "sys/sb3";
+constexpr char kObjectHeader2Key[] = "sys/oh2";
+
+}  // namespace
+
+bool object_header2(SharedFile& f) {
+  auto v = f.container().catalog().get(kObjectHeader2Key);
+  return v && *v == "1";
+}
+
+namespace {
 
 bool superblock3(SharedFile& f) {
   auto v = f.container().catalog().get(kSuperblock3Key);
@@ -33,6 +43,9 @@ void swmr_on_create(unsigned flags, hid_t fapl, tessera::CatalogBatch& b) {
   // which a high bound below 1.10 cannot allow.
   if (swmr && high < H5F_LIBVER_V110) fail_arg("superblock version exceeds high bound");
   b.put(kSuperblock3Key, swmr || low >= H5F_LIBVER_V110 ? "1" : "0");
+  // Object headers of version 2 (low bound 1.8 or later, or SWMR) store all four object
+  // times; version 1 only the change time (object.cc fill_info).
+  b.put(kObjectHeader2Key, swmr || low >= H5F_LIBVER_V18 ? "1" : "0");
 }
 
 unsigned swmr_on_open(SharedFile& f, unsigned flags, bool already_open) {

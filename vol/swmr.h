@@ -29,5 +29,8 @@ void swmr_on_create(unsigned flags, hid_t fapl, tessera::CatalogBatch& b);
 unsigned swmr_on_open(SharedFile& f, unsigned flags, bool already_open);
 // H5Fstart_swmr_write.
 void start_swmr_write(FileObj& fo);
+// Whether the file's objects have native's version 2 headers (created with a low bound
+// of 1.8 or later): they report all four object times, version 1 only the change time.
+bool object_header2(SharedFile& f);
 
 }  // namespace tessera_vol
