@@ -20,6 +20,7 @@
 #include "vol/chunk_io.h"
 #include "vol/dcpl.h"
 #include "vol/elink.h"
+#include "vol/external_storage.h"
 #include "vol/objects.h"
 #include "vol/reference.h"
 #include "vol/selection.h"
@@ -78,6 +79,35 @@ void set_virtual_extent(DatasetObj& d, const hsize_t* size) {
   tessera::CatalogBatch b;
   d.file->put_object(b, d.oid, rec);
   d.file->commit(b);
+}
+
+// External storage (external_storage.h): the files and the prefix their names resolve
+// against; H5Dget_access_plist reports the expanded prefix, as native does.
+void setup_external(DatasetObj& d) {
+  if (!ExternalStorage::used(d.dcpl)) return;
+  if (d.ftype.has_vlen() || d.ftype.has_std_ref())
+    fail_unsupported("variable-length data or references in external files are not supported by tessera containers");
+  d.external = std::make_shared<ExternalStorage>(d.dcpl, d.space, d.ftype.size());
+  d.efile_prefix = ExternalStorage::prefix(d.dapl, d.file->name());
+  ssize_t n = H5Pget_efile_prefix(d.dapl, nullptr, 0);
+  if (n > 0 && !d.efile_prefix.empty()) {
+    hid_t own = H5Pcopy(d.dapl);
+    if (own < 0 || H5Pset_efile_prefix(own, d.efile_prefix.c_str()) < 0) fail_arg("cannot record the efile prefix");
+    H5Pclose(d.dapl);
+    d.dapl = own;
+  }
+}
+
+// The selected cells, packed in selection order: from the engine array, or from the
+// external files.
+void read_stored(DatasetObj& d, const FileSelection& fs, hid_t fspace, uint8_t* packed) {
+  if (d.external) d.external->read(fspace, d.efile_prefix, packed);
+  else read_selection(*d.array, fs, packed);
+}
+
+void write_stored(DatasetObj& d, FileSelection& fs, hid_t fspace, const uint8_t* packed) {
+  if (d.external) d.external->write(fspace, d.efile_prefix, packed);
+  else write_selection(*d.array, fs, packed);
 }
 
 bool intermediate_groups(hid_t lcpl) {
@@ -288,12 +318,13 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
   if (d.array->schema().var) return read_var(d, mtype, m, fs, dxpl, static_cast<uint8_t*>(buf));
   const auto [fes, mes, eq, contig, off] = plan_transfer(d, mtype, m, fs);
   auto* out = static_cast<uint8_t*>(buf);
+  const hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
   if (eq && contig && !xform) {
-    read_selection(*d.array, fs, out + off);
+    read_stored(d, fs, fspace, out + off);
     return;
   }
   std::vector<uint8_t> tmp(std::max(fes, mes) * fs.n);
-  read_selection(*d.array, fs, tmp.data());
+  read_stored(d, fs, fspace, tmp.data());
   if (!eq) {
     TypeId ftype(d.ftype);
     std::vector<uint8_t> bkg;
@@ -334,7 +365,7 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   const auto* in = static_cast<const uint8_t*>(buf);
   const hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
   if (eq && contig && !xform) {
-    write_selection(*d.array, fs, in + off);
+    write_stored(d, fs, fspace, in + off);
     if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
     return;
   }
@@ -347,11 +378,11 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
     std::vector<uint8_t> bkg;
     if (needs_background(mtype, ftype)) {  // members the memory type lacks keep the file's values
       bkg.resize(fes * fs.n);
-      read_selection(*d.array, fs, bkg.data());
+      read_stored(d, fs, fspace, bkg.data());
     }
     convert(mtype, ftype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
   }
-  write_selection(*d.array, fs, tmp.data());
+  write_stored(d, fs, fspace, tmp.data());
   if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
 }
 
@@ -398,6 +429,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   d->array = f->open_array(rec.array_id);  // parallel: sees what other ranks published
   if (H5Pget_layout(d->dcpl) == H5D_VIRTUAL) d->vds = std::make_shared<VirtualDataset>(d->dcpl);
   sync_space(*d);
+  setup_external(*d);
   return d.release();
 }
 
@@ -482,6 +514,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       d->value_filters = std::make_shared<ValueFilters>(type_id, d->dcpl, schema.tile_extent);
     }
     d->value_filters_checked = true;
+    setup_external(*d);
 
     ObjectRecord rec;
     rec.type = ObjType::kDataset;
@@ -545,6 +578,7 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* n
         H5Pclose(d->dapl);
         d->dapl = c;
       }
+      setup_external(*d);  // the prefix comes from this dapl
     }
     return d;
   });
@@ -614,7 +648,7 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
           set_virtual_extent(d, args->args.set_extent.size);
           return;
         }
-        if (layout != H5D_CHUNKED)
+        if (layout != H5D_CHUNKED && !d.external)  // external files may grow (external_storage.h)
           fail_arg(layout == H5D_COMPACT ? "dataset has compact storage" : "dataset has contiguous storage");
         sync_space(d);
         hsize_t cur[H5S_MAX_RANK], mx[H5S_MAX_RANK];

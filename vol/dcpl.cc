@@ -148,7 +148,9 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
         fail_arg("chunk size must be <= maximum dimension size for fixed-sized dimensions");
   } else {
     // As native HDF5: only chunked datasets can grow or be filtered.
-    if (extendible) fail_arg("extendible (unlimited or max > current) dataspace requires a chunked layout");
+    // (External storage may grow in its first dimension: external_storage.h.)
+    if (extendible && H5Pget_external_count(dcpl) <= 0)
+      fail_arg("extendible (unlimited or max > current) dataspace requires a chunked layout");
     if (nfilters > 0) fail_arg("filters can only be used with chunked layout");
     s.tile_extent = auto_tiles(s.extent, es);
   }
@@ -239,7 +241,7 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
   // Small contiguous and compact datasets (HDF5 cannot extend or filter them) become
   // compact arrays: one catalog record of all their cells (engine/compact_cells.h).  The
   // container keeps them ordinary when it cannot (parallel files, inline budget spent).
-  if (layout != H5D_CHUNKED && !var && s.filters.empty()) {
+  if (layout != H5D_CHUNKED && !var && s.filters.empty() && H5Pget_external_count(dcpl) <= 0) {
     uint64_t bytes = s.elem_size;
     bool fits = true;
     for (uint64_t e : s.extent) {

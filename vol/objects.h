@@ -49,6 +49,7 @@ struct GroupObj : Obj {
 class ValueFilters;
 class NativeChunk;
 class VirtualDataset;
+class ExternalStorage;
 
 struct DatasetObj : Obj {
   using Obj::Obj;
@@ -71,6 +72,10 @@ struct DatasetObj : Obj {
   std::shared_ptr<NativeChunk> native_chunk;
   // A virtual dataset's mappings and open sources (virtual_dataset.h); null otherwise.
   std::shared_ptr<VirtualDataset> vds;
+  // Raw data in external files (external_storage.h) and the prefix their relative names
+  // resolve against; null otherwise.
+  std::shared_ptr<ExternalStorage> external;
+  std::string efile_prefix;
 };
 
 struct DatatypeObj : Obj {
