@@ -14,6 +14,7 @@ h5py's IDs.
 """
 from __future__ import annotations
 
+import textwrap
 import ctypes
 import errno
 
@@ -269,3 +270,64 @@ def test_link_creation_order_survives_deletes_and_reopens(api, tmp_path):
     assert native["reopened"][1][-1][0] == "e"  # the scenario really ran
     for key in native:
         assert tess[key] == native[key], key
+
+
+COPY_REFS = textwrap.dedent(r'''
+    import pickle, re, sys
+    import h5py, numpy as np
+    path, out_path = sys.argv[1], sys.argv[2]
+    other = path + ".other.h5"
+    out = {}
+    def name(f, r):
+        return re.sub(r"~obj_pointed_by_\d+", "~obj_pointed_by_N", f[r].name) if r else None
+    with h5py.File(path, "w") as f:
+        f["foo"] = [1, 2, 3]
+        f["bar"] = [4, 5, 6]
+        f["foo"].attrs["bar"] = f["bar"].ref
+        f["foo"].attrs["both"] = np.array([f["bar"].ref, f["foo"].ref], dtype=h5py.ref_dtype)
+        f["refs"] = np.array([f["bar"].ref, f["foo"].ref], dtype=h5py.ref_dtype)
+        g = f.create_group("g")
+        g["x"] = [7]
+        g["x"].attrs["up"] = f["bar"].ref
+        g["x"].attrs["side"] = g.ref
+        f.copy("foo", "c1")
+        f.copy("foo", "c2", expand_refs=True)
+        f.copy("refs", "r1")
+        f.copy("refs", "r2", expand_refs=True)
+        f.copy("g", "g2", expand_refs=True)
+        for n in ("c1", "c2"):
+            out[n] = (name(f, f[n].attrs["bar"]), [name(f, r) for r in f[n].attrs["both"]])
+        for n in ("r1", "r2"):
+            out[n] = [name(f, r) for r in f[n][()]]
+        out["g2"] = (name(f, f["g2/x"].attrs["up"]), name(f, f["g2/x"].attrs["side"]))
+        out["values via ref"] = f[f["c2"].attrs["bar"]][()].tolist()
+        out["keys"] = sorted(re.sub(r"\d+$", "N", k) for k in f.keys())
+        with h5py.File(other, "w") as h:
+            f.copy("refs", h, "x")
+            f.copy("refs", h, "y", expand_refs=True)
+            f.copy("foo", h, "z")
+            f.copy("/", h, "all", expand_refs=True)
+            out["x"] = [bool(r) for r in h["x"][()]]
+            out["y"] = [name(h, r) for r in h["y"][()]]
+            out["z"] = bool(h["z"].attrs["bar"])
+            out["all"] = (name(h, h["all/foo"].attrs["bar"]), h[h["all/foo"].attrs["bar"]] == h["all/bar"])
+            # (Not compared: how many extra ~obj_pointed_by copies the copy of "/" leaves —
+            # native makes one per reference it meets before the tree copy reaches the
+            # target, an artifact of its traversal order; tessera fixes references after
+            # the tree is copied, so targets inside the tree are never copied twice.)
+            out["other keys"] = sorted(k for k in h.keys() if not k.startswith("~"))
+    with open(out_path, "wb") as fh:
+        pickle.dump(out, fh)
+''')
+
+
+def test_copy_references_as_native(tessera_env, tmp_path):
+    """H5Ocopy and references, as native: attribute references become null without
+    H5O_COPY_EXPAND_REFERENCE_FLAG and point to copies of their targets with it (one copy
+    per target, linked as ~obj_pointed_by_<address> unless it is part of the copied tree);
+    dataset references stay within one file and follow the same rules across files."""
+    from test_h5py_datasets import run_scenario
+    native = run_scenario(tmp_path, native=True, scenario=COPY_REFS)
+    tess = run_scenario(tmp_path, native=False, scenario=COPY_REFS)
+    assert tess == native
+    assert native["c1"][0] is None and native["c2"][0].startswith("/~obj_pointed_by_")

@@ -17,6 +17,8 @@
 #include "engine/file_io.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
+#include "vol/stored_type.h"
+#include "vol/reference.h"
 #include "vol/swmr.h"
 #include "vol/region_store.h"
 #include "vol/tessera_vol.h"
@@ -204,6 +206,58 @@ struct Copier {
     else *type_oid = 0;
   }
 
+  std::vector<std::function<void()>> pending;  // reference fixes (copy)
+
+  // Runs the reference fixes; copying a referenced object may add more.
+  void finish() {
+    while (!pending.empty()) {
+      auto todo = std::move(pending);
+      pending.clear();
+      for (auto& f : todo) f();
+    }
+  }
+
+  // A referenced object's copy (H5O_COPY_EXPAND_REFERENCE_FLAG): the one this copy
+  // already made, else a new one, linked in the destination's root group as native names
+  // it ("~obj_pointed_by_<address>", tessera's address being the object id).  0 for a
+  // target that no longer exists.
+  uint64_t by_ref(uint64_t oid) {
+    if (auto it = copies.find(oid); it != copies.end()) return it->second;
+    if (!src.find_object(oid)) return 0;
+    uint64_t to = copy(oid, 0);
+    dst.add_link(b, kRootOid, "~obj_pointed_by_" + std::to_string(to), LinkRecord::hard(to));
+    return to;
+  }
+
+  // References in copied values, as native: attributes always (null without the expand
+  // flag), dataset values only across files (the same file keeps them).
+  void fix_refs(const std::string& type_enc, uint8_t* data, size_t bytes) {
+    StoredType st(type_enc, "copied value");
+    TypeId t(st);
+    const size_t es = H5Tget_size(t);
+    if (es == 0 || bytes == 0) return;
+    if (flags & H5O_COPY_EXPAND_REFERENCE_FLAG)
+      copy_stored_refs(src, dst, b, t, data, bytes / es, [this](uint64_t oid) { return by_ref(oid); });
+    else
+      std::memset(data, 0, bytes);
+  }
+
+  static bool is_reference(const std::string& type_enc) {
+    StoredType st(type_enc, "copied value");
+    TypeId t(st);
+    return H5Tget_class(t) == H5T_REFERENCE;
+  }
+
+  void fix_dataset_refs(const ObjectRecord& n) {
+    auto a = dst.array(n.array_id);
+    if (a->storage_bytes() == 0 && a->buffered_cells() == 0) return;  // never written: nothing to fix
+    const tessera::Selection all = tessera::Selection::from_box(a->schema().domain());
+    std::vector<uint8_t> cells(all.cells() * a->schema().elem_size);
+    check(a->read(all, cells.data()));
+    fix_refs(n.type_enc, cells.data(), cells.size());
+    check(a->write(all, cells.data()));
+  }
+
   uint64_t copy(uint64_t from, int depth) {
     if (depth > 1000) fail_arg("group hierarchy too deep to copy");
     if (auto it = copies.find(from); it != copies.end()) return it->second;
@@ -216,11 +270,20 @@ struct Copier {
     n.next_link_corder = 0;
     share_committed_type(&n.committed_type);
     dst.put_object(b, to, n);
+    // References are fixed once the whole tree is copied (finish()), so that a reference
+    // to an object of the tree points at its copy there, as native's post-copy does.
+    if (r.type == ObjType::kDataset && &src != &dst && is_reference(r.type_enc))
+      pending.push_back([this, n] { fix_dataset_refs(n); });
     if (!(flags & H5O_COPY_WITHOUT_ATTR_FLAG))
       for (auto& [name, a] : src.attrs(from)) {
         AttrRecord na = a;
         share_committed_type(&na.committed_type);
         dst.put_attr(b, to, name, na);
+        if (is_reference(na.type_enc))
+          pending.push_back([this, to, name = name, na]() mutable {
+            fix_refs(na.type_enc, reinterpret_cast<uint8_t*>(na.data.data()), na.data.size());
+            dst.put_attr(b, to, name, na);
+          });
       }
     if (r.type != ObjType::kGroup) return to;
     if ((flags & H5O_COPY_SHALLOW_HIERARCHY_FLAG) && depth > 0) return to;
@@ -303,9 +366,10 @@ herr_t object_copy(void* src_obj, const H5VL_loc_params_t* lp1, const char* src_
     tessera::CatalogBatch b;
     auto [parent, last] = df.resolve_parent(locate(dst, lp2), dst_name, lcpl_intermediate(lcpl_id), &b);
     if (df.find_link(parent, last)) fail_arg(std::string("destination '") + dst_name + "' already exists");
-    Copier c{sf, df, b, flags, {}, {}};
+    Copier c{sf, df, b, flags, {}, {}, {}};
     try {
       uint64_t to = c.copy(from, 0);
+      c.finish();
       df.add_link(b, parent, last, LinkRecord::hard(to, lcpl_id));
       df.commit(b);
     } catch (...) {

@@ -274,4 +274,46 @@ void objrefs_to_refs(Obj* at, const uint8_t* objrefs, size_t n, void* refs) {
   stored_to_refs(at, stored.data(), n, refs);
 }
 
+void copy_stored_refs(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b, hid_t ftype, uint8_t* data,
+                      size_t n, const std::function<uint64_t(uint64_t)>& target) {
+  if (H5Tequal(ftype, H5T_STD_REF_OBJ) > 0) {  // old-style: the object id (docs/compat.md)
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t oid;
+      std::memcpy(&oid, data + i * sizeof oid, sizeof oid);
+      if (oid) oid = target(oid);
+      std::memcpy(data + i * sizeof oid, &oid, sizeof oid);
+    }
+    return;
+  }
+  if (H5Tequal(ftype, H5T_STD_REF) <= 0)
+    fail_unsupported("copying old-style region references is not supported by tessera containers");
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* r = data + i * kStored;
+    if (r[0] != kMagic) continue;  // never set: stays null
+    uint64_t oid = 0, rx = 0;
+    std::memcpy(&oid, r + 8, sizeof oid);
+    std::memcpy(&rx, r + 24, sizeof rx);
+    Extra extra;
+    if (rx) {
+      auto v = src.container().catalog().get(extra_key(rx));
+      if (!v) fail_arg("a reference's record rx/" + hex16(rx) + " is missing");
+      extra = Extra::deserialize(*v);
+    }
+    if (extra.file.empty()) {  // a target in the source file
+      uint64_t to = target(oid);
+      if (!to) {
+        std::memset(r, 0, kStored);
+        continue;
+      }
+      std::memset(r + 8, 0, 16);
+      std::memcpy(r + 8, &to, sizeof to);
+    }
+    if (rx && &src != &dst) {  // the copy owns its own record
+      uint64_t id = dst.allocate_oid(b);
+      b.put(extra_key(id), extra.serialize());
+      std::memcpy(r + 24, &id, sizeof id);
+    }
+  }
+}
+
 }  // namespace tessera_vol

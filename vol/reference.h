@@ -24,7 +24,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+
+#include "engine/catalog.h"
 
 namespace tessera_vol {
 
@@ -44,5 +47,14 @@ void stored_to_refs(Obj* at, const uint8_t* stored, size_t n, void* refs);
 void dsetregs_to_refs(Obj* at, const uint8_t* regrefs, size_t n, void* refs);
 // n old-style object references (hobj_ref_t) -> n H5R_ref_t.
 void objrefs_to_refs(Obj* at, const uint8_t* objrefs, size_t n, void* refs);
+
+// H5Ocopy of stored reference values (n elements of the file type `ftype`: H5T_STD_REF
+// records or old-style H5T_STD_REF_OBJ) copied from `src` into `dst`: each target in the
+// source file becomes `target(oid)` (0: a null reference); external references keep their
+// target; the records a reference keeps beside it (rx/: a region, an attribute name, a
+// file name) are duplicated into `dst` (batch `b`).  Old-style region references are
+// refused with an error.
+void copy_stored_refs(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b, hid_t ftype, uint8_t* data,
+                      size_t n, const std::function<uint64_t(uint64_t)>& target);
 
 }  // namespace tessera_vol
