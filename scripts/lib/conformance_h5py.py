@@ -145,6 +145,7 @@ NATIVE_FORMAT = {
     "test_dataset.py::test_get_chunk_details": "writes the file into a BytesIO (h5py's file-object driver)",
     "test_dataset.py::test_chunk_iter": "writes the file into a BytesIO (h5py's file-object driver)",
     "test_dataset.py::test_zero_storage_size": "writes the file into a BytesIO (h5py's file-object driver)",
+    "test_dataset.py::test_dset_chunk_cache": "writes the file into a BytesIO (h5py's file-object driver)",
     "test_file_alignment.py::": "checks the byte offsets of datasets in the file (H5Dget_offset)",
     "test_file2.py::TestFileMetaBlockSize::": "checks a dataset's byte offset in the file (H5Dget_offset) "
                                               "against the metadata block size",
