@@ -11,6 +11,7 @@
 #include "engine/checksum.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
+#include "engine/options.h"
 #include "engine/read_planner.h"
 #include "engine/strided_copy.h"
 
@@ -99,11 +100,6 @@ void raise_fd_limit() {
   (void)done;
 }
 
-uint64_t env_u64(const char* name, uint64_t dflt) {
-  const char* e = std::getenv(name);
-  return e && *e ? std::strtoull(e, nullptr, 10) : dflt;
-}
-
 // Iterates the tiles overlapping `b` in the layout's tile order.
 template <class F>
 void for_each_tile(const Layout& layout, const Schema& s, const Box& b, F f) {
@@ -131,11 +127,10 @@ void for_each_tile(const Layout& layout, const Schema& s, const Box& b, F f) {
 }  // namespace
 
 ArrayOptions ArrayOptions::from_env() {
-  ArrayOptions o;
-  o.buffer_budget = env_u64("TESSERA_WRITE_BUFFER_MB", 64) << 20;
-  o.direct_cells = env_u64("TESSERA_DIRECT_WRITE_CELLS", 16384);
-  o.inline_fragment_bytes = env_u64("TESSERA_INLINE_FRAGMENT_KB", 64) << 10;
-  return o;
+  EngineOptions o;
+  Status st = EngineOptions::from_env(&o);  // options.h: validated, an error names the variable
+  if (!st.ok()) throw_error(st.code(), st.message());
+  return o.array_options();
 }
 
 std::string Array::schema_record(const Schema& schema) {

@@ -61,8 +61,8 @@ struct ArrayOptions {
   // the array's inline fragments stay within inline_array_bytes.
   uint64_t inline_fragment_bytes = 64 << 10;
   uint64_t inline_array_bytes = 1 << 20;
-  // TESSERA_WRITE_BUFFER_MB, TESSERA_DIRECT_WRITE_CELLS, TESSERA_INLINE_FRAGMENT_KB
-  // (0 turns inline fragments off).
+  // The environment's settings (EngineOptions::from_env, options.h); throws Error for a
+  // bad value.
   static ArrayOptions from_env();
 };
 

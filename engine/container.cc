@@ -6,6 +6,7 @@
 
 #include "engine/checksum.h"
 #include "engine/file_io.h"
+#include "engine/options.h"
 
 namespace tessera {
 
@@ -126,8 +127,7 @@ Status Container::remove(const std::string& path) {
 }
 
 void Container::init_budget() {
-  const char* e = std::getenv("TESSERA_INLINE_TOTAL_MB");
-  budget_->cap = (e && *e ? std::strtoull(e, nullptr, 10) : 256) << 20;
+  budget_->cap = process_options().inline_total_mb << 20;  // set_inline_cap: the opener's options
   budget_->used = catalog_->value_bytes(kArrayKeys);
   for (const std::string& name : list_dir(join_path(path_, kArraysDir))) {
     char* end = nullptr;

@@ -48,6 +48,8 @@ class Container {
   static std::string array_prefix(uint64_t id);
   // Total inline bytes the catalog may hold (TESSERA_INLINE_TOTAL_MB, default 256).
   const std::shared_ptr<InlineBudget>& inline_budget() const { return budget_; }
+  // The most inline bytes the catalog may hold (EngineOptions::inline_total_mb).
+  void set_inline_cap(uint64_t bytes) { budget_->cap = bytes; }
 
   // Array ids are allocated from a counter kept in the catalog; the schema is a catalog
   // record committed with the id (durable per the catalog's durability; `durable` is

@@ -3,7 +3,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+
+#include "engine/options.h"
 
 namespace tessera {
 
@@ -67,23 +70,22 @@ struct ProcessPool {
   }
 };
 
-unsigned env_threads(const char* name, unsigned dflt, unsigned if_zero) {
-  unsigned n = dflt;
-  if (const char* e = std::getenv(name)) n = static_cast<unsigned>(std::atoi(e));
-  return n ? n : if_zero;
-}
 }  // namespace
 
 ThreadPool& ThreadPool::shared() {
   static ProcessPool p;
-  return p.get([] { return env_threads("TESSERA_THREADS", usable_cores(), 2); });
+  return p.get([] {
+    unsigned n = process_options().threads;  // options.h; 0: the usable cores
+    if (n == 0) n = usable_cores();
+    return n ? n : 2;
+  });
 }
 
 ThreadPool& ThreadPool::io() {
   // Threads that mostly wait for the disk, so sized by how many reads the device serves
   // at once, not by cores.
   static ProcessPool p;
-  return p.get([] { return env_threads("TESSERA_IO_THREADS", kIoThreads, 1); });
+  return p.get([] { return std::max(1u, process_options().io_threads); });
 }
 
 }  // namespace tessera

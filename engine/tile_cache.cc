@@ -2,14 +2,12 @@
 
 #include <cstdlib>
 
+#include "engine/options.h"
+
 namespace tessera {
 
 TileCache& TileCache::shared() {
-  static TileCache* c = [] {
-    uint64_t mb = 256;
-    if (const char* e = std::getenv("TESSERA_TILE_CACHE_MB")) mb = std::strtoull(e, nullptr, 10);
-    return new TileCache(mb << 20);
-  }();
+  static TileCache* c = new TileCache(process_options().tile_cache_mb << 20);  // options.h
   return *c;
 }
 

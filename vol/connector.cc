@@ -5,6 +5,7 @@
 // HDF5_VOL_CONNECTOR=tessera.  The class below wires every callback HDF5 can call:
 // implemented ones live in one file per object class (file.cc, dataset.cc, ...);
 // a NULL entry makes HDF5 fail the call with "VOL connector has no '...' method".
+#include "vol/connector_info.h"
 #include "vol/error.h"
 #include "vol/region_store.h"
 #include "vol/stored_type.h"
@@ -44,13 +45,13 @@ extern const H5VL_class_t kTesseraClass = {
     connector_initialize,  // initialize
     connector_terminate,   // terminate
     {
-        // info_cls: no connector info yet ("tessera key=value" is not parsed yet)
-        0,        // size
-        nullptr,  // copy
-        nullptr,  // cmp
-        nullptr,  // free
-        nullptr,  // to_str
-        nullptr,  // from_str
+        // info_cls: the settings of "tessera key=value ..." (connector_info.h)
+        sizeof(char*),      // size: the info object holds the settings text's pointer
+        info_copy_cb,       // copy
+        info_cmp_cb,        // cmp
+        info_free_cb,       // free
+        info_to_str_cb,     // to_str
+        info_from_str_cb,   // from_str
     },
     {
         // wrap_cls: only pass-through connectors implement these; a terminal connector

@@ -19,6 +19,7 @@
 #include "vol/objects.h"  // Obj: open handles keep unreferenced objects
 #include "vol/value_filters.h"
 #include "vol/swmr.h"
+#include "vol/connector_info.h"
 #include "vol/file_settings.h"
 
 namespace tessera_vol {
@@ -185,6 +186,7 @@ AttrRecord AttrRecord::deserialize(const std::string& s) {
 
 std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned flags, hid_t fcpl, hid_t fapl) {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
+  (void)file_options(fapl);  // a bad setting fails before anything is created
   bool temporary = false;
   const std::string path = container_path(name, fapl, &temporary);  // the driver decides (file_settings.h)
   std::string real = real_path(path);
@@ -208,6 +210,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   f->fcpl_ = H5Pcopy(fcpl == H5P_DEFAULT ? H5P_FILE_CREATE_DEFAULT : fcpl);
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
   apply_page_buffering(f->fapl_, f->fcpl_, /*create=*/true);
+  f->apply_options();
   // The root group, and the fcpl so that reopened files report it.
   tessera::CatalogBatch b;
   ObjectRecord root;
@@ -265,6 +268,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   if (auto enc = f->container_->catalog().get("sys/fcpl")) f->fcpl_ = H5Pdecode(enc->data());
   if (f->fcpl_ < 0) f->fcpl_ = H5Pcopy(H5P_FILE_CREATE_DEFAULT);
   apply_page_buffering(f->fapl_, f->fcpl_, /*create=*/false);
+  f->apply_options();
   if (!f->find_object(kRootOid)) fail_engine(tessera::Status(tessera::Errc::kCorrupt,
                                                                "container '" + name + "' has no root group"));
   f->intent_ |= swmr_on_open(*f, flags, /*already_open=*/false);
@@ -321,6 +325,12 @@ SharedFile::~SharedFile() {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
   auto it = g_files.find(real_);
   if (it != g_files.end() && it->second.expired()) g_files.erase(it);
+}
+
+void SharedFile::apply_options() {
+  options_ = file_options(fapl_);  // engine/options.h; throws naming a bad setting
+  tessera::configure_process(options_);  // pools and tile cache: the first file's sizes
+  container_->set_inline_cap(options_.inline_total_mb << 20);
 }
 
 void* SharedFile::directory_handle() {
@@ -737,8 +747,8 @@ void SharedFile::publish_own(tessera::Array& a) {
 }
 
 tessera::ArrayOptions SharedFile::array_options() {
-  if (!array_opts_) {  // the environment is read once per open file
-    array_opts_ = tessera::ArrayOptions::from_env();
+  if (!array_opts_) {  // the file's options (apply_options), read once per open file
+    array_opts_ = options_.array_options();
     array_opts_->durable_writes = false;  // published at flush/close (flush_arrays)
   }
   return *array_opts_;

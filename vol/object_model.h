@@ -35,6 +35,7 @@
 
 #include "engine/array.h"
 #include "engine/container.h"
+#include "engine/options.h"
 #include "vol/file_settings.h"
 
 namespace tessera_vol {
@@ -244,6 +245,8 @@ class SharedFile {
   // Arrays stay open (write buffers alive) until the container closes.
   std::map<uint64_t, std::shared_ptr<tessera::Array>> arrays_;
   std::optional<tessera::ArrayOptions> array_opts_;  // array_options()
+  tessera::EngineOptions options_;  // the settings this file was opened with (connector_info.h)
+  void apply_options();
   tessera::ArrayOptions array_options();
   std::map<void*, H5I_type_t> open_;
   std::map<std::string, hid_t> plists_;  // decoded_plist cache

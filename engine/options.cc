@@ -1,0 +1,154 @@
+// options.cc — see options.h.
+#include "engine/options.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace tessera {
+
+namespace {
+
+// One setting: its name, where it lives in EngineOptions, and its valid range.
+struct Setting {
+  const char* name;
+  uint64_t lo, hi;
+  uint64_t (*get)(const EngineOptions&);
+  void (*put)(EngineOptions&, uint64_t);
+};
+
+constexpr uint64_t kMiB = 1 << 20;  // the largest sizes: 1 TiB in MiB, 1 GiB in KiB
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> s = {
+      {"threads", 0, 1024, [](const EngineOptions& o) -> uint64_t { return o.threads; },
+       [](EngineOptions& o, uint64_t v) { o.threads = static_cast<unsigned>(v); }},
+      {"io_threads", 1, 256, [](const EngineOptions& o) -> uint64_t { return o.io_threads; },
+       [](EngineOptions& o, uint64_t v) { o.io_threads = static_cast<unsigned>(v); }},
+      {"tile_cache_mb", 0, kMiB, [](const EngineOptions& o) { return o.tile_cache_mb; },
+       [](EngineOptions& o, uint64_t v) { o.tile_cache_mb = v; }},
+      {"write_buffer_mb", 1, kMiB, [](const EngineOptions& o) { return o.write_buffer_mb; },
+       [](EngineOptions& o, uint64_t v) { o.write_buffer_mb = v; }},
+      {"direct_write_cells", 1, uint64_t{1} << 40, [](const EngineOptions& o) { return o.direct_write_cells; },
+       [](EngineOptions& o, uint64_t v) { o.direct_write_cells = v; }},
+      {"inline_fragment_kb", 0, kMiB, [](const EngineOptions& o) { return o.inline_fragment_kb; },
+       [](EngineOptions& o, uint64_t v) { o.inline_fragment_kb = v; }},
+      {"inline_total_mb", 0, kMiB, [](const EngineOptions& o) { return o.inline_total_mb; },
+       [](EngineOptions& o, uint64_t v) { o.inline_total_mb = v; }},
+  };
+  return s;
+}
+
+// A decimal integer in [lo, hi], nothing else ("-1", "4k", "" and overflow are refused).
+bool parse(const std::string& text, uint64_t lo, uint64_t hi, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  if (v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+std::string env_name(const char* name) {
+  std::string e = "TESSERA_";
+  for (const char* p = name; *p; ++p) e += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
+  return e;
+}
+
+}  // namespace
+
+Status EngineOptions::set(const std::string& key, const std::string& value) {
+  for (const Setting& s : settings()) {
+    if (key != s.name) continue;
+    uint64_t v = 0;
+    if (!parse(value, s.lo, s.hi, &v))
+      return Status(Errc::kInvalidArgument, "setting " + key + "=" + value + ": expected an integer from " +
+                                                std::to_string(s.lo) + " to " + std::to_string(s.hi));
+    s.put(*this, v);
+    return Status::OK();
+  }
+  std::string known;
+  for (const Setting& s : settings()) known += std::string(known.empty() ? "" : ", ") + s.name;
+  return Status(Errc::kInvalidArgument, "unknown setting '" + key + "' (known: " + known + ")");
+}
+
+Status EngineOptions::apply(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (std::isspace(static_cast<unsigned char>(text[i])) || text[i] == ',')) ++i;
+    size_t j = i;
+    while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j])) && text[j] != ',') ++j;
+    if (j > i) {
+      const std::string item = text.substr(i, j - i);
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos)
+        return Status(Errc::kInvalidArgument, "setting '" + item + "': expected key=value");
+      Status st = set(item.substr(0, eq), item.substr(eq + 1));
+      if (!st.ok()) return st;
+    }
+    i = j;
+  }
+  return Status::OK();
+}
+
+Status EngineOptions::from_env(EngineOptions* out) {
+  EngineOptions o;
+  for (const Setting& s : settings()) {
+    const std::string name = env_name(s.name);
+    const char* v = std::getenv(name.c_str());
+    if (!v) continue;
+    Status st = o.set(s.name, v);
+    if (!st.ok()) return Status(st.code(), name + ": " + st.message());
+  }
+  *out = o;
+  return Status::OK();
+}
+
+ArrayOptions EngineOptions::array_options() const {
+  ArrayOptions a;
+  a.buffer_budget = write_buffer_mb << 20;
+  a.direct_cells = direct_write_cells;
+  a.inline_fragment_bytes = inline_fragment_kb << 10;
+  return a;
+}
+
+std::string EngineOptions::to_string() const {
+  std::string out;
+  for (const Setting& s : settings())
+    out += std::string(out.empty() ? "" : " ") + s.name + "=" + std::to_string(s.get(*this));
+  return out;
+}
+
+namespace {
+std::mutex g_process_mu;
+bool g_process_set = false;
+EngineOptions g_process;
+}  // namespace
+
+void configure_process(const EngineOptions& o) {
+  std::lock_guard<std::mutex> g(g_process_mu);
+  if (g_process_set) return;
+  g_process = o;
+  g_process_set = true;
+}
+
+const EngineOptions& process_options() {
+  std::lock_guard<std::mutex> g(g_process_mu);
+  if (!g_process_set) {
+    // No container configured the process: the environment's settings, or the defaults
+    // where the environment is wrong (the connector reports that error at open).
+    EngineOptions o;
+    if (!EngineOptions::from_env(&o).ok()) o = EngineOptions();
+    g_process = o;
+    g_process_set = true;
+  }
+  return g_process;
+}
+
+}  // namespace tessera

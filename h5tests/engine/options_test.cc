@@ -1,0 +1,69 @@
+// EngineOptions (options.h): every setting parsed, range-checked and reported by name;
+// the environment and "key=value" text applied over the defaults.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "engine/options.h"
+
+using namespace tessera;
+
+TEST(EngineOptions, DefaultsAndArrayOptions) {
+  EngineOptions o;
+  EXPECT_EQ(o.to_string(),
+            "threads=0 io_threads=4 tile_cache_mb=256 write_buffer_mb=64 direct_write_cells=16384 "
+            "inline_fragment_kb=64 inline_total_mb=256");
+  ArrayOptions a = o.array_options();
+  EXPECT_EQ(a.buffer_budget, 64ull << 20);
+  EXPECT_EQ(a.direct_cells, 16384u);
+  EXPECT_EQ(a.inline_fragment_bytes, 64ull << 10);
+}
+
+TEST(EngineOptions, SettingsApplyInOrder) {
+  EngineOptions o;
+  ASSERT_TRUE(o.apply("threads=3, write_buffer_mb=8  inline_fragment_kb=0,,").ok());
+  EXPECT_EQ(o.threads, 3u);
+  EXPECT_EQ(o.write_buffer_mb, 8u);
+  EXPECT_EQ(o.inline_fragment_kb, 0u);
+  ASSERT_TRUE(o.apply("threads=5").ok());
+  EXPECT_EQ(o.threads, 5u);
+  EXPECT_EQ(o.array_options().buffer_budget, 8ull << 20);
+  EXPECT_TRUE(o.apply("").ok());
+}
+
+TEST(EngineOptions, BadValuesAreErrorsNamingTheSetting) {
+  for (const char* bad : {"threads=-1", "threads=4k", "threads=", "threads=1025", "io_threads=0",
+                          "write_buffer_mb=0", "tile_cache_mb=99999999999999999999999", "threads=3.5"}) {
+    EngineOptions o;
+    Status st = o.apply(bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.code(), Errc::kInvalidArgument) << bad;
+    std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    EXPECT_NE(st.message().find(key), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("expected an integer"), std::string::npos) << st.message();
+    EXPECT_EQ(o.to_string(), EngineOptions().to_string()) << "a failed setting changed nothing";
+  }
+  EngineOptions o;
+  Status st = o.apply("thread=4");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("unknown setting 'thread'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("threads"), std::string::npos) << "the known settings are listed";
+  EXPECT_FALSE(o.apply("threads").ok());  // no value
+}
+
+TEST(EngineOptions, EnvironmentVariables) {
+  ::setenv("TESSERA_TILE_CACHE_MB", "32", 1);
+  ::setenv("TESSERA_DIRECT_WRITE_CELLS", "100", 1);
+  EngineOptions o;
+  ASSERT_TRUE(EngineOptions::from_env(&o).ok());
+  EXPECT_EQ(o.tile_cache_mb, 32u);
+  EXPECT_EQ(o.direct_write_cells, 100u);
+  ::setenv("TESSERA_IO_THREADS", "-3", 1);
+  Status st = EngineOptions::from_env(&o);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("TESSERA_IO_THREADS"), std::string::npos) << st.message();
+  ::unsetenv("TESSERA_TILE_CACHE_MB");
+  ::unsetenv("TESSERA_DIRECT_WRITE_CELLS");
+  ::unsetenv("TESSERA_IO_THREADS");
+}
