@@ -100,30 +100,6 @@ void raise_fd_limit() {
   (void)done;
 }
 
-// Iterates the tiles overlapping `b` in the layout's tile order.
-template <class F>
-void for_each_tile(const Layout& layout, const Schema& s, const Box& b, F f) {
-  const int r = s.rank();
-  Coords t0(r), t1(r), t(r);
-  for (int d = 0; d < r; ++d) {
-    t0[d] = b.lo[d] / s.tile_extent[d];
-    t1[d] = b.hi[d] / s.tile_extent[d];
-  }
-  t = t0;
-  const bool row = s.tile_order == Order::kRowMajor;
-  for (;;) {
-    f(t);
-    int i = 0;
-    for (; i < r; ++i) {
-      int d = row ? r - 1 - i : i;
-      if (t[d]++ < t1[d]) break;
-      t[d] = t0[d];
-    }
-    if (i == r) return;
-  }
-  (void)layout;
-}
-
 }  // namespace
 
 ArrayOptions ArrayOptions::from_env() {
@@ -531,7 +507,7 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
   const int r = schema_.rank();
   const size_t es = schema_.elem_size;
   auto w = make_writer(next_id());
-  for_each_tile(layout, schema_, box, [&](const Coords& t) {
+  layout.for_each_tile(box, [&](const Coords& t) {
     Box piece;
     intersect(layout.tile_box(t.data()), box, &piece);
     uint64_t shape[kMaxRank], dstride[kMaxRank];

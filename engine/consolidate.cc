@@ -245,21 +245,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     Coords c(r);
     for (uint64_t k = 0; k < n; ++k) {
       if (!covered[k]) continue;
-      // Invert the cell-order linearization of bb.
-      uint64_t rem = k;
-      if (schema_.cell_order == Order::kRowMajor) {
-        for (int d = r - 1; d >= 0; --d) {
-          uint64_t len = bb.hi[d] - bb.lo[d] + 1;
-          c[d] = bb.lo[d] + rem % len;
-          rem /= len;
-        }
-      } else {
-        for (int d = 0; d < r; ++d) {
-          uint64_t len = bb.hi[d] - bb.lo[d] + 1;
-          c[d] = bb.lo[d] + rem % len;
-          rem /= len;
-        }
-      }
+      layout.cell_at(bb, k, c.data());  // the k-th cell of bb in cell order
       sp_coords.insert(sp_coords.end(), c.begin(), c.end());
       sp_values.insert(sp_values.end(), &buf[k * es], &buf[k * es] + es);
     }

@@ -74,6 +74,17 @@ void Layout::cell_strides(const Box& b, uint64_t* strides) const {
   }
 }
 
+void Layout::cell_at(const Box& b, uint64_t k, uint64_t* cell) const {
+  // The fastest-varying dimension of the cell order holds the remainder.
+  const bool row = cell_order_ == Order::kRowMajor;
+  for (int i = 0; i < rank_; ++i) {
+    const int d = row ? rank_ - 1 - i : i;
+    const uint64_t len = b.hi[d] - b.lo[d] + 1;
+    cell[d] = b.lo[d] + k % len;
+    k /= len;
+  }
+}
+
 std::pair<size_t, size_t> Layout::key_range(const uint64_t* keys, size_t n, const uint64_t* klo,
                                             const uint64_t* khi) const {
   const int w = 2 * rank_;

@@ -29,6 +29,11 @@ class Layout {
   int compare_cells(const uint64_t* a, const uint64_t* b) const;
   // Element strides of the cells of box `b` when stored in cell order.
   void cell_strides(const Box& b, uint64_t* strides) const;
+  // The k-th cell of box `b` in cell order (the inverse of cell_strides' linearization).
+  void cell_at(const Box& b, uint64_t k, uint64_t* cell) const;
+  // Calls f(tile coordinates) for every tile overlapping box `b`, in tile order.
+  template <class F>
+  void for_each_tile(const Box& b, F f) const;
   // A cell's global-order key: key_size() words whose lexicographic order is the global
   // order (tile coordinates in tile order, then in-tile offsets in cell order).
   int key_size() const { return 2 * rank_; }
@@ -55,5 +60,27 @@ class Layout {
   int tile_shift_[kMaxRank];
   Order cell_order_, tile_order_;
 };
+
+template <class F>
+void Layout::for_each_tile(const Box& b, F f) const {
+  Coords t0(rank_), t1(rank_), t(rank_);
+  for (int d = 0; d < rank_; ++d) {
+    t0[d] = b.lo[d] / tile_extent_[d];
+    t1[d] = b.hi[d] / tile_extent_[d];
+  }
+  t = t0;
+  // The fastest-varying dimension of the tile order advances first.
+  const bool row = tile_order_ == Order::kRowMajor;
+  for (;;) {
+    f(static_cast<const Coords&>(t));
+    int i = 0;
+    for (; i < rank_; ++i) {
+      const int d = row ? rank_ - 1 - i : i;
+      if (t[d]++ < t1[d]) break;
+      t[d] = t0[d];
+    }
+    if (i == rank_) return;
+  }
+}
 
 }  // namespace tessera
