@@ -16,21 +16,19 @@ namespace {
 // such a build; plain globals are therefore sufficient here.
 hid_t g_class = H5I_INVALID_HID;
 hid_t g_major = H5I_INVALID_HID;
-hid_t g_minor[3] = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID};
+hid_t g_minor[kErrorKinds] = {H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID,
+                              H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID, H5I_INVALID_HID};
 
-const char* const kMinorText[3] = {
-    "unsupported operation",
-    "invalid argument",
-    "storage engine error",
+// In ErrorKind's order.
+const char* const kMinorText[kErrorKinds] = {
+    "unsupported operation", "invalid argument", "storage engine error",
+    "not found",             "already exists",   "corrupt or truncated data",
+    "I/O error",             "no space left on the device", "locked by another writer",
 };
 
 int kind_index(ErrorKind kind) noexcept {
-  switch (kind) {
-    case ErrorKind::kUnsupported: return 0;
-    case ErrorKind::kBadArgument: return 1;
-    case ErrorKind::kEngine: return 2;
-  }
-  return 0;
+  const int i = static_cast<int>(kind);
+  return i >= 0 && i < kErrorKinds ? i : 0;
 }
 
 // HDF5's own codes, used when our class is not registered.
@@ -39,6 +37,12 @@ hid_t fallback_minor(ErrorKind kind) noexcept {
     case ErrorKind::kUnsupported: return H5E_UNSUPPORTED;
     case ErrorKind::kBadArgument: return H5E_BADVALUE;
     case ErrorKind::kEngine: return H5E_CANTOPERATE;
+    case ErrorKind::kNotFound: return H5E_NOTFOUND;
+    case ErrorKind::kAlreadyExists: return H5E_EXISTS;
+    case ErrorKind::kCorrupt: return H5E_CANTDECODE;
+    case ErrorKind::kIo: return H5E_SYSERRSTR;
+    case ErrorKind::kNoSpace: return H5E_NOSPACE;
+    case ErrorKind::kBusy: return H5E_CANTLOCKFILE;
   }
   return H5E_UNSUPPORTED;
 }
@@ -56,9 +60,9 @@ herr_t register_error_class() noexcept {
   hid_t cls = H5Eregister_class("tessera", "tessera", TESSERA_VERSION_STRING);
   if (cls < 0) return -1;
   hid_t major = H5Ecreate_msg(cls, H5E_MAJOR, "VOL connector");
-  hid_t minor[3];
+  hid_t minor[kErrorKinds];
   bool ok = major >= 0;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kErrorKinds; ++i) {
     minor[i] = ok ? H5Ecreate_msg(cls, H5E_MINOR, kMinorText[i]) : H5I_INVALID_HID;
     ok = ok && minor[i] >= 0;
   }
@@ -68,7 +72,7 @@ herr_t register_error_class() noexcept {
   }
   g_class = cls;
   g_major = major;
-  for (int i = 0; i < 3; ++i) g_minor[i] = minor[i];
+  for (int i = 0; i < kErrorKinds; ++i) g_minor[i] = minor[i];
   return 0;
 }
 

@@ -35,11 +35,20 @@
 namespace tessera_vol {
 
 // Minor error codes of the "tessera" error class.
+// The engine's error codes keep their own minor codes, so a program (or h5py, through the
+// message) can tell a missing file from a corrupt one from a full disk.
 enum class ErrorKind {
-  kUnsupported,  // "unsupported operation": the connector does not implement this (yet)
-  kBadArgument,  // "invalid argument": the caller passed something tessera cannot accept
-  kEngine,       // "storage engine error": the array engine reported a failure
+  kUnsupported,    // "unsupported operation": the connector does not implement this (yet)
+  kBadArgument,    // "invalid argument": the caller passed something tessera cannot accept
+  kEngine,         // "storage engine error": any other failure of the array engine
+  kNotFound,       // "not found": a missing container, file or object
+  kAlreadyExists,  // "already exists"
+  kCorrupt,        // "corrupt or truncated data": a checksum, magic number or size is wrong
+  kIo,             // "I/O error": the operating system refused a read or write
+  kNoSpace,        // "no space left on the device"
+  kBusy,           // "locked by another writer"
 };
+constexpr int kErrorKinds = 9;
 
 // Registers the error class and its messages; idempotent.  Returns negative on failure.
 herr_t register_error_class() noexcept;

@@ -72,7 +72,21 @@ std::string hex16(uint64_t v) {
 
 void fail_unsupported(const std::string& msg) { throw VolError{static_cast<int>(ErrorKind::kUnsupported), msg}; }
 void fail_arg(const std::string& msg) { throw VolError{static_cast<int>(ErrorKind::kBadArgument), msg}; }
-void fail_engine(const tessera::Status& st) { throw VolError{static_cast<int>(ErrorKind::kEngine), st.message()}; }
+ErrorKind error_kind(tessera::Errc c) {
+  switch (c) {
+    case tessera::Errc::kInvalidArgument: return ErrorKind::kBadArgument;
+    case tessera::Errc::kUnsupported: return ErrorKind::kUnsupported;
+    case tessera::Errc::kNotFound: return ErrorKind::kNotFound;
+    case tessera::Errc::kAlreadyExists: return ErrorKind::kAlreadyExists;
+    case tessera::Errc::kCorrupt: return ErrorKind::kCorrupt;
+    case tessera::Errc::kIo: return ErrorKind::kIo;
+    case tessera::Errc::kNoSpace: return ErrorKind::kNoSpace;
+    case tessera::Errc::kBusy: return ErrorKind::kBusy;
+    default: return ErrorKind::kEngine;
+  }
+}
+
+void fail_engine(const tessera::Status& st) { throw VolError{static_cast<int>(error_kind(st.code())), st.message()}; }
 
 // ---------------------------------------------------------------- records
 

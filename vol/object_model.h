@@ -36,6 +36,7 @@
 #include "engine/array.h"
 #include "engine/container.h"
 #include "engine/options.h"
+#include "vol/error.h"
 #include "vol/file_settings.h"
 
 namespace tessera_vol {
@@ -100,6 +101,8 @@ struct VolError {
 };
 [[noreturn]] void fail_unsupported(const std::string& msg);
 [[noreturn]] void fail_arg(const std::string& msg);
+// The minor code an engine error code reports (error.h).
+ErrorKind error_kind(tessera::Errc c);
 [[noreturn]] void fail_engine(const tessera::Status& st);
 inline void check(const tessera::Status& st) {
   if (!st.ok()) fail_engine(st);

@@ -97,7 +97,7 @@ void report(const char* func, const char* what) noexcept {
   } catch (const VolError& e) {
     push_error_at(__FILE__, __LINE__, func, static_cast<ErrorKind>(e.kind), "%s: %s", what, e.msg.c_str());
   } catch (const tessera::Error& e) {
-    push_error_at(__FILE__, __LINE__, func, ErrorKind::kEngine, "%s: %s", what, e.what());
+    push_error_at(__FILE__, __LINE__, func, error_kind(e.code()), "%s: %s", what, e.what());
   } catch (const std::bad_alloc&) {
     push_error_at(__FILE__, __LINE__, func, ErrorKind::kEngine, "%s: out of memory", what);
   } catch (const std::exception& e) {
