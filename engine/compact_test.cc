@@ -11,7 +11,7 @@
 
 #include "engine/array.h"
 #include "engine/container.h"
-#include "h5tests/engine/test_util.h"
+#include "engine/testutil.h"
 
 namespace tessera {
 namespace {

@@ -18,7 +18,7 @@
 #include "engine/file_io.h"
 #include "engine/fragment.h"
 #include "engine/write_buffer.h"
-#include "test_util.h"
+#include "engine/testutil.h"
 
 using namespace tessera;
 

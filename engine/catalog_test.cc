@@ -14,7 +14,7 @@
 #include "engine/catalog.h"
 #include "engine/checksum.h"
 #include "engine/error.h"
-#include "h5tests/engine/test_util.h"
+#include "engine/testutil.h"
 
 namespace tessera {
 namespace {

@@ -32,7 +32,7 @@
 #include "engine/container.h"
 #include "engine/file_io.h"
 #include "engine/fragment.h"
-#include "h5tests/engine/test_util.h"
+#include "engine/testutil.h"
 
 namespace tessera {
 namespace {

@@ -16,7 +16,7 @@
 #include "engine/file_io.h"
 #include "engine/fragment.h"
 #include "engine/fragment_format.h"
-#include "h5tests/engine/test_util.h"
+#include "engine/testutil.h"
 
 namespace tessera {
 namespace {

@@ -25,7 +25,7 @@
 #include "engine/container.h"
 #include "engine/file_io.h"
 #include "engine/fragment_format.h"
-#include "h5tests/engine/test_util.h"
+#include "engine/testutil.h"
 
 namespace tessera {
 namespace {

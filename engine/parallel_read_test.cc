@@ -18,7 +18,7 @@
 #include "engine/fragment.h"
 #include "engine/fragment_format.h"
 #include "engine/read_planner.h"
-#include "h5tests/engine/test_util.h"
+#include "engine/testutil.h"
 
 namespace tessera {
 namespace {

@@ -1,5 +1,5 @@
 // Randomized differential test of the array engine (engine/array.h) against a plain
-// in-memory model (test_util.h): ten configurations (ranks 1-4, element sizes 1/4/8/12,
+// in-memory model (testutil.h): ten configurations (ranks 1-4, element sizes 1/4/8/12,
 // tiles that do not divide the extent, no filter / shuffle+deflate / zstd / lz4, row- and
 // column-major orders, fill values) each run a few hundred random operations — box,
 // strided, interval-product and point writes, set_extent, flush, reopen, consolidation,
@@ -25,7 +25,7 @@
 #include "engine/container.h"
 #include "engine/file_io.h"
 #include "engine/fragment.h"
-#include "h5tests/engine/test_util.h"
+#include "engine/testutil.h"
 
 namespace tessera {
 namespace {

@@ -1,0 +1,103 @@
+// FragmentMeta (fragment_meta.h): the footer survives a serialize/deserialize round trip,
+// and a truncated or tampered footer is corruption, never a crash or a wrong answer.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/fragment_format.h"
+#include "engine/fragment_meta.h"
+
+using namespace tessera;
+
+namespace {
+
+FragmentMeta sample() {
+  FragmentMeta m;
+  m.id = FragmentId{123456789, 2, 7, 1};
+  m.rank = 2;
+  m.elem_size = 4;
+  m.values_filters = FilterPipeline({{FilterType::kShuffle, 0}, {FilterType::kZlib, 6}}, 4);
+  m.coords_filters = FilterPipeline({{FilterType::kZstd, 0}}, 8);
+  DenseEntry d;
+  d.tile = {0, 1};
+  d.box = Box({0, 8}, {3, 15});
+  d.blob = BlobRef{32, 100, 4 * 32, 0xabcdef};
+  d.stats.count = 32;
+  m.dense.push_back(d);
+  DenseEntry fill;
+  fill.kind = DenseEntry::kFill;
+  fill.tile = {1, 1};
+  fill.box = Box({4, 8}, {5, 9});
+  fill.stats.count = 4;
+  m.dense.push_back(fill);
+  SparseEntry s;
+  s.cells = 3;
+  s.mbr = Box({10, 0}, {12, 2});
+  s.first = {10, 0};
+  s.last = {12, 2};
+  s.coords = BlobRef{132, 40, 48, 1};
+  s.values = BlobRef{172, 12, 12, 2};
+  s.stats.count = 3;
+  m.sparse.push_back(s);
+  m.replaces = {FragmentId{1, 0, 0, 0}};
+  m.sets_extent = true;
+  m.extent = {20, 20};
+  m.has_domain = true;
+  m.domain = Box({0, 0}, {12, 15});
+  m.cells = 39;
+  return m;
+}
+
+}  // namespace
+
+TEST(FragmentMeta, RoundTrip) {
+  const FragmentMeta m = sample();
+  std::vector<uint8_t> bytes = m.serialize();
+  FragmentMeta r = FragmentMeta::deserialize(bytes.data(), bytes.size(), "test", kFragVersion);
+  EXPECT_EQ(r.id, m.id);
+  EXPECT_EQ(r.rank, 2u);
+  EXPECT_EQ(r.values_filters, m.values_filters);
+  EXPECT_EQ(r.coords_filters, m.coords_filters);
+  ASSERT_EQ(r.dense.size(), 2u);
+  EXPECT_EQ(r.dense[0].box, m.dense[0].box);
+  EXPECT_EQ(r.dense[0].blob.stored_size, 100u);
+  EXPECT_EQ(r.dense[1].kind, DenseEntry::kFill);
+  ASSERT_EQ(r.sparse.size(), 1u);
+  EXPECT_EQ(r.sparse[0].mbr, m.sparse[0].mbr);
+  EXPECT_EQ(r.sparse[0].values.checksum, 2u);
+  ASSERT_EQ(r.replaces.size(), 1u);
+  EXPECT_EQ(r.replaces[0], m.replaces[0]);
+  EXPECT_TRUE(r.sets_extent);
+  EXPECT_EQ(r.extent, m.extent);
+  EXPECT_EQ(r.domain, m.domain);
+  EXPECT_EQ(r.cells, 39u);
+  EXPECT_EQ(r.serialize(), bytes) << "a second round trip is byte-identical";
+}
+
+TEST(FragmentMeta, EveryTruncationIsCorruption) {
+  std::vector<uint8_t> bytes = sample().serialize();
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    try {
+      (void)FragmentMeta::deserialize(bytes.data(), n, "test", kFragVersion);
+      ADD_FAILURE() << "a footer cut at " << n << " of " << bytes.size() << " bytes was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::kCorrupt) << n;
+    }
+  }
+}
+
+TEST(FragmentMeta, TamperedBytesNeverCrash) {
+  std::vector<uint8_t> bytes = sample().serialize();
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (uint8_t flip : {0x01, 0x80, 0xff}) {
+      std::vector<uint8_t> b = bytes;
+      b[i] ^= flip;
+      try {
+        (void)FragmentMeta::deserialize(b.data(), b.size(), "test", kFragVersion);  // may be accepted
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::kCorrupt) << "byte " << i;
+      }
+    }
+  }
+}
