@@ -1,0 +1,36 @@
+// array_files.h — the files inside an array's directory (docs/format.md, "Arrays"):
+// their names and the schema file's format, shared by the parts of Array (array.cc,
+// array_publish.cc, array_bound.cc).  Internal to the engine.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/fragment_id.h"
+#include "engine/schema.h"
+
+namespace tessera {
+namespace array_files {
+
+inline constexpr char kSchemaFile[] = "schema";
+inline constexpr char kFragDir[] = "frag";
+inline constexpr char kHeapDir[] = "heap";
+inline constexpr char kJournalFile[] = "publish.journal";
+// Parallel commits: one journal per writer rank, "publish-r<rank>.journal" (docs/format.md).
+inline constexpr char kRankJournalPrefix[] = "publish-r";
+inline constexpr char kJournalSuffix[] = ".journal";
+
+bool is_rank_journal(const std::string& name);
+
+// The schema file: u32 schema length, the schema, the id of the extent change it
+// records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
+std::vector<uint8_t> schema_file_bytes(const Schema& s, const FragmentId& extent_id);
+Schema parse_schema_file(const std::vector<uint8_t>& b, const std::string& what, FragmentId* extent_id);
+// fresh = true: the array is new and referenced by nothing yet, so the file is written in
+// place (no temporary file to allocate) and not synced; the caller syncs later.
+void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true,
+                  bool fresh = false);
+Schema read_schema(const std::string& dir, FragmentId* extent_id);
+
+}  // namespace array_files
+}  // namespace tessera

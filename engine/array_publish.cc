@@ -1,0 +1,385 @@
+// array_publish.cc — Array's publishing: deferred fragments finished, staged in a
+// publish journal and renamed into place at flush, the journal's recovery after a crash,
+// MPI epochs and rank-local publishing, and refresh (picking up what other processes
+// published).  The protocol and its crash guarantees: docs/format.md ("Publish journal").
+#include "engine/array.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "engine/array_files.h"
+#include "engine/bytes.h"
+#include "engine/checksum.h"
+#include "engine/file_io.h"
+#include "engine/fragment_writer.h"
+
+namespace tessera {
+
+using namespace array_files;
+
+bool Array::has_unsynced_files() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return !unpublished_.empty() || (schema_dirty_ && !cat_);
+}
+
+// Collective mode, array destroyed outside an epoch commit: what was not committed is
+// dropped as a crash would drop it (temporary files removed, nothing published).
+void Array::discard_unpublished() {
+  std::lock_guard<std::mutex> g(mu_);
+  (void)guard([&] {
+    direct_.reset();  // a writer's destructor removes its temporary file
+    parked_.clear();
+    for (auto& u : unpublished_) remove_file(u.first->path());
+    unpublished_.clear();
+  });
+}
+
+void Array::complete(std::unique_ptr<FragmentWriter> w) {
+  if (opts_.durable_writes && !cat_) {
+    publish(w->commit(), {});
+    return;
+  }
+  std::string tmp = w->finish();
+  if (tmp.empty()) {
+    add_inline(w->take_inline());
+    return;
+  }
+  auto f = Fragment::open(tmp);
+  if (opts_.durable_writes) {
+    FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
+    sync_dir(frag_dir_);
+    f->set_path(w->final_path());
+    add_fragment(f, {});
+    return;
+  }
+  unpublished_.push_back({f, w->final_path()});
+  add_fragment(f, {});
+}
+
+void Array::park(std::unique_ptr<FragmentWriter> w) {
+  if (opts_.durable_writes) {
+    complete(std::move(w));
+    return;
+  }
+  parked_.push_back(std::move(w));
+  while (parked_.size() > opts_.max_open_writers) {
+    auto front = std::move(parked_.front());
+    parked_.pop_front();
+    complete(std::move(front));
+  }
+}
+
+void Array::finish_parked() {
+  close_direct();
+  while (!parked_.empty()) {
+    auto front = std::move(parked_.front());
+    parked_.pop_front();
+    complete(std::move(front));
+  }
+}
+
+// Publishing a flush's fragments must be atomic: with several fragments, a crash between
+// two renames would expose some writes of the batch without earlier ones.  So the batch
+// is written as a redo journal (synced) before the first rename; whoever opens the array
+// next finishes the renames (recover_journal), and the journal goes once all are done.
+void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
+  // Catalog-bound: inline records and the schema go with the catalog batch (finish_publish).
+  if (cat_ && unpublished_.empty()) {
+    staged_epoch_ = epoch;
+    journal_staged_ = !unpublished_inline_.empty() || schema_dirty_;
+    single_ = true;
+    return;
+  }
+  if (unpublished_.empty() && !schema_dirty_) return;
+  if (!synced && !fragments_synced)
+    for (auto& u : unpublished_) u.first->file().sync();
+  staged_epoch_ = epoch;
+  // One fragment and no extent change need no journal: a rename is atomic by itself (and
+  // every new file costs: inode allocation dominates flushing many small datasets).
+  // Not in an epoch: the rename must wait for the epoch record, so a crash in between
+  // needs the journal to finish it.
+  if (unpublished_.size() == 1 && !schema_dirty_ && epoch == 0) {
+    journal_staged_ = true;
+    single_ = true;
+    return;
+  }
+  single_ = false;
+  ByteWriter w;
+  w.bytes("TSRAJRNL", 8);
+  w.u32(epoch ? 2 : 1);
+  if (epoch) w.u64(epoch);  // version 2: published only once this epoch is committed
+  w.u64(unpublished_.size());
+  for (auto& [f, final_path] : unpublished_) {
+    w.str(f->path());
+    w.str(final_path);
+  }
+  // An extent change belongs to the batch: the schema it ends with is replayed with it.
+  w.u8(schema_dirty_ ? 1 : 0);
+  if (schema_dirty_) w.blob(schema_file_bytes(schema_, extent_id_));
+  w.u64(checksum64(w.buf().data(), w.size()));
+  write_file_atomic(journal_path(), w.buf().data(), w.size(), !synced);
+  journal_staged_ = true;
+}
+
+std::string Array::journal_path() const {
+  if (staged_epoch_ == 0) return join_path(frag_dir_, kJournalFile);
+  return join_path(frag_dir_, kRankJournalPrefix + std::to_string(opts_.writer_rank) + kJournalSuffix);
+}
+
+void Array::finish_publish(bool synced, CatalogBatch* into) {
+  if (compact_) {
+    publish_compact(synced, into);
+    return;
+  }
+  if (!journal_staged_) return;
+  const bool files = !unpublished_.empty();
+  for (auto& [f, final_path] : unpublished_) {
+    FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
+    f->set_path(final_path);
+  }
+  unpublished_.clear();
+  if (files && !synced) sync_dir(frag_dir_);
+  if (cat_) {
+    // One catalog batch publishes the inline fragments and the schema together.  A
+    // dataset deleted meanwhile has no schema record: its records must not come back.
+    CatalogBatch b;
+    for (auto& f : unpublished_inline_) {
+      auto bytes = f->inline_bytes();
+      b.put(frag_key(f->meta().id), std::string(bytes->begin(), bytes->end()));
+    }
+    unpublished_inline_.clear();
+    const bool had_schema = schema_dirty_;
+    if (schema_dirty_) {
+      std::vector<uint8_t> sb = schema_file_bytes(schema_, extent_id_);
+      b.put(cat_->prefix + "schema", std::string(sb.begin(), sb.end()));
+      schema_dirty_ = false;
+    }
+    if (!b.empty() && cat_->catalog->contains(cat_->prefix + "schema")) {
+      if (into) {  // the caller commits (and syncs) it with other arrays' records
+        for (const auto& op : b.ops()) into->put(op.key, op.value);
+      } else {
+        cat_->catalog->commit(std::move(b));
+        if (!synced) cat_->catalog->sync();
+      }
+    }
+    // A journal that carried an extent change stays until a later flush replaces it: the
+    // schema record is durable only once the caller syncs the catalog, and a crash before
+    // that replays the change from the journal (recover_journal takes it only if newer).
+    if (files && !single_ && !had_schema) remove_file(journal_path());
+    journal_staged_ = false;
+    return;
+  }
+  // The schema before the journal goes: until then a crash replays both.
+  if (schema_dirty_) {
+    write_schema(dir_, schema_, extent_id_, !synced);
+    schema_dirty_ = false;
+  }
+  if (!single_) remove_file(journal_path());
+  journal_staged_ = false;
+}
+
+void Array::recover_journal() {
+  std::vector<std::string> rank_journals;
+  const std::string stem = std::string(kJournalFile) + ".tmp.";
+  for (const std::string& name : list_dir(frag_dir_)) {
+    // A journal's own temporary file, left by a crash while it was being written.
+    bool tmp = name.compare(0, stem.size(), stem) == 0 ||
+               (name.compare(0, sizeof kRankJournalPrefix - 1, kRankJournalPrefix) == 0 &&
+                name.find(".journal.tmp.") != std::string::npos);
+    if (tmp && writable_) remove_file(join_path(frag_dir_, name));
+    if (is_rank_journal(name)) rank_journals.push_back(join_path(frag_dir_, name));
+  }
+  recover_one_journal(join_path(frag_dir_, kJournalFile));
+  for (const std::string& p : rank_journals) recover_one_journal(p);
+  if (writable_ && opts_.sole_writer) {
+    // Fragments a crashed writer never staged (".<id>.<pid>.<n>.tmp"): never published.
+    for (const std::string& name : list_dir(frag_dir_))
+      if (name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0)
+        remove_file(join_path(frag_dir_, name));
+  }
+}
+
+// Rolls one journal forward (serial journals always; per-rank journals when their epoch
+// is committed) or back (per-rank journals of an uncommitted epoch: their temporary
+// fragments are removed).  Read-only: the same decision, applied to the view only.
+void Array::recover_one_journal(const std::string& path) {
+  if (!path_exists(path)) return;
+  bool forward = true;
+  std::vector<std::pair<std::string, std::string>> moves;
+  std::vector<uint8_t> schema_bytes;
+  try {
+    std::vector<uint8_t> b = read_file(path);
+    if (b.size() < 8) throw_error(Errc::kCorrupt, "short");
+    uint64_t ck;
+    std::memcpy(&ck, b.data() + b.size() - 8, 8);
+    if (checksum64(b.data(), b.size() - 8) != ck) throw_error(Errc::kCorrupt, "checksum");
+    ByteReader r(b.data(), b.size() - 8, "publish journal '" + path + "'");
+    char magic[8];
+    r.bytes(magic, 8);
+    if (std::memcmp(magic, "TSRAJRNL", 8) != 0) r.fail("bad magic");
+    uint32_t version = r.u32();
+    if (version != 1 && version != 2) r.fail("unknown version " + std::to_string(version));
+    if (version == 2) forward = r.u64() <= opts_.committed_epoch;
+    uint64_t n = r.count(8);
+    for (uint64_t i = 0; i < n; ++i) {
+      std::string from = r.str(), to = r.str();
+      moves.emplace_back(std::move(from), std::move(to));
+    }
+    if (r.u8() == 1) {
+      schema_bytes = r.blob();
+      FragmentId id;
+      parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &id);  // validate
+    }
+  } catch (const Error&) {
+    // A journal is synced before its first rename: a damaged one means no rename began.
+    if (writable_) remove_file(path);
+    return;
+  }
+  for (auto& [from, to] : moves) {
+    if (parent_dir(from) != frag_dir_ || parent_dir(to) != frag_dir_) continue;  // never leave the array
+    if (!forward) {  // an epoch that never committed: its fragments never existed
+      if (writable_ && path_exists(from)) remove_file(from);
+      continue;
+    }
+    if (path_exists(from)) {
+      if (writable_) {
+        if (::rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
+      } else {
+        recovered_.push_back(Fragment::open(from));  // readers see the batch whole too
+      }
+    }
+  }
+  if (forward && !schema_bytes.empty()) {
+    FragmentId jid;
+    Schema js = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &jid);
+    // A catalog-bound array keeps its last extent journal after publishing: it counts
+    // only when its change is newer than the schema record's.
+    if (!cat_ || extent_id_ < jid) {
+      schema_ = js;
+      extent_id_ = jid;
+      buffer_->reset_layout(schema_);
+      if (writable_ && cat_) put_schema(true);
+      else if (writable_) write_file_atomic(join_path(dir_, kSchemaFile), schema_bytes.data(), schema_bytes.size());
+    }
+  }
+  if (writable_) {
+    sync_dir(frag_dir_);
+    remove_file(path);
+  }
+}
+
+void Array::flush_impl() {
+  finish_parked();
+  spill();
+  materialize_inline();
+  stage_publish(false);
+  finish_publish(false);
+}
+
+Status Array::flush() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (writable_) flush_impl();
+  });
+}
+
+Status Array::prepare_flush() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_) return;
+    finish_parked();
+    spill();
+    materialize_inline();
+  });
+}
+
+size_t Array::pending_publish() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return unpublished_.size() + (schema_dirty_ ? 1 : 0);
+}
+
+Status Array::stage_prepared(bool synced, uint64_t epoch, bool fragments_synced) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (writable_) stage_publish(synced, epoch, fragments_synced);
+  });
+}
+
+Status Array::publish_prepared(bool synced, CatalogBatch* into) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (writable_) finish_publish(synced, into);
+  });
+}
+
+Status Array::refresh() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    finish_parked();
+    if (cat_ && !cat_->catalog->writable()) cat_->catalog->reload();
+    if (cat_) dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+    if (compact_) {  // a reader re-reads the record on next use
+      if (!compact_dirty_) compact_loaded_ = false;
+      return;
+    }
+    if (!schema_dirty_) {
+      schema_ = cat_ ? load_schema() : read_schema(dir_, &extent_id_);
+      buffer_->reset_layout(schema_);
+    }
+    load_fragments();
+    apply_extent_commits();
+  });
+}
+
+Status Array::refresh_fragments() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    finish_parked();
+    // A catalog-bound array (created by a serial writer) gets a fragment directory when
+    // a rank first writes a file into it.
+    if (cat_) dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+    load_fragments();
+  });
+}
+
+Status Array::publish_own(size_t* published) {
+  std::lock_guard<std::mutex> g(mu_);
+  *published = 0;
+  return guard([&] {
+    if (!writable_ || journal_staged_) return;  // mid-epoch: the epoch publishes them
+    finish_parked();
+    spill();
+    // Collective arrays hold no inline fragments (those go through the catalog, which
+    // only rank 0 writes at an epoch): only fragment files are published here.
+    if (unpublished_.empty()) return;
+    // Oldest first (writers finish out of order): a crash mid-way keeps a prefix of the
+    // writes, never a newer write without the older ones it overwrote.
+    std::stable_sort(unpublished_.begin(), unpublished_.end(),
+                     [](auto& a, auto& b) { return a.first->meta().id < b.first->meta().id; });
+    for (auto& [f, final_path] : unpublished_) {
+      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/false);
+      f->set_path(final_path);
+      ++*published;
+    }
+    unpublished_.clear();
+    sync_dir(frag_dir_);
+  });
+}
+
+uint64_t Array::last_timestamp() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return last_ts_;
+}
+
+void Array::raise_timestamp(uint64_t ts) {
+  std::lock_guard<std::mutex> g(mu_);
+  last_ts_ = std::max(last_ts_, ts);
+}
+
+size_t Array::unpublished_count() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return unpublished_.size() + parked_.size();
+}
+
+}  // namespace tessera
