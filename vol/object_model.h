@@ -5,6 +5,11 @@
 // H5Fopen calls of one container share state (HDF5 semantics).  Records live in the
 // engine's crash-safe catalog; every multi-record change is one atomic catalog batch.
 //
+// SharedFile is implemented by concern: shared_file.cc (open, create, settings, close),
+// records.cc (the record codecs below), object_model.cc (object records, plist caches,
+// open objects), link_graph.cc (links, paths, deletion), attr_store.cc (attributes),
+// file_arrays.cc (the engine arrays, flush and MPI epochs).
+//
 // Parallel files (an MPI-IO fapl; parallel.h, docs/parallel.md): every rank holds a
 // SharedFile with the same records — rank 0's catalog persists them, the others' are
 // shadows — and the array/flush/extent calls below become collective, with flush as an

@@ -1,0 +1,94 @@
+// attr_store.cc — attributes in the catalog: records per owner, creation order.
+#include "vol/object_model.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "engine/bytes.h"
+#include "vol/catalog_keys.h"
+#include "vol/connector_info.h"
+#include "vol/error.h"
+#include "vol/file_settings.h"
+#include "vol/link_storage.h"
+#include "vol/objects.h"  // Obj: open handles keep unreferenced objects
+#include "vol/parallel.h"
+#include "vol/swmr.h"
+#include "vol/value_filters.h"
+
+namespace tessera_vol {
+
+// ---------------------------------------------------------------- attributes
+
+std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner) {
+  std::string prefix = "a/" + hex16(owner) + "/";
+  std::vector<std::pair<std::string, AttrRecord>> out;
+  check(tessera::guard([&] {
+    for (auto& kv : container_->catalog().scan(prefix))
+      out.emplace_back(kv.first.substr(prefix.size()), AttrRecord::deserialize(kv.second));
+  }));
+  return out;
+}
+
+std::optional<AttrRecord> SharedFile::find_attr(uint64_t owner, const std::string& name) {
+  // H5Aopen, H5Aget_type/space and H5Aread of one attribute each need its record: the
+  // last one decoded is kept while the catalog does not change.
+  const uint64_t version = container_->catalog().version();
+  if (last_attr_ && last_attr_->version == version && last_attr_->owner == owner && last_attr_->name == name)
+    return last_attr_->rec;
+  auto v = container_->catalog().get(attr_key(owner, name));
+  if (!v) return std::nullopt;
+  AttrRecord r;
+  check(tessera::guard([&] { r = AttrRecord::deserialize(*v); }));
+  last_attr_ = LastAttr{version, owner, name, r};
+  return r;
+}
+
+void SharedFile::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r) {
+  b.put(attr_key(owner, name), r.serialize());
+}
+
+void SharedFile::del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name) {
+  b.del(attr_key(owner, name));
+}
+
+bool SharedFile::has_attr(uint64_t owner, const std::string& name) {
+  return container_->catalog().contains(attr_key(owner, name));
+}
+
+bool SharedFile::tracks_attr_corder(uint64_t owner, const ObjectRecord& rec) {
+  hid_t pl = H5I_INVALID_HID;
+  if (!rec.cpl.empty()) pl = decoded_plist(rec.cpl);
+  else if (owner == kRootOid) pl = fcpl();
+  unsigned flags = 0;
+  if (pl >= 0 && H5Pget_attr_creation_order(pl, &flags) < 0) flags = 0;
+  return (flags & H5P_CRT_ORDER_TRACKED) != 0;
+}
+
+void SharedFile::note_new_object(uint64_t oid, hid_t cpl) {
+  unsigned flags = 0;
+  if (cpl < 0 || H5Pget_attr_creation_order(cpl, &flags) < 0) return;  // computed on first use
+  attr_corders_[oid] = AttrOrder{0, (flags & H5P_CRT_ORDER_TRACKED) != 0};
+}
+
+SharedFile::AttrOrder SharedFile::take_attr_corder(uint64_t owner) {
+  auto it = attr_corders_.find(owner);
+  if (it == attr_corders_.end()) {
+    const ObjectRecord rec = object(owner);
+    int64_t next = rec.next_attr_corder;
+    for (auto& [name, a] : attrs(owner)) next = std::max(next, a.corder + 1);
+    it = attr_corders_.emplace(owner, AttrOrder{next, tracks_attr_corder(owner, rec)}).first;
+  }
+  AttrOrder taken = it->second;
+  ++it->second.corder;
+  return taken;
+}
+
+}  // namespace tessera_vol

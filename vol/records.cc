@@ -1,0 +1,187 @@
+// records.cc — the catalog records of HDF5 objects, links and attributes (object_model.h;
+// byte layouts in docs/format.md, "Connector records"), path and key helpers, and the
+// errors connector code throws.
+#include "vol/object_model.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "engine/bytes.h"
+#include "vol/catalog_keys.h"
+#include "vol/connector_info.h"
+#include "vol/error.h"
+#include "vol/file_settings.h"
+#include "vol/link_storage.h"
+#include "vol/objects.h"  // Obj: open handles keep unreferenced objects
+#include "vol/parallel.h"
+#include "vol/swmr.h"
+#include "vol/value_filters.h"
+
+namespace tessera_vol {
+
+namespace {
+
+constexpr uint8_t kRecordVersion = 1;
+
+tessera::ByteReader reader(const std::string& s, const char* what) {
+  return tessera::ByteReader(s.data(), s.size(), std::string("catalog record (") + what + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> path_components(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string p = path.substr(i, j - i);
+    if (!p.empty() && p != ".") parts.push_back(p);
+    i = j + 1;
+  }
+  return parts;
+}
+
+std::string hex16(uint64_t v) {
+  // Every catalog key holds one: a plain loop, not snprintf (it showed in profiles).
+  static const char kDigits[] = "0123456789abcdef";
+  std::string b(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) b[i] = kDigits[v & 15];
+  return b;
+}
+
+void fail_unsupported(const std::string& msg) { throw VolError{static_cast<int>(ErrorKind::kUnsupported), msg}; }
+void fail_arg(const std::string& msg) { throw VolError{static_cast<int>(ErrorKind::kBadArgument), msg}; }
+ErrorKind error_kind(tessera::Errc c) {
+  switch (c) {
+    case tessera::Errc::kInvalidArgument: return ErrorKind::kBadArgument;
+    case tessera::Errc::kUnsupported: return ErrorKind::kUnsupported;
+    case tessera::Errc::kNotFound: return ErrorKind::kNotFound;
+    case tessera::Errc::kAlreadyExists: return ErrorKind::kAlreadyExists;
+    case tessera::Errc::kCorrupt: return ErrorKind::kCorrupt;
+    case tessera::Errc::kIo: return ErrorKind::kIo;
+    case tessera::Errc::kNoSpace: return ErrorKind::kNoSpace;
+    case tessera::Errc::kBusy: return ErrorKind::kBusy;
+    default: return ErrorKind::kEngine;
+  }
+}
+
+void fail_engine(const tessera::Status& st) { throw VolError{static_cast<int>(error_kind(st.code())), st.message()}; }
+
+// ---------------------------------------------------------------- records
+
+std::string ObjectRecord::serialize() const {
+  tessera::ByteWriter w;
+  w.u8(kRecordVersion);
+  w.u8(static_cast<uint8_t>(type));
+  w.u64(rc);
+  w.str(cpl);
+  w.str(type_enc);
+  w.str(space_enc);
+  w.u64(array_id);
+  w.i64(next_link_corder);
+  w.i64(next_attr_corder);
+  w.str(comment);
+  w.u64(committed_type);
+  w.str(vlen_fill);
+  w.i64(times);
+  return std::string(w.buf().begin(), w.buf().end());
+}
+
+void ObjectRecord::stamp_times(hid_t cpl) {
+  hbool_t track = 1;
+  if (cpl != H5P_DEFAULT && cpl >= 0 && H5Pget_obj_track_times(cpl, &track) < 0) track = 1;
+  times = track ? static_cast<int64_t>(std::time(nullptr)) : 0;
+}
+
+ObjectRecord ObjectRecord::deserialize(const std::string& s) {
+  auto r = reader(s, "object");
+  ObjectRecord o;
+  if (r.u8() != kRecordVersion) r.fail("unknown record version");
+  uint8_t t = r.u8();
+  if (t < 1 || t > 3) r.fail("bad object type");
+  o.type = static_cast<ObjType>(t);
+  o.rc = r.u64();
+  o.cpl = r.str();
+  o.type_enc = r.str();
+  o.space_enc = r.str();
+  o.array_id = r.u64();
+  o.next_link_corder = r.i64();
+  o.next_attr_corder = r.i64();
+  o.comment = r.str();
+  if (!r.done()) o.committed_type = r.u64();  // absent in records written before it existed
+  if (!r.done()) o.vlen_fill = r.str();
+  if (!r.done()) o.times = r.i64();
+  return o;
+}
+
+std::string LinkRecord::serialize() const {
+  tessera::ByteWriter w;
+  w.u8(kRecordVersion);
+  w.u8(static_cast<uint8_t>(type));
+  w.u64(target);
+  w.str(soft_path);
+  w.str(ext_obj);
+  w.i64(corder);
+  w.u8(static_cast<uint8_t>(cset));
+  return std::string(w.buf().begin(), w.buf().end());
+}
+
+LinkRecord LinkRecord::hard(uint64_t target, hid_t lcpl) {
+  LinkRecord l;
+  l.type = H5L_TYPE_HARD;
+  l.target = target;
+  if (lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_char_encoding(lcpl, &l.cset) < 0) l.cset = H5T_CSET_ASCII;
+  return l;
+}
+
+LinkRecord LinkRecord::deserialize(const std::string& s) {
+  auto r = reader(s, "link");
+  LinkRecord l;
+  if (r.u8() != kRecordVersion) r.fail("unknown record version");
+  l.type = static_cast<H5L_type_t>(r.u8());
+  l.target = r.u64();
+  l.soft_path = r.str();
+  l.ext_obj = r.str();
+  l.corder = r.i64();
+  l.cset = static_cast<H5T_cset_t>(r.u8());
+  return l;
+}
+
+std::string AttrRecord::serialize() const {
+  tessera::ByteWriter w;
+  w.u8(kRecordVersion);
+  w.str(type_enc);
+  w.str(space_enc);
+  w.u64(data.size());
+  w.bytes(data.data(), data.size());
+  w.i64(corder);
+  w.u8(static_cast<uint8_t>(cset));
+  w.u64(committed_type);
+  return std::string(w.buf().begin(), w.buf().end());
+}
+
+AttrRecord AttrRecord::deserialize(const std::string& s) {
+  auto r = reader(s, "attribute");
+  AttrRecord a;
+  if (r.u8() != kRecordVersion) r.fail("unknown record version");
+  a.type_enc = r.str();
+  a.space_enc = r.str();
+  uint64_t n = r.count(1);
+  a.data.resize(n);
+  r.bytes(a.data.data(), n);
+  a.corder = r.i64();
+  a.cset = static_cast<H5T_cset_t>(r.u8());
+  if (!r.done()) a.committed_type = r.u64();  // absent in records written before it existed
+  return a;
+}
+
+}  // namespace tessera_vol
