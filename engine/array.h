@@ -247,6 +247,7 @@ class Array {
   void close_direct();
   Box chunk_box(const uint64_t* tile) const;
   void check_tile(const uint64_t* tile) const;  // inside the maximum extent
+  void require_tiles() const;                    // fixed-size cells in tiles (not compact)
   void read_tile_locked(const uint64_t* tile, uint8_t* dst);
   void write_tile_locked(const uint64_t* tile, const uint8_t* src);
   // Adds a whole chunk to the open direct fragment (a new one if the tile order or the

@@ -57,6 +57,11 @@ void row_major_strides(const Box& b, uint64_t* st) {
 
 }  // namespace
 
+void Array::require_tiles() const {
+  require_var(false);
+  if (compact_) throw_error(Errc::kInvalidArgument, "a compact array has no tiles");
+}
+
 void Array::check_tile(const uint64_t* tile) const {
   for (int d = 0; d < schema_.rank(); ++d)
     if (schema_.max_extent[d] != kUnlimited &&
@@ -85,7 +90,7 @@ void Array::close_direct() {
 }
 
 void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {
-  if (compact_) throw_error(Errc::kInvalidArgument, "a compact array has no tiles");
+  require_tiles();
   const Box full = chunk_box(tile);
   const size_t es = schema_.elem_size;
   const uint64_t cells = full.cells();
@@ -109,10 +114,7 @@ void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {
 
 Status Array::read_tile(const uint64_t* tile, void* dst) {
   std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
-    require_var(false);
-    read_tile_locked(tile, static_cast<uint8_t*>(dst));
-  });
+  return guard([&] { read_tile_locked(tile, static_cast<uint8_t*>(dst)); });
 }
 
 void Array::write_tile_locked(const uint64_t* tile, const uint8_t* src) {
@@ -165,8 +167,7 @@ Status Array::write_tile(const uint64_t* tile, const void* src) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     require_writable();
-    require_var(false);
-    if (compact_) throw_error(Errc::kInvalidArgument, "a compact array has no tiles");
+    require_tiles();
     check_tile(tile);
     write_tile_locked(tile, static_cast<const uint8_t*>(src));
   });
@@ -176,8 +177,7 @@ Status Array::write_tile_encoded(const uint64_t* tile, uint32_t skip, const void
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     require_writable();
-    require_var(false);
-    if (compact_) throw_error(Errc::kInvalidArgument, "a compact array has no tiles");
+    require_tiles();
     check_tile(tile);
     const size_t es = schema_.elem_size;
     const auto* b = static_cast<const uint8_t*>(bytes);
@@ -211,8 +211,7 @@ Status Array::write_tile_encoded(const uint64_t* tile, uint32_t skip, const void
 }
 
 void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, uint64_t* size, uint32_t* skip) {
-  require_var(false);
-  if (compact_) throw_error(Errc::kInvalidArgument, "a compact array has no tiles");
+  require_tiles();
   finish_parked();
   buffer_->normalize();
   const Box full = chunk_box(tile);

@@ -18,15 +18,6 @@
 #define CR 10
 #define CC 8
 
-static unsigned long long fnv(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    unsigned long long   h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
 /* A native in-memory dataset of one chunk with the filters of `dcpl`: encodes cells
  * into chunk bytes and decodes chunk bytes into cells, as HDF5's pipeline does. */
 typedef struct {

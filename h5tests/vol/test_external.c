@@ -13,15 +13,6 @@
 
 #include "vol_test_log.h"
 
-static unsigned long long fnv(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    unsigned long long   h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
 static char g_dir[4096], g_tag[8];
 
 static const char *ext(const char *name)

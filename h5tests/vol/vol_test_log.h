@@ -44,6 +44,16 @@ static void logf_(const char *fmt, ...)
     g_log->buf[g_log->len]   = '\0';
 }
 #define LOG(...) logf_(__VA_ARGS__)
+
+/* FNV-1a of n bytes: logs a buffer's content in one line. */
+static inline unsigned long long fnv(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    unsigned long long   h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
 #define RC(x)    ((x) >= 0 ? "ok" : "fail")
 
 static void check(int ok, const char *what, const char *run)
