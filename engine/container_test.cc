@@ -1,0 +1,83 @@
+// Containers (container.h): create/open/remove, what is and is not a container, arrays by
+// id that survive reopening, exclusive creation, read-only opens.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/container.h"
+#include "engine/file_io.h"
+
+using namespace tessera;
+
+namespace {
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/tessera_container_XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+Schema small_schema() {
+  Schema s;
+  s.extent = {100};
+  s.max_extent = {kUnlimited};
+  s.tile_extent = {10};
+  s.elem_size = 4;
+  s.kind = ElementKind::kInt;
+  return s;
+}
+
+}  // namespace
+
+TEST(Container, CreateOpenRemove) {
+  const std::string root = temp_dir(), path = root + "/c.h5";
+  EXPECT_FALSE(Container::is_container(path));
+  std::unique_ptr<Container> c;
+  ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+  EXPECT_TRUE(Container::is_container(path));
+  uint64_t a = 0, b = 0;
+  ASSERT_TRUE(c->create_array(small_schema(), &a).ok());
+  ASSERT_TRUE(c->create_array(small_schema(), &b).ok());
+  EXPECT_NE(a, b) << "array ids are unique";
+  std::unique_ptr<Array> arr;
+  ASSERT_TRUE(c->open_array(a, true, ArrayOptions{}, &arr).ok());
+  std::vector<int32_t> v(100);
+  for (int i = 0; i < 100; ++i) v[i] = i * i;
+  ASSERT_TRUE(arr->write(Selection::from_box(Box({0}, {99})), v.data()).ok());
+  ASSERT_TRUE(arr->flush().ok());
+  arr.reset();
+  c.reset();
+
+  // Exclusive creation of an existing container fails; truncation empties it.
+  std::unique_ptr<Container> again;
+  EXPECT_FALSE(Container::create(path, Container::CreateMode::kExclusive, &again).ok());
+  ASSERT_TRUE(Container::open(path, false, &again).ok());
+  EXPECT_FALSE(again->writable());
+  ASSERT_TRUE(again->open_array(a, false, ArrayOptions{}, &arr).ok());
+  std::vector<int32_t> back(100, -1);
+  ASSERT_TRUE(arr->read(Selection::from_box(Box({0}, {99})), back.data()).ok());
+  EXPECT_EQ(back, v) << "the array survives reopening";
+  EXPECT_FALSE(arr->write(Selection::from_box(Box({0}, {0})), v.data()).ok()) << "read-only";
+  arr.reset();
+  again.reset();
+
+  ASSERT_TRUE(Container::remove(path).ok());
+  EXPECT_FALSE(Container::is_container(path));
+  EXPECT_FALSE(is_directory(path));
+}
+
+TEST(Container, NotAContainer) {
+  const std::string root = temp_dir();
+  std::unique_ptr<Container> c;
+  EXPECT_FALSE(Container::is_container(root)) << "a plain directory";
+  Status st = Container::open(root + "/missing.h5", false, &c);
+  EXPECT_EQ(st.code(), Errc::kNotFound) << st.message();
+  const std::string file = root + "/plain.h5";
+  const char junk[] = "not a container";
+  write_file_atomic(file, junk, sizeof junk);
+  EXPECT_FALSE(Container::is_container(file));
+  EXPECT_FALSE(Container::open(file, false, &c).ok());
+  EXPECT_FALSE(Container::remove(file).ok()) << "remove refuses what is not a container";
+  EXPECT_TRUE(path_exists(file) && !is_directory(file)) << "and leaves it alone";
+}
