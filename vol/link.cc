@@ -125,38 +125,6 @@ struct TempGroupId {
   }
 };
 
-struct Visit {
-  SharedFile* f;
-  hid_t gid;
-  H5_index_t idx;
-  H5_iter_order_t order;
-  H5L_iterate2_t op;
-  void* op_data;
-  std::set<uint64_t> visited;
-};
-
-// H5G_visit semantics: every link is reported (pre-order); a group reached through a hard
-// link is descended into once; groups that do not track creation order are listed by name.
-herr_t visit_group(Visit& v, uint64_t group, const std::string& prefix, int depth) {
-  if (depth > 1000) fail_arg("group hierarchy too deep");
-  bool tracked = group_tracks_corder(*v.f, group);
-  H5_index_t idx = v.idx == H5_INDEX_CRT_ORDER && !tracked ? H5_INDEX_NAME : v.idx;
-  for (auto& [name, l] : ordered_links(*v.f, group, idx, v.order)) {
-    std::string path = prefix.empty() ? name : prefix + "/" + name;
-    H5L_info2_t info;
-    fill_link_info(tracked, l, &info);
-    herr_t rc = v.op(v.gid, path.c_str(), &info, v.op_data);
-    if (rc != 0) return rc;
-    if (l.type != H5L_TYPE_HARD || v.visited.count(l.target)) continue;
-    auto rec = v.f->find_object(l.target);
-    if (!rec || rec->type != ObjType::kGroup) continue;
-    v.visited.insert(l.target);
-    rc = visit_group(v, l.target, path, depth + 1);
-    if (rc != 0) return rc;
-  }
-  return 0;
-}
-
 herr_t iterate(Obj* o, const H5VL_loc_params_t* lp, H5VL_link_iterate_args_t& it) {
   require_loc_lapl(lp);
   ExternalHop hop(o, lp, nullptr, true);  // iterating a group reached through an external link
@@ -166,11 +134,15 @@ herr_t iterate(Obj* o, const H5VL_loc_params_t* lp, H5VL_link_iterate_args_t& it
   uint64_t g = locate(o, lp, &path);
   if (f.object(g).type != ObjType::kGroup) fail_arg("iteration location is not a group");
   TempGroupId gid(o->file, g, path);
-  if (it.recursive) {
-    Visit v{&f, gid.id, it.idx_type, it.order, it.op, it.op_data, {}};
+  if (it.recursive) {  // H5Lvisit: every link, pre-order
     if (it.idx_type != H5_INDEX_NAME && it.idx_type != H5_INDEX_CRT_ORDER) fail_arg("unknown index type");
-    v.visited.insert(g);
-    return visit_group(v, g, "", 0);
+    std::set<uint64_t> descended{g};
+    return walk_links(f, g, it.idx_type, it.order, descended,
+                      [&](const std::string& p, const LinkRecord& l, bool tracked) -> herr_t {
+                        H5L_info2_t info;
+                        fill_link_info(tracked, l, &info);
+                        return it.op(gid.id, p.c_str(), &info, it.op_data);
+                      });
   }
   require_index(f, g, it.idx_type);
   auto links = ordered_links(f, g, it.idx_type, it.order);

@@ -104,38 +104,6 @@ std::string find_path(SharedFile& f, uint64_t oid) {
   return "";
 }
 
-// H5Ovisit3: the start object as ".", then every object reachable by hard links, once.
-struct OVisit {
-  SharedFile* f;
-  hid_t id;
-  H5_index_t idx;
-  H5_iter_order_t order;
-  unsigned fields;
-  H5O_iterate2_t op;
-  void* op_data;
-  std::set<uint64_t> visited;
-};
-
-herr_t visit_objects(OVisit& v, uint64_t group, const std::string& prefix, int depth) {
-  if (depth > 1000) fail_arg("group hierarchy too deep");
-  H5_index_t idx = v.idx == H5_INDEX_CRT_ORDER && !group_tracks_corder(*v.f, group) ? H5_INDEX_NAME : v.idx;
-  for (auto& [name, l] : ordered_links(*v.f, group, idx, v.order)) {
-    if (l.type != H5L_TYPE_HARD || !v.visited.insert(l.target).second) continue;
-    auto rec = v.f->find_object(l.target);
-    if (!rec) continue;
-    std::string path = prefix.empty() ? name : prefix + "/" + name;
-    H5O_info2_t info;
-    fill_info(*v.f, l.target, v.fields, &info);
-    herr_t rc = v.op(v.id, path.c_str(), &info, v.op_data);
-    if (rc != 0) return rc;
-    if (rec->type == ObjType::kGroup) {
-      rc = visit_objects(v, l.target, path, depth + 1);
-      if (rc != 0) return rc;
-    }
-  }
-  return 0;
-}
-
 // Deep copy of an object (H5Ocopy), within a file or between tessera files.  `copies`
 // maps source to new object ids so that hard links inside the copied tree keep pointing
 // at one shared copy.
@@ -436,13 +404,20 @@ herr_t object_visit(Obj* o, const H5VL_loc_params_t* lp, H5VL_object_visit_args_
     hid_t id;
     ~Release() { H5Idec_ref(id); }
   } release{id};
-  OVisit v{&f, id, a.idx_type, a.order, a.fields, a.op, a.op_data, {start}};
+  // H5Ovisit3: the start object as ".", then every object reachable by hard links, once.
   H5O_info2_t info;
   fill_info(f, start, a.fields, &info);
   herr_t rc = a.op(id, ".", &info, a.op_data);
   if (rc != 0) return rc;
   if (f.object(start).type != ObjType::kGroup) return 0;
-  return visit_objects(v, start, "", 0);
+  std::set<uint64_t> reported{start}, descended{start};
+  return walk_links(f, start, a.idx_type, a.order, descended,
+                    [&](const std::string& p, const LinkRecord& l, bool) -> herr_t {
+                      if (l.type != H5L_TYPE_HARD || !f.find_object(l.target) || !reported.insert(l.target).second)
+                        return 0;
+                      fill_info(f, l.target, a.fields, &info);
+                      return a.op(id, p.c_str(), &info, a.op_data);
+                    });
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // objects.cc — object lifetime, locations, tokens and error translation.
 #include "vol/objects.h"
 
+#include "vol/tessera_vol.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -56,6 +58,26 @@ std::vector<std::pair<std::string, LinkRecord>> ordered_links(SharedFile& f, uin
   auto v = f.links(group);  // sorted by name
   order_by_index(v, idx, order);
   return v;
+}
+
+herr_t walk_links(SharedFile& f, uint64_t group, H5_index_t idx, H5_iter_order_t order, std::set<uint64_t>& descended,
+                  const std::function<herr_t(const std::string&, const LinkRecord&, bool)>& fn,
+                  const std::string& prefix, int depth) {
+  if (depth > 1000) fail_arg("group hierarchy too deep");
+  const bool tracked = group_tracks_corder(f, group);
+  const H5_index_t by = idx == H5_INDEX_CRT_ORDER && !tracked ? H5_INDEX_NAME : idx;
+  for (auto& [name, l] : ordered_links(f, group, by, order)) {
+    const std::string path = prefix.empty() ? name : prefix + "/" + name;
+    herr_t rc = fn(path, l, tracked);
+    if (rc != 0) return rc;
+    if (l.type != H5L_TYPE_HARD || descended.count(l.target)) continue;
+    auto rec = f.find_object(l.target);
+    if (!rec || rec->type != ObjType::kGroup) continue;
+    descended.insert(l.target);
+    rc = walk_links(f, l.target, idx, order, descended, fn, path, depth + 1);
+    if (rc != 0) return rc;
+  }
+  return 0;
 }
 
 uint64_t locate(Obj* obj, const H5VL_loc_params_t* lp, std::string* path_out) {

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <hdf5.h>
+
+#include <functional>
+#include <set>
 #include <H5VLconnector.h>
 
 #include <algorithm>
@@ -119,6 +122,16 @@ void order_by_index(std::vector<std::pair<std::string, Record>>& v, H5_index_t i
 // The links of a group ordered for BY_IDX access (name or creation order, inc/dec).
 std::vector<std::pair<std::string, LinkRecord>> ordered_links(SharedFile& f, uint64_t group, H5_index_t idx,
                                                               H5_iter_order_t order);
+
+// Walks the group graph below `group` in H5Lvisit / H5Ovisit order (link.cc): each link of
+// a group, ordered by `idx`/`order` (by name where the group does not track creation
+// order), goes to `fn(path, link, group_tracks_corder)`; a nonzero result stops the walk
+// and is returned.  After a link, a group it hard-links to is descended into, once per
+// walk (`descended` holds the groups already walked, the start group included).  Link
+// visits report every link; object visits keep their own set of objects reported.
+herr_t walk_links(SharedFile& f, uint64_t group, H5_index_t idx, H5_iter_order_t order, std::set<uint64_t>& descended,
+                  const std::function<herr_t(const std::string&, const LinkRecord&, bool)>& fn,
+                  const std::string& prefix = "", int depth = 0);
 
 void oid_to_token(uint64_t oid, H5O_token_t* token);
 // An object's times as H5Oget_info reports them (object.cc).
