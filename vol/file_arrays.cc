@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 
 #include "engine/bytes.h"
+#include "engine/commit.h"
 #include "vol/catalog_keys.h"
 #include "vol/connector_info.h"
 #include "vol/error.h"
@@ -106,103 +108,72 @@ void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {
 
 namespace {
 // Crash tests (python_tests/test_mpi_kill.py): TESSERA_TEST_KILL_AT=<step>:<rank>[:<epoch>]
-// makes that rank SIGKILL itself at that step of an epoch commit.  "staged": its journals
-// are durable but no rank has agreed yet, so the epoch can never commit; "committed": the
-// epoch record is durable and this rank has renamed nothing.
-void test_kill_point(const char* step, int rank, uint64_t epoch) {
+// makes that rank SIGKILL itself at that step of an epoch commit (the steps of
+// tessera::CommitOptions::at_step): "staged": its journals are durable but no rank has
+// agreed yet, so the epoch can never commit; "committed": the epoch record is durable and
+// this rank has renamed nothing.
+tessera::CommitOptions commit_options(int rank) {
+  tessera::CommitOptions o;
   static const char* spec = std::getenv("TESSERA_TEST_KILL_AT");
-  if (!spec) return;
-  std::string at = std::string(step) + ":" + std::to_string(rank);
-  if (spec == at || spec == at + ":" + std::to_string(epoch)) std::raise(SIGKILL);
+  if (spec)
+    o.at_step = [rank](const char* step, uint64_t epoch) {
+      std::string at = std::string(step) + ":" + std::to_string(rank);
+      if (spec == at || spec == at + ":" + std::to_string(epoch)) std::raise(SIGKILL);
+    };
+  return o;
 }
+
+// The engine's view of the file's ranks.  Parallel::agree reports a failure as a
+// VolError; the engine's contract is a tessera::Error (with a code that maps back to the
+// same minor code where one exists).
+class RankGroup final : public tessera::CommitGroup {
+ public:
+  explicit RankGroup(Parallel& p) : p_(p) {}
+  int rank() const override { return p_.rank(); }
+  int size() const override { return p_.size(); }
+  void agree(const std::function<void()>& f) override {
+    try {
+      p_.agree(f);
+    } catch (const VolError& e) {
+      throw tessera::Error(errc(static_cast<ErrorKind>(e.kind)), e.msg);
+    }
+  }
+  void max(std::vector<uint64_t>& v) override { p_.max(v); }
+  void sum(std::vector<uint64_t>& v) override { p_.sum(v); }
+  std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override { return p_.union_of(mine); }
+  bool node_leader() const override { return p_.node_leader(); }
+  bool node_any(bool mine) override { return p_.node_any(mine); }
+
+ private:
+  static tessera::Errc errc(ErrorKind k) {
+    switch (k) {
+      case ErrorKind::kUnsupported: return tessera::Errc::kUnsupported;
+      case ErrorKind::kBadArgument: return tessera::Errc::kInvalidArgument;
+      case ErrorKind::kNotFound: return tessera::Errc::kNotFound;
+      case ErrorKind::kAlreadyExists: return tessera::Errc::kAlreadyExists;
+      case ErrorKind::kCorrupt: return tessera::Errc::kCorrupt;
+      case ErrorKind::kIo: return tessera::Errc::kIo;
+      case ErrorKind::kNoSpace: return tessera::Errc::kNoSpace;
+      case ErrorKind::kBusy: return tessera::Errc::kBusy;
+      default: return tessera::Errc::kInternal;
+    }
+  }
+  Parallel& p_;
+};
 }  // namespace
 
+// The engine commits (engine/commit.h): the ranks' agreement comes from RankGroup.
 void SharedFile::commit_epoch() {
-  Parallel& p = *par_;
-  // Ranks may have opened different datasets: agree on the union of open arrays (sorted
-  // ids), and let a rank stand in with zeros for an array it does not have open.
-  std::vector<uint64_t> ids;
-  for (auto& [id, a] : arrays_) ids.push_back(id);
-  ids = p.union_of(ids);
-  std::vector<std::shared_ptr<tessera::Array>> list;  // parallel to ids; null: not open here
-  for (uint64_t id : ids) {
-    auto it = arrays_.find(id);
-    list.push_back(it == arrays_.end() ? nullptr : it->second);
-  }
-  // Syncing.  A rank publishing a few fragments into existing arrays (a point update)
-  // fdatasyncs just those files itself, as the serial flush does; a rank with many
-  // fragments or new array directories needs one file-system sync after step 1.  The
-  // ranks of one node share its page cache, so one syncfs(2) by the node's leader, after
-  // every rank of the node finished step 1, covers them all (syncfs also waits for other
-  // programs' dirty data: N ranks calling it would pay that N times).  The journals and
-  // renames of steps 2 and 4 are a few files per array: each rank syncs them itself
-  // (journal fdatasync, directory fsync), so no step after 1 needs a syncfs.
-  bool per_file = true;
-  // 1. Every rank turns its pending writes into finished fragments under temporary names.
-  p.agree([&] {
-    size_t pending = 0;
-    for (auto& a : list)
-      if (a) {
-        check(a->prepare_flush());
-        pending += a->pending_publish();
-      }
-    per_file = pending <= 4 && !container_->has_unsynced_arrays();
-  });
-  const bool node_syncfs = p.node_any(!per_file);  // also the node's barrier before it
-  p.agree([&] {
-    if (node_syncfs && p.node_leader()) check(container_->sync());
-    if (node_syncfs) container_->note_synced();
-  });
-  // Later writes on any rank sort after everything written before this point.
-  std::vector<uint64_t> ts, pub, mine;
-  for (size_t i = 0; i < list.size(); ++i) {
-    auto& a = list[i];
-    ts.push_back(a ? a->last_timestamp() : 0);
-    // Fragments a rank published on its own since the last epoch (H5Dclose) count too:
-    // ranks that kept the dataset open pick them up below.
-    auto own = own_published_.find(ids[i]);
-    pub.push_back((a ? a->unpublished_count() : 0) + (own == own_published_.end() ? 0 : own->second));
-  }
-  own_published_.clear();
-  mine = pub;
-  p.max(ts);
-  p.sum(pub);
-  for (size_t i = 0; i < list.size(); ++i)
-    if (list[i]) list[i]->raise_timestamp(ts[i]);
-  // 2. Every rank stages its batch: a per-rank journal tagged with the epoch, durable
-  //    before the agreement (per file: each fragment fdatasync'ed first; else the syncfs
-  //    above already made them durable).
+  RankGroup g(*par_);
   const uint64_t e = epoch_ + 1;
-  p.agree([&] {
-    for (auto& a : list)
-      if (a) check(a->stage_prepared(false, e, /*fragments_synced=*/!per_file));
-    test_kill_point("staged", p.rank(), e);  // before the others know: never committed
-  });
-  // 3. The commit point: rank 0 makes the epoch record durable, with the metadata queued
-  //    since the last commit.  Journals of epochs up to it roll forward after a crash,
-  //    later ones roll back, so the epoch is all ranks' data or none of it.
-  p.agree([&] {
-    tessera::CatalogBatch b;
-    b.put(tessera::Container::kEpochKey, std::to_string(e));
-    commit(b);  // shadows apply it in memory: catalogs stay identical
-    if (p.root()) check(tessera::guard([&] { container_->catalog().sync(); }));
-  });
+  auto alone = std::move(own_published_);
+  own_published_.clear();
+  check(tessera::commit_epoch(*container_, g, arrays_, alone, e, {}, commit_options(par_->rank())));
   epoch_ = e;
-  test_kill_point("committed", p.rank(), e);
-  // 4. Renames, each array's directory fsync'ed (rank 0 also writes changed schemas,
-  //    durably); agreeing doubles as the barrier before the others look at the directory.
-  p.agree([&] {
-    for (auto& a : list)
-      if (a) check(a->publish_prepared(false));
-  });
-  // 5. Every rank picks up the fragments the others published.
-  if (p.size() > 1)
-    p.agree([&] {
-      for (size_t i = 0; i < list.size(); ++i)
-        if (list[i] && pub[i] > mine[i]) check(list[i]->refresh());
-    });
 }
 
+// HDF5's rule: everything is durable after a flush or close, not before.  The order and
+// the syncing are the engine's (engine/commit.h).
 void SharedFile::flush_arrays() {
   if (!writable()) return;
   flush_value_filters(*this);  // chunks written through value-changing filters
@@ -210,52 +181,9 @@ void SharedFile::flush_arrays() {
     commit_epoch();
     return;
   }
-  // HDF5's rule: everything is durable after a flush or close, not before.  Fragments and
-  // new arrays were written unsynced; one syncfs makes them all durable, each array's
-  // publish journal is then written and synced, the renames publish the batch (a crash
-  // mid-way is finished from the journal on the next open), a last syncfs makes them
-  // durable, and only then the catalog — which names the arrays — is synced.
-  // Small fragments are inline catalog records: when no array wrote a file, the catalog's
-  // one fdatasync is the whole flush (a syncfs would also flush other programs' data).
-  bool files = false;
-  size_t pending = 0;
-  for (auto& [id, a] : arrays_) {
-    check(a->prepare_flush());
-    files = files || a->has_unsynced_files();
-    pending += a->pending_publish();
-  }
-  // A flush publishing a few fragments into existing arrays (a point update) syncs just
-  // those files: each fragment's fdatasync, its directory's fsync (Array's own durable
-  // publish) — syncfs would also wait for every other writer's dirty data on the file
-  // system.  Many fragments or new array directories: the syncfs batch below is cheaper.
-  // Every array's catalog records (inline fragments, schemas) go in one batch; an array
-  // failing to publish does not keep the others' records from it.
-  tessera::CatalogBatch records;
-  auto publish_all = [&](bool synced) {
-    tessera::Status first;
-    for (auto& [id, a] : arrays_) {
-      tessera::Status st = a->publish_prepared(synced, &records);
-      if (first.ok() && !st.ok()) first = st;
-    }
-    if (files && synced) {
-      tessera::Status st = container_->sync();
-      if (first.ok() && !st.ok()) first = st;
-    }
-    check(tessera::guard([&] {
-      container_->catalog().commit(std::move(records));
-      container_->catalog().sync();
-    }));
-    check(first);
-  };
-  if (files && pending <= 4 && !container_->has_unsynced_arrays()) {
-    for (auto& [id, a] : arrays_) check(a->stage_prepared(false));
-    publish_all(false);
-    return;
-  }
-  if (files) check(container_->sync());
-  for (auto& [id, a] : arrays_) check(a->stage_prepared(true));
-  if (files) check(container_->sync());
-  publish_all(true);
+  std::vector<tessera::Array*> list;
+  for (auto& [id, a] : arrays_) list.push_back(a.get());
+  check(tessera::commit_arrays(*container_, list, commit_options(0)));
 }
 
 }  // namespace tessera_vol

@@ -1,0 +1,160 @@
+// commit.cc — the durable order of a commit and its sync policy (commit.h).
+#include "engine/commit.h"
+
+#include "engine/container.h"
+
+namespace tessera {
+
+namespace {
+
+void ok(const Status& st) {
+  if (!st.ok()) throw_error(st.code(), st.message());
+}
+
+void step(const CommitOptions& o, const char* name, uint64_t epoch) {
+  if (o.at_step) o.at_step(name, epoch);
+}
+
+}  // namespace
+
+Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const CommitOptions& o) {
+  return guard([&] {
+    // 1. Fragments written (unsynced).  Small fragments are inline catalog records: when
+    //    no array wrote a file, the catalog's one fdatasync is the whole commit.
+    bool files = false;
+    size_t pending = 0;
+    for (Array* a : arrays)
+      if (a) {
+        ok(a->prepare_flush());
+        files = files || a->has_unsynced_files();
+        pending += a->pending_publish();
+      }
+    step(o, "prepared", 0);
+    // Every array's catalog records (inline fragments, schemas) go in one batch, committed
+    // and synced after the renames: the catalog names the arrays, so it must never point
+    // at data that is not durable yet.
+    CatalogBatch records;
+    auto publish_all = [&](bool synced) {
+      Status first;
+      for (Array* a : arrays)
+        if (a) {
+          Status st = a->publish_prepared(synced, &records);
+          if (first.ok() && !st.ok()) first = st;
+        }
+      if (files && synced) {
+        Status st = c.sync();
+        if (first.ok() && !st.ok()) first = st;
+      }
+      step(o, "published", 0);
+      ok(guard([&] {
+        c.catalog().commit(std::move(records));
+        c.catalog().sync();
+      }));
+      ok(first);
+    };
+    if (files && o.sync.per_file(pending, c.has_unsynced_arrays())) {
+      // Each array syncs what it writes: its fragments, its journal, its directory.
+      for (Array* a : arrays)
+        if (a) ok(a->stage_prepared(false));
+      step(o, "staged", 0);
+      publish_all(false);
+      return;
+    }
+    // One syncfs for the fragments and new directories, one for the journals, one for
+    // the renames.
+    if (files) ok(c.sync());
+    for (Array* a : arrays)
+      if (a) ok(a->stage_prepared(true));
+    if (files) ok(c.sync());
+    step(o, "staged", 0);
+    publish_all(true);
+  });
+}
+
+Status commit_epoch(Container& c, CommitGroup& g, const std::map<uint64_t, std::shared_ptr<Array>>& open,
+                    const std::map<uint64_t, uint64_t>& published_alone, uint64_t e, CatalogBatch metadata,
+                    const CommitOptions& o) {
+  return guard([&] {
+    // Members may have opened different arrays: agree on the union of ids, and let a
+    // member stand in with zeros for an array it does not have open.
+    std::vector<uint64_t> ids;
+    for (auto& [id, a] : open) ids.push_back(id);
+    ids = g.union_of(ids);
+    std::vector<Array*> list;  // parallel to ids; null: not open here
+    for (uint64_t id : ids) {
+      auto it = open.find(id);
+      list.push_back(it == open.end() ? nullptr : it->second.get());
+    }
+    // Syncing.  A member publishing a few fragments into existing arrays (a point update)
+    // fdatasyncs just those files, as the serial commit does; a member with many
+    // fragments or new array directories needs one file-system sync after step 1, and
+    // one syncfs by the node's leader, after every member of the node finished step 1,
+    // covers them all (N members calling it would each wait for other programs' dirty
+    // data).  The journals and renames of steps 2 and 4 are a few files per array: each
+    // member syncs them itself (journal fdatasync, directory fsync), so no later step
+    // needs a syncfs.
+    bool per_file = true;
+    // 1. Every member turns its pending writes into finished fragments under temporary names.
+    g.agree([&] {
+      size_t pending = 0;
+      for (Array* a : list)
+        if (a) {
+          ok(a->prepare_flush());
+          pending += a->pending_publish();
+        }
+      per_file = o.sync.per_file(pending, c.has_unsynced_arrays());
+    });
+    const bool node_syncfs = g.node_any(!per_file);  // also the node's barrier before it
+    g.agree([&] {
+      if (node_syncfs && g.node_leader()) ok(c.sync());
+      if (node_syncfs) c.note_synced();
+    });
+    // Later writes on any member sort after everything written before this point.
+    std::vector<uint64_t> ts, pub, mine;
+    for (size_t i = 0; i < list.size(); ++i) {
+      Array* a = list[i];
+      ts.push_back(a ? a->last_timestamp() : 0);
+      // Fragments a member published on its own since the last epoch count too: members
+      // that kept the array open pick them up below.
+      auto alone = published_alone.find(ids[i]);
+      pub.push_back((a ? a->unpublished_count() : 0) + (alone == published_alone.end() ? 0 : alone->second));
+    }
+    mine = pub;
+    g.max(ts);
+    g.sum(pub);
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i]) list[i]->raise_timestamp(ts[i]);
+    // 2. Every member stages its batch: a per-member journal tagged with the epoch,
+    //    durable before the agreement (per file: each fragment fdatasync'ed first; else
+    //    the syncfs above already made them durable).
+    g.agree([&] {
+      for (Array* a : list)
+        if (a) ok(a->stage_prepared(false, e, /*fragments_synced=*/!per_file));
+      step(o, "staged", e);  // before the others know: never committed
+    });
+    // 3. The commit point: the root makes the epoch record durable, with the metadata
+    //    queued since the last commit.  Journals of epochs up to it roll forward after a
+    //    crash, later ones roll back.  Shadows apply the batch to their view only, so
+    //    every member's catalog stays identical.
+    g.agree([&] {
+      metadata.put(Container::kEpochKey, std::to_string(e));
+      c.catalog().commit(std::move(metadata));
+      if (g.root()) c.catalog().sync();
+    });
+    step(o, "committed", e);
+    // 4. Renames, each array's directory fsync'ed (the root also writes changed schemas,
+    //    durably); agreeing doubles as the barrier before the others look at the directory.
+    g.agree([&] {
+      for (Array* a : list)
+        if (a) ok(a->publish_prepared(false));
+    });
+    // 5. Every member picks up the fragments the others published.
+    if (g.size() > 1)
+      g.agree([&] {
+        for (size_t i = 0; i < list.size(); ++i)
+          if (list[i] && pub[i] > mine[i]) ok(list[i]->refresh());
+      });
+  });
+}
+
+}  // namespace tessera
