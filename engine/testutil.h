@@ -56,6 +56,16 @@ inline uint64_t base_seed(uint64_t dflt) {
   return env_u64("TESSERA_TEST_SEED", dflt);
 }
 
+// The seed of one named randomized run: the base seed mixed with the name (FNV-1a), or
+// the base seed itself with TESSERA_TEST_SEED_EXACT=1 (replaying one printed seed).
+inline uint64_t named_seed(const char* name, uint64_t dflt) {
+  uint64_t base = base_seed(dflt);
+  if (env_u64("TESSERA_TEST_SEED_EXACT", 0)) return base;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char* p = name; *p; ++p) h = (h ^ static_cast<uint8_t>(*p)) * 1099511628211ULL;
+  return base ^ h;
+}
+
 // A temporary directory removed (recursively) at scope exit.
 class TempDir {
  public:
