@@ -331,3 +331,45 @@ def test_copy_references_as_native(tessera_env, tmp_path):
     tess = run_scenario(tmp_path, native=False, scenario=COPY_REFS)
     assert tess == native
     assert native["c1"][0] is None and native["c2"][0].startswith("/~obj_pointed_by_")
+
+
+COPY_EXTERNAL = textwrap.dedent(r'''
+    import os, pickle, shutil, sys
+    import h5py, numpy as np
+    path, out_path = sys.argv[1], sys.argv[2]
+    linked = path + ".linked"
+    out = {}
+    with h5py.File(linked, "w") as f1:
+        f1["foo"] = [1, 2, 3]
+        f1.create_group("g")["x"] = [4.5]
+    with h5py.File(path, "w") as f2:
+        f2["bar"] = h5py.ExternalLink(os.path.basename(linked), "foo")
+        grp = f2.create_group("grp")
+        grp["e"] = h5py.ExternalLink(os.path.basename(linked), "g")
+        grp["gone"] = h5py.ExternalLink("no_such_file", "x")
+        f2.copy("bar", "baz", expand_external=True)            # h5py's test_copy_external_links
+        f2.copy("grp", "grp_exp", expand_external=True)
+        f2.copy("grp", "grp_plain")
+    # The linked file removed (a container is a directory): the copies keep their data.
+    shutil.rmtree(linked) if os.path.isdir(linked) else os.unlink(linked)
+    with h5py.File(path, "r") as f2:
+        out["baz"] = f2["baz"][()].tolist()
+        out["grp_exp/e/x"] = f2["grp_exp/e/x"][()].tolist()
+        out["grp_exp links"] = {k: type(f2["grp_exp"].get(k, getlink=True)).__name__ for k in ("e", "gone")}
+        out["grp_plain links"] = {k: type(f2["grp_plain"].get(k, getlink=True)).__name__ for k in ("e", "gone")}
+        out["bar dangling"] = f2.get("bar") is None
+    with open(out_path, "wb") as fh:
+        pickle.dump(out, fh)
+''')
+
+
+def test_copy_expand_external_as_native(tessera_env, tmp_path):
+    """h5py's test_copy_external_links, with the linked file removed as its kind needs
+    (h5py's own test unlinks it, and a tessera container is a directory): copies made
+    with expand_external=True hold the target's data; links that cannot be followed, and
+    every link of a copy made without the flag, stay external links."""
+    from test_h5py_datasets import run_scenario
+    native = run_scenario(tmp_path, native=True, scenario=COPY_EXTERNAL)
+    tess = run_scenario(tmp_path, native=False, scenario=COPY_EXTERNAL)
+    assert tess == native
+    assert native["baz"] == [1, 2, 3] and native["grp_exp links"]["e"] == "HardLink"

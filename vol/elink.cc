@@ -37,6 +37,7 @@ class Walker {
     budget_ = H5Pget_nlinks(lapl_, &n) >= 0 ? static_cast<long>(n) : 16;
   }
   bool crossed = false;
+  hid_t lapl() const { return lapl_; }
 
   // Follows path from p (all components, the last too).  nullopt: a component is missing.
   std::optional<Place> walk(Place p, const std::string& path) {
@@ -184,6 +185,22 @@ std::shared_ptr<SharedFile> open_external_file(SharedFile& parent, const std::st
   }
   fail_arg("unable to open external file '" + file_name + "' (no tessera container found at '" + tries.front() +
            "'" + (tries.size() > 1 ? " or " + std::to_string(tries.size() - 1) + " other places" : "") + ")");
+}
+
+std::optional<ExternalTarget> external_link_target(SharedFile& parent, const std::string& group_path,
+                                                   const LinkRecord& l, hid_t lapl) {
+  if (l.type != H5L_TYPE_EXTERNAL || l.target == kRawLinkValue) return std::nullopt;
+  try {
+    Walker w(lapl);
+    auto tf = open_external_file(parent, group_path, l, w.lapl());
+    auto p = w.walk(Place{tf, kRootOid, "/"}, l.ext_obj);
+    if (!p) return std::nullopt;
+    std::lock_guard<std::recursive_mutex> lk(p->file->mu());
+    if (!p->file->find_object(p->oid)) return std::nullopt;
+    return ExternalTarget{p->file, p->oid};
+  } catch (const VolError&) {
+    return std::nullopt;  // unreachable: the caller keeps the link
+  }
 }
 
 bool object_exists_by_name(Obj* o, const std::string& name, hid_t lapl) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "vol/objects.h"
@@ -44,6 +45,17 @@ class ExternalHop {
 // A native HDF5 file is refused with a clear error: tessera objects cannot live in it.
 std::shared_ptr<SharedFile> open_external_file(SharedFile& parent, const std::string& group_path,
                                                const LinkRecord& l, hid_t lapl);
+
+// The object an external link names, reached as traversing the link would reach it:
+// its container (opened now, or the instance already open) and object id.  nullopt when
+// the file or the object cannot be reached (H5Ocopy's H5O_COPY_EXPAND_EXT_LINK_FLAG
+// then keeps the link, as native does).
+struct ExternalTarget {
+  std::shared_ptr<SharedFile> file;
+  uint64_t oid = 0;
+};
+std::optional<ExternalTarget> external_link_target(SharedFile& parent, const std::string& group_path,
+                                                   const LinkRecord& l, hid_t lapl);
 
 // H5Oexists_by_name(o, name, lapl) with native HDF5's answers, across external links.
 bool object_exists_by_name(Obj* o, const std::string& name, hid_t lapl);
