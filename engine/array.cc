@@ -65,6 +65,7 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
   a->dir_ = dir;
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
+  a->ctx_ = opts.context ? opts.context : Context::process();
   Status st = guard([&] { a->open_impl(writable); });
   if (st.ok()) *out = std::move(a);
   return st;
@@ -139,7 +140,7 @@ void Array::load_fragments() {
         if (std::find(all.begin(), all.end(), *it) == all.end()) all.push_back(*it);
         continue;
       }
-      auto f = Fragment::open_inline(label, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()));
+      auto f = Fragment::open_inline(label, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()), ctx_);
       if (f->meta().id != id) throw_error(Errc::kCorrupt, "fragment '" + label + "': id in footer differs from its key");
       if (f->meta().rank != static_cast<uint32_t>(schema_.rank()) || f->meta().elem_size != schema_.elem_size)
         throw_error(Errc::kCorrupt, "fragment '" + label + "': shape does not match the array schema");
@@ -162,7 +163,7 @@ void Array::load_fragments() {
     }
     std::shared_ptr<Fragment> f;
     try {
-      f = Fragment::open(path);
+      f = Fragment::open(path, ctx_);
     } catch (const Error& e) {
       // Consolidation may have removed it between listing and opening.
       if (e.code() == Errc::kNotFound) continue;
@@ -403,7 +404,7 @@ void Array::spill() {
 }
 
 void Array::publish(const std::string& path, const std::vector<FragmentId>& replaced) {
-  add_fragment(Fragment::open(path), replaced);
+  add_fragment(Fragment::open(path, ctx_), replaced);
 }
 
 void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
@@ -430,7 +431,7 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
     }
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get()};
+    ReadView view{frags_, buffer_.get(), ctx_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
   });
 }
@@ -446,7 +447,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
     }
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get()};
+    ReadView view{frags_, buffer_.get(), ctx_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
   });
 }
@@ -527,7 +528,7 @@ Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std
     std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get()};
+    ReadView view{frags_, buffer_.get(), ctx_.get()};
     if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
     resolve_descriptors(desc, lengths, data);
   });
@@ -542,7 +543,7 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
     std::vector<uint8_t> desc(n * kVarDescriptorSize);
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get()};
+    ReadView view{frags_, buffer_.get(), ctx_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, desc.data());
     resolve_descriptors(desc, lengths, data);
   });

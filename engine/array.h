@@ -61,6 +61,8 @@ struct ArrayOptions {
   // the array's inline fragments stay within inline_array_bytes.
   uint64_t inline_fragment_bytes = 64 << 10;
   uint64_t inline_array_bytes = 1 << 20;
+  // The pools and the tile cache the array works with (context.h); null: the process's.
+  std::shared_ptr<Context> context;
   // The environment's settings (EngineOptions::from_env, options.h); throws Error for a
   // bad value.
   static ArrayOptions from_env();
@@ -295,6 +297,7 @@ class Array {
   std::vector<std::shared_ptr<Fragment>> unpublished_inline_;  // deferred mode
 
   mutable std::mutex mu_;
+  std::shared_ptr<Context> ctx_;  // opts_.context, or the process's
   std::string dir_, frag_dir_;
   bool writable_ = false;
   ArrayOptions opts_;

@@ -29,6 +29,7 @@ Status Array::open_bound(const std::string& dir, CatalogBinding binding, bool wr
   a->dir_ = dir;
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
+  a->ctx_ = opts.context ? opts.context : Context::process();
   a->cat_ = std::move(binding);
   Status st = guard([&] { a->open_impl(writable, known); });
   if (st.ok()) *out = std::move(a);
@@ -69,9 +70,9 @@ uint64_t Array::inline_limit() const {
 
 std::unique_ptr<FragmentWriter> Array::make_writer(FragmentId id) {
   if (cat_ && !dir_exists_)
-    return std::make_unique<FragmentWriter>(frag_dir_, id, schema_, inline_limit(),
+    return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_, inline_limit(),
                                             [this] { ensure_dir(opts_.durable_writes); });
-  return std::make_unique<FragmentWriter>(frag_dir_, id, schema_, inline_limit());
+  return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_, inline_limit());
 }
 
 // Creates <dir>/frag (and heap/).  Deferred mode leaves the new entries to the flush's
@@ -147,7 +148,7 @@ void Array::publish_compact(bool synced, CatalogBatch* into) {
 // now; deferred mode publishes it with the flush's catalog batch.
 void Array::add_inline(std::vector<uint8_t> bytes) {
   auto sp = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
-  auto f = Fragment::open_inline("(unpublished inline fragment)", sp);
+  auto f = Fragment::open_inline("(unpublished inline fragment)", sp, ctx_);
   const std::string key = frag_key(f->meta().id);
   f->set_path(inline_label(key));
   inline_bytes_ += sp->size();
@@ -178,7 +179,7 @@ void Array::materialize_inline() {
     out.truncate(0);
     out.pwrite_all(bytes->data(), bytes->size(), 0);
     out.close();
-    auto ff = Fragment::open(tmp);
+    auto ff = Fragment::open(tmp, ctx_);
     release_inline(*f);
     for (auto& x : frags_)
       if (x == f) x = ff;

@@ -45,7 +45,7 @@ void Array::complete(std::unique_ptr<FragmentWriter> w) {
     add_inline(w->take_inline());
     return;
   }
-  auto f = Fragment::open(tmp);
+  auto f = Fragment::open(tmp, ctx_);
   if (opts_.durable_writes) {
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
     sync_dir(frag_dir_);
@@ -246,7 +246,7 @@ void Array::recover_one_journal(const std::string& path) {
       if (writable_) {
         if (::rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
       } else {
-        recovered_.push_back(Fragment::open(from));  // readers see the batch whole too
+        recovered_.push_back(Fragment::open(from, ctx_));  // readers see the batch whole too
       }
     }
   }

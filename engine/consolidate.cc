@@ -135,7 +135,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   // Parts are published together by an epoch commit, through files (parallel tools).
   if (parts > 1 && cat_) ensure_dir(false);
   std::unique_ptr<FragmentWriter> wp =
-      parts > 1 ? std::make_unique<FragmentWriter>(frag_dir_, id, schema_) : make_writer(id);
+      parts > 1 ? std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_) : make_writer(id);
   FragmentWriter& w = *wp;
   std::vector<FragmentId> replaced;
   for (auto& f : in) replaced.push_back(f->meta().id);
@@ -255,7 +255,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     // Published with the other parts by an epoch commit; until then not even this
     // rank's reads use it (it would hide the inputs of the other parts' tiles).
     std::string tmp = w.finish();
-    unpublished_.push_back({Fragment::open(tmp), w.final_path()});
+    unpublished_.push_back({Fragment::open(tmp, ctx_), w.final_path()});
     return;
   }
   if (cat_) {
@@ -268,12 +268,12 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     if (tmp.empty()) {
       auto bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
       const std::string key = frag_key(id);
-      nf = Fragment::open_inline(inline_label(key), bytes);
+      nf = Fragment::open_inline(inline_label(key), bytes, ctx_);
       b.put(key, std::string(bytes->begin(), bytes->end()));
       inline_bytes_ += bytes->size();
       if (cat_->budget) cat_->budget->used += bytes->size();
     } else {
-      nf = Fragment::open(tmp);
+      nf = Fragment::open(tmp, ctx_);
       FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
       sync_dir(frag_dir_);
       nf->set_path(w.final_path());

@@ -675,7 +675,7 @@ TEST(Crash, DeferredFlushWithExtentChangesIsAtomic) {
   }
 }
 
-// The process-wide compression thread pool's workers exist only in the process that
+// The process context's compression thread pool's workers exist only in the process that
 // started them; a forked child (Python multiprocessing with h5py, this test's children)
 // must get its own pool, or every filtered write in it blocks forever.  Regression test
 // (the child is killed by the alarm if it hangs).

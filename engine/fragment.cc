@@ -20,15 +20,16 @@ namespace {
 std::atomic<uint64_t> g_serial{1};
 }  // namespace
 
-std::shared_ptr<Fragment> Fragment::open(const std::string& path) {
-  return open_source(path, std::make_unique<FileSource>(File::open_read(path)));
+std::shared_ptr<Fragment> Fragment::open(const std::string& path, std::shared_ptr<Context> ctx) {
+  return open_source(path, std::make_unique<FileSource>(File::open_read(path)), std::move(ctx));
 }
 
 std::shared_ptr<Fragment> Fragment::open_inline(const std::string& label,
-                                                std::shared_ptr<const std::vector<uint8_t>> bytes) {
+                                                std::shared_ptr<const std::vector<uint8_t>> bytes,
+                                                std::shared_ptr<Context> ctx) {
   auto src = std::make_unique<MemorySource>(label, std::move(bytes));
   MemorySource* m = src.get();
-  auto f = open_source(label, std::move(src));
+  auto f = open_source(label, std::move(src), std::move(ctx));
   f->inline_ = m;
   return f;
 }
@@ -38,10 +39,13 @@ File& Fragment::file() {
   return static_cast<FileSource*>(src_.get())->file();
 }
 
-std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::unique_ptr<ByteSource> src) {
+std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::unique_ptr<ByteSource> src,
+                                                std::shared_ptr<Context> ctx) {
   auto f = std::shared_ptr<Fragment>(new Fragment());
   f->path_ = path;
   f->serial_ = g_serial++;
+  f->ctx_ = ctx ? std::move(ctx) : Context::process();
+  f->cache_ = &f->ctx_->tiles();
   f->src_ = std::move(src);
   f->file_size_ = f->src_->size();
   if (f->file_size_ < kFragHeaderSize + kFragTrailerSize) corrupt(path, "file truncated");
@@ -154,7 +158,7 @@ uint64_t Fragment::unverified_span(size_t i, const std::vector<ByteRun>& runs) c
   const uint64_t B = meta_.check_block, size = e.blob.stored_size;
   const uint64_t b0 = runs.front().off / B, b1 = (runs.back().off + runs.back().len - 1) / B;
   if (b1 >= e.block_checks.size() || verified(i, b0, b1)) return 0;
-  if (TileCache::shared().get(TileCache::Key{serial_, e.blob.offset})) return 0;  // copied from memory
+  if (cache_->get(TileCache::Key{serial_, e.blob.offset})) return 0;  // copied from memory
   return std::min(size, (b1 + 1) * B) - b0 * B;
 }
 
@@ -174,7 +178,7 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
     if (runs[k].len == 0 || runs[k].off > size || runs[k].len > size - runs[k].off ||
         (k > 0 && runs[k].off < runs[k - 1].off + runs[k - 1].len))
       throw_error(Errc::kInternal, "dense tile runs out of order or out of the tile");
-  if (auto hit = TileCache::shared().get(TileCache::Key{serial_, base})) {
+  if (auto hit = cache_->get(TileCache::Key{serial_, base})) {
     auto v = std::static_pointer_cast<const std::vector<uint8_t>>(hit);
     for (const ByteRun& r : runs) std::memcpy(r.dst, v->data() + r.off, r.len);
     return;
@@ -241,18 +245,18 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
 std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const {
   const DenseEntry& e = meta_.dense.at(i);
   auto key = TileCache::Key{serial_, e.blob.offset};
-  if (auto hit = TileCache::shared().get(key)) return std::static_pointer_cast<const std::vector<uint8_t>>(hit);
+  if (auto hit = cache_->get(key)) return std::static_pointer_cast<const std::vector<uint8_t>>(hit);
   auto v = std::make_shared<std::vector<uint8_t>>(
       partial_reads(i) ? read_checked_tile(i)
                        : read_blob(e.blob, meta_.values_filters, "dense tile " + std::to_string(i)));
-  TileCache::shared().put(key, v, v->size());
+  cache_->put(key, v, v->size());
   return v;
 }
 
 std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i, const Layout& layout) const {
   const SparseEntry& e = meta_.sparse.at(i);
   auto key = TileCache::Key{serial_, e.coords.offset};
-  if (auto hit = TileCache::shared().get(key)) return std::static_pointer_cast<const SparseTileData>(hit);
+  if (auto hit = cache_->get(key)) return std::static_pointer_cast<const SparseTileData>(hit);
   auto t = std::make_shared<SparseTileData>();
   std::vector<uint8_t> c = read_blob(e.coords, meta_.coords_filters, "sparse tile " + std::to_string(i) + " coordinates");
   t->coords.resize(e.cells * meta_.rank);
@@ -270,7 +274,7 @@ std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i, const Layo
     if (k > 0 && !std::lexicographical_compare(kp + (k - 1) * w, kp + k * w, kp + k * w, kp + (k + 1) * w))
       corrupt(path_, "sparse tile " + std::to_string(i) + ": cells out of global order");
   }
-  TileCache::shared().put(key, t, c.size() + t->values.size() + t->keys.size() * 8);
+  cache_->put(key, t, c.size() + t->values.size() + t->keys.size() * 8);
   return t;
 }
 

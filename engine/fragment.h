@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/byte_source.h"
+#include "engine/context.h"
 #include "engine/file_io.h"
 #include "engine/fragment_meta.h"
 
@@ -34,10 +35,12 @@ struct SparseTileData {
 
 class Fragment {
  public:
-  static std::shared_ptr<Fragment> open(const std::string& path);
+  // ctx: whose decoded-tile cache the fragment's tiles go to (null: the process's).
+  static std::shared_ptr<Fragment> open(const std::string& path, std::shared_ptr<Context> ctx = nullptr);
   // An inline fragment: `label` names it in messages (the catalog key).
   static std::shared_ptr<Fragment> open_inline(const std::string& label,
-                                               std::shared_ptr<const std::vector<uint8_t>> bytes);
+                                               std::shared_ptr<const std::vector<uint8_t>> bytes,
+                                               std::shared_ptr<Context> ctx = nullptr);
   const FragmentMeta& meta() const { return meta_; }
   const std::string& path() const { return path_; }
   // The fragment file was renamed (a deferred publish): keeps messages accurate.
@@ -75,7 +78,8 @@ class Fragment {
   std::shared_ptr<const SparseTileData> sparse_tile(size_t i, const Layout& layout) const;
 
  private:
-  static std::shared_ptr<Fragment> open_source(const std::string& path, std::unique_ptr<ByteSource> src);
+  static std::shared_ptr<Fragment> open_source(const std::string& path, std::unique_ptr<ByteSource> src,
+                                               std::shared_ptr<Context> ctx);
   std::vector<uint8_t> read_blob(const BlobRef& b, const FilterPipeline& p, const std::string& what) const;
   std::vector<uint8_t> read_checked_tile(size_t i) const;
   // Verifies blocks [b0, b1) of dense entry i, whose bytes start at `data`.
@@ -86,6 +90,8 @@ class Fragment {
   MemorySource* inline_ = nullptr;  // src_ when inline
   uint64_t file_size_ = 0;
   uint64_t serial_ = 0;  // process-unique, keys the tile cache
+  std::shared_ptr<Context> ctx_;
+  TileCache* cache_ = nullptr;  // ctx_'s
   FragmentMeta meta_;
   // Bitmap of the check blocks verified so far; block_base_[i] = first bit of entry i.
   std::vector<uint64_t> block_base_;

@@ -20,9 +20,9 @@ FilterPipeline coords_pipeline() { return FilterPipeline({{FilterType::kShuffle,
 std::atomic<uint64_t> g_tmp_counter{0};
 }  // namespace
 
-FragmentWriter::FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema,
+FragmentWriter::FragmentWriter(Context& ctx, const std::string& dir, FragmentId id, const Schema& schema,
                                uint64_t inline_limit, std::function<void()> before_file)
-    : dir_(dir), schema_(schema), layout_(schema), pool_(ThreadPool::shared()),
+    : dir_(dir), schema_(schema), layout_(schema), ctx_(ctx), pool_(ctx.filters()),
       out_(File(), 0), in_memory_(inline_limit > 0), inline_limit_(inline_limit),
       before_file_(std::move(before_file)) {
   meta_.id = id;
@@ -128,7 +128,7 @@ void FragmentWriter::append(const void* p, size_t n) {
 void FragmentWriter::start_writeback_async(int fd) {
   int dup = ::dup(fd);
   if (dup < 0) return;
-  ThreadPool::io().submit([dup] {
+  ctx_.io().submit([dup] {
     (void)::sync_file_range(dup, 0, 0, SYNC_FILE_RANGE_WRITE);
     ::close(dup);
   });

@@ -15,7 +15,7 @@
 #include "engine/file_io.h"
 #include "engine/fragment_meta.h"
 #include "engine/schema.h"
-#include "engine/thread_pool.h"
+#include "engine/context.h"
 
 namespace tessera {
 
@@ -23,8 +23,9 @@ class FragmentWriter {
  public:
   // inline_limit > 0: keep the fragment in memory while it is at most that many bytes;
   // `before_file` runs once before the first file is created (e.g. to create `dir`).
-  FragmentWriter(const std::string& dir, FragmentId id, const Schema& schema, uint64_t inline_limit = 0,
-                 std::function<void()> before_file = {});
+  // ctx: the filter pool that encodes tiles and the I/O pool for writeback hints.
+  FragmentWriter(Context& ctx, const std::string& dir, FragmentId id, const Schema& schema,
+                 uint64_t inline_limit = 0, std::function<void()> before_file = {});
   ~FragmentWriter();  // removes the temporary file unless committed
 
   // Cells of `box` (inside the tile's box) in cell order; tiles in ascending tile order.
@@ -107,7 +108,7 @@ class FragmentWriter {
   void flush_head();
   // Checks tile order, records a data entry for `box` (domain, cell count); blob to fill.
   DenseEntry& new_data_entry(const uint64_t* tile, const Box& box);
-  static void start_writeback_async(int fd);
+  void start_writeback_async(int fd);
   static constexpr size_t kHeadBytes = 64 << 10;
   std::vector<uint8_t> head_;  // file mode: first bytes not written yet (append)
   void name_files();
@@ -116,6 +117,7 @@ class FragmentWriter {
   std::string dir_, tmp_path_, final_path_;
   const Schema schema_;
   Layout layout_;
+  Context& ctx_;
   ThreadPool& pool_;
   AppendFile out_;
   bool in_memory_ = false;

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/array.h"
+
 namespace tessera {
 
 namespace {

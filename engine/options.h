@@ -20,10 +20,11 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/array.h"
 #include "engine/error.h"
 
 namespace tessera {
+
+struct ArrayOptions;  // array.h
 
 struct EngineOptions {
   unsigned threads = 0;               // filter threads; 0: the cores this process may use

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/array.h"
 #include "engine/options.h"
 
 using namespace tessera;

@@ -225,7 +225,7 @@ void ReadPlanner::run_jobs() {
   }
   std::vector<std::future<void>> helpers;
   try {
-    ThreadPool& pool = ThreadPool::io();
+    ThreadPool& pool = (view_.ctx ? *view_.ctx : *Context::process()).io();
     const size_t n = std::min<size_t>(pool.size(), jobs_.size() - 1);
     helpers.reserve(n);
     for (size_t i = 0; i < n; ++i) helpers.push_back(pool.submit(work));

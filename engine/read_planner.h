@@ -25,6 +25,7 @@ namespace tessera {
 struct ReadView {
   std::vector<std::shared_ptr<Fragment>> fragments;  // oldest first
   const WriteBuffer* buffer = nullptr;               // normalized; newest of all
+  Context* ctx = nullptr;                            // its I/O pool reads cold tiles (null: the process's)
 };
 
 class ReadPlanner {

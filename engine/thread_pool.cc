@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "engine/options.h"
 
 namespace tessera {
 
@@ -48,44 +47,6 @@ unsigned ThreadPool::usable_cores() {
     if (n > 0) return static_cast<unsigned>(n);
   }
   return std::thread::hardware_concurrency();
-}
-
-namespace {
-// One pool per process, built on first use with `threads()` workers.  Intentionally
-// leaked: worker threads must outlive static destructors of users.  A forked child
-// (Python multiprocessing, a test harness) inherits the pool object but none of its
-// threads, so a child builds its own pool; the parent's is never touched.
-struct ProcessPool {
-  std::mutex mu;
-  ThreadPool* pool = nullptr;
-  pid_t owner = 0;
-  template <class Threads>
-  ThreadPool& get(Threads threads) {
-    std::lock_guard<std::mutex> g(mu);
-    if (!pool || owner != ::getpid()) {
-      pool = new ThreadPool(threads());
-      owner = ::getpid();
-    }
-    return *pool;
-  }
-};
-
-}  // namespace
-
-ThreadPool& ThreadPool::shared() {
-  static ProcessPool p;
-  return p.get([] {
-    unsigned n = process_options().threads;  // options.h; 0: the usable cores
-    if (n == 0) n = usable_cores();
-    return n ? n : 2;
-  });
-}
-
-ThreadPool& ThreadPool::io() {
-  // Threads that mostly wait for the disk, so sized by how many reads the device serves
-  // at once, not by cores.
-  static ProcessPool p;
-  return p.get([] { return std::max(1u, process_options().io_threads); });
 }
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
-// A fixed-size thread pool for tile compression and decompression.  The process-wide
-// pool has TESSERA_THREADS threads (default: the cores the process may run on, its CPU
-// affinity mask — one under mpirun's default binding).
+// A fixed-size thread pool.  The engine's pools (tile filtering, cold reads) belong to a
+// Context (context.h), which sizes them from the options: TESSERA_THREADS filter threads
+// (default: the cores the process may run on, its CPU affinity mask — one under mpirun's
+// default binding), TESSERA_IO_THREADS for the disk.
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -32,11 +33,6 @@ class ThreadPool {
     return fut;
   }
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
-  static ThreadPool& shared();
-  // The process-wide pool for blocking file reads (cold tile reads in parallel):
-  // TESSERA_IO_THREADS threads, default kIoThreads, created on first use.
-  static ThreadPool& io();
-  static constexpr unsigned kIoThreads = 4;
   // CPUs in the process's affinity mask (sched_getaffinity), else the machine's cores.
   static unsigned usable_cores();
 

@@ -2,13 +2,12 @@
 
 #include <cstdlib>
 
-#include "engine/options.h"
 
 namespace tessera {
 
-TileCache& TileCache::shared() {
-  static TileCache* c = new TileCache(process_options().tile_cache_mb << 20);  // options.h
-  return *c;
+uint64_t TileCache::used() {
+  std::lock_guard<std::mutex> g(mu_);
+  return used_;
 }
 
 std::shared_ptr<const void> TileCache::get(const Key& k) {

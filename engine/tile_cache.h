@@ -1,4 +1,4 @@
-// A process-wide LRU cache of decoded tiles, bounded in bytes (TESSERA_TILE_CACHE_MB,
+// An LRU cache of decoded tiles, bounded in bytes (a Context's: TESSERA_TILE_CACHE_MB,
 // default 256).  Keys are (serial number of the opened Fragment, blob offset): fragments
 // are immutable, so entries never go stale, and serials are never reused (inode numbers
 // are, once consolidation unlinks files).
@@ -17,11 +17,11 @@ class TileCache {
     uint64_t serial, offset;
     bool operator==(const Key& o) const { return serial == o.serial && offset == o.offset; }
   };
-  static TileCache& shared();
   explicit TileCache(uint64_t budget) : budget_(budget) {}
   std::shared_ptr<const void> get(const Key& k);
   void put(const Key& k, std::shared_ptr<const void> v, uint64_t bytes);
   uint64_t budget() const { return budget_; }
+  uint64_t used();  // bytes of the tiles held now
 
  private:
   struct Hash {

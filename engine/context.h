@@ -1,0 +1,53 @@
+// context.h — what the arrays of a process share: the filter pool (tile compression and
+// decompression), the I/O pool (cold reads in parallel, writeback hints) and the
+// decoded-tile cache, sized from one EngineOptions.  The engine takes them from the
+// context an array was opened with (ArrayOptions::context), never from statics, so a
+// test or a tool can run arrays with their own pool sizes and cache next to others.
+// Arrays opened without one use Context::process(), built at first use from the
+// process's options (options.h configure_process: the connector's first file).
+#pragma once
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+
+#include "engine/options.h"
+#include "engine/thread_pool.h"
+#include "engine/tile_cache.h"
+
+namespace tessera {
+
+class Context {
+ public:
+  explicit Context(const EngineOptions& o);
+  ~Context();  // joins the pools' threads (in the process that started them)
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  ThreadPool& filters();  // EngineOptions::threads workers (0: the usable cores)
+  ThreadPool& io();       // EngineOptions::io_threads workers: they mostly wait for the disk
+  TileCache& tiles() { return tiles_; }
+  const EngineOptions& options() const { return opts_; }
+
+  // The process's default context.  Never destroyed: pool threads may still be running
+  // (a writeback hint) while static destructors and HDF5's plugin unloading run.
+  static const std::shared_ptr<Context>& process();
+  // ctx, or the process's context when ctx is null.
+  static Context& or_process(const std::shared_ptr<Context>& ctx) { return ctx ? *ctx : *process(); }
+
+ private:
+  // A pool is started at first use, and again in a forked child, which inherits the
+  // object but none of its threads (the parent's pool is then left alone, never joined).
+  struct LazyPool {
+    std::mutex mu;
+    ThreadPool* pool = nullptr;
+    pid_t owner = 0;
+    ThreadPool& get(unsigned threads);
+    ~LazyPool();
+  };
+  EngineOptions opts_;
+  LazyPool filters_, io_;
+  TileCache tiles_;
+};
+
+}  // namespace tessera
