@@ -5,14 +5,12 @@
 #include "engine/array.h"
 
 #include <algorithm>
-#include <cstring>
 #include <set>
 
 #include "engine/array_files.h"
-#include "engine/bytes.h"
-#include "engine/checksum.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
+#include "engine/publish_journal.h"
 
 namespace tessera {
 
@@ -105,20 +103,12 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
     return;
   }
   single_ = false;
-  ByteWriter w;
-  w.bytes("TSRAJRNL", 8);
-  w.u32(epoch ? 2 : 1);
-  if (epoch) w.u64(epoch);  // version 2: published only once this epoch is committed
-  w.u64(unpublished_.size());
-  for (auto& [f, final_path] : unpublished_) {
-    w.str(f->path());
-    w.str(final_path);
-  }
+  PublishJournal j;
+  j.epoch = epoch;
+  for (auto& [f, final_path] : unpublished_) j.moves.emplace_back(f->path(), final_path);
   // An extent change belongs to the batch: the schema it ends with is replayed with it.
-  w.u8(schema_dirty_ ? 1 : 0);
-  if (schema_dirty_) w.blob(schema_file_bytes(schema_, extent_id_));
-  w.u64(checksum64(w.buf().data(), w.size()));
-  write_file_atomic(journal_path(), w.buf().data(), w.size(), !synced);
+  if (schema_dirty_) j.schema = schema_file_bytes(schema_, extent_id_);
+  j.write(journal_path(), /*durable=*/!synced);
   journal_staged_ = true;
 }
 
@@ -205,38 +195,19 @@ void Array::recover_journal() {
 // fragments are removed).  Read-only: the same decision, applied to the view only.
 void Array::recover_one_journal(const std::string& path) {
   if (!path_exists(path)) return;
-  bool forward = true;
-  std::vector<std::pair<std::string, std::string>> moves;
-  std::vector<uint8_t> schema_bytes;
+  PublishJournal j;
   try {
-    std::vector<uint8_t> b = read_file(path);
-    if (b.size() < 8) throw_error(Errc::kCorrupt, "short");
-    uint64_t ck;
-    std::memcpy(&ck, b.data() + b.size() - 8, 8);
-    if (checksum64(b.data(), b.size() - 8) != ck) throw_error(Errc::kCorrupt, "checksum");
-    ByteReader r(b.data(), b.size() - 8, "publish journal '" + path + "'");
-    char magic[8];
-    r.bytes(magic, 8);
-    if (std::memcmp(magic, "TSRAJRNL", 8) != 0) r.fail("bad magic");
-    uint32_t version = r.u32();
-    if (version != 1 && version != 2) r.fail("unknown version " + std::to_string(version));
-    if (version == 2) forward = r.u64() <= opts_.committed_epoch;
-    uint64_t n = r.count(8);
-    for (uint64_t i = 0; i < n; ++i) {
-      std::string from = r.str(), to = r.str();
-      moves.emplace_back(std::move(from), std::move(to));
-    }
-    if (r.u8() == 1) {
-      schema_bytes = r.blob();
-      FragmentId id;
-      parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &id);  // validate
-    }
+    j = PublishJournal::read(path);
+    FragmentId id;
+    if (!j.schema.empty()) parse_schema_file(j.schema, "publish journal '" + path + "' schema", &id);  // validate
   } catch (const Error&) {
     // A journal is synced before its first rename: a damaged one means no rename began.
     if (writable_) remove_file(path);
     return;
   }
-  for (auto& [from, to] : moves) {
+  const bool forward = j.forward(opts_.committed_epoch);
+  const std::vector<uint8_t>& schema_bytes = j.schema;
+  for (auto& [from, to] : j.moves) {
     if (parent_dir(from) != frag_dir_ || parent_dir(to) != frag_dir_) continue;  // never leave the array
     if (!forward) {  // an epoch that never committed: its fragments never existed
       if (writable_ && path_exists(from)) remove_file(from);

@@ -1,0 +1,31 @@
+// publish_journal.h — the redo journal that makes publishing a batch of fragments atomic
+// (docs/format.md, "Publish journal" and "Epoch journals").  A batch is staged as one
+// journal — each fragment's temporary and final path, and the schema the batch ends with
+// when it changes the extent — synced before the first rename; whoever opens the array
+// next finishes the renames from it.  A serial journal (version 1) always rolls forward;
+// an epoch journal (version 2, MPI) only when its epoch was committed.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+struct PublishJournal {
+  uint64_t epoch = 0;  // 0: a serial journal (version 1); else the epoch (version 2)
+  std::vector<std::pair<std::string, std::string>> moves;  // (temporary path, final path)
+  std::vector<uint8_t> schema;  // the schema file the batch ends with; empty: no extent change
+
+  std::vector<uint8_t> encode() const;
+  // Throws Error(kCorrupt) naming `what` for anything but a whole, well-formed journal
+  // (bad magic, unknown version, checksum mismatch, truncation, trailing bytes).
+  static PublishJournal decode(const std::vector<uint8_t>& bytes, const std::string& what);
+  static PublishJournal read(const std::string& path);
+  // Written atomically (temporary file, rename); durable: synced with its directory.
+  void write(const std::string& path, bool durable) const;
+  // Whether recovery rolls the batch forward, given the last committed epoch.
+  bool forward(uint64_t committed_epoch) const { return epoch == 0 || epoch <= committed_epoch; }
+};
+
+}  // namespace tessera
