@@ -135,9 +135,8 @@ void Array::load_fragments() {
       if (!FragmentId::parse(key.substr(prefix.size()), &id))
         throw_error(Errc::kCorrupt, "catalog record '" + key + "': not a fragment id");
       inline_bytes += value.size();
-      auto it = std::find_if(frags_.begin(), frags_.end(), [&](auto& f) { return f->path() == label; });
-      if (it != frags_.end()) {
-        if (std::find(all.begin(), all.end(), *it) == all.end()) all.push_back(*it);
+      if (auto known = frags_.find(label)) {
+        if (std::find(all.begin(), all.end(), known) == all.end()) all.push_back(known);
         continue;
       }
       auto f = Fragment::open_inline(label, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()), ctx_);
@@ -156,9 +155,8 @@ void Array::load_fragments() {
     FragmentId id;
     if (!FragmentId::parse(name.substr(0, 43), &id)) continue;
     std::string path = join_path(frag_dir_, name);
-    auto it = std::find_if(frags_.begin(), frags_.end(), [&](auto& f) { return f->path() == path; });
-    if (it != frags_.end()) {
-      all.push_back(*it);
+    if (auto known = frags_.find(path)) {
+      all.push_back(known);
       continue;
     }
     std::shared_ptr<Fragment> f;
@@ -195,9 +193,8 @@ void Array::load_fragments() {
     live.push_back(f);
   }
   if (!drop.empty()) cat_->catalog->commit(drop);
-  std::sort(live.begin(), live.end(), [](auto& a, auto& b) { return a->meta().id < b->meta().id; });
   for (auto& f : live) last_ts_ = std::max(last_ts_, f->meta().id.ts);
-  frags_ = std::move(live);
+  frags_.assign(std::move(live));
 }
 
 FragmentId Array::next_id() {
@@ -408,12 +405,7 @@ void Array::publish(const std::string& path, const std::vector<FragmentId>& repl
 }
 
 void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
-  std::vector<std::shared_ptr<Fragment>> next;
-  for (auto& old : frags_)
-    if (std::find(replaced.begin(), replaced.end(), old->meta().id) == replaced.end()) next.push_back(old);
-  next.push_back(std::move(f));
-  std::sort(next.begin(), next.end(), [](auto& a, auto& b) { return a->meta().id < b->meta().id; });
-  frags_ = std::move(next);
+  frags_.add(std::move(f), replaced);
 }
 
 Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides) {
@@ -431,7 +423,7 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
     }
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
   });
 }
@@ -447,7 +439,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
     }
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
   });
 }
@@ -528,7 +520,7 @@ Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std
     std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
     if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
     resolve_descriptors(desc, lengths, data);
   });
@@ -543,7 +535,7 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
     std::vector<uint8_t> desc(n * kVarDescriptorSize);
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_, buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, desc.data());
     resolve_descriptors(desc, lengths, data);
   });

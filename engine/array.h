@@ -25,6 +25,7 @@
 #include "engine/compact_cells.h"
 #include "engine/error.h"
 #include "engine/fragment.h"
+#include "engine/fragment_set.h"
 #include "engine/fragment_writer.h"
 #include "engine/schema.h"
 #include "engine/var_heap.h"
@@ -306,7 +307,7 @@ class Array {
   std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells
   std::unique_ptr<HeapReader> heaps_;
   std::string heap_dir_;
-  std::vector<std::shared_ptr<Fragment>> frags_;  // oldest first (published or not)
+  FragmentSet frags_;  // oldest first (published or not)
   std::deque<std::unique_ptr<FragmentWriter>> parked_;  // dense writers still filtering
   // Finished but unpublished fragments (deferred mode): (fragment, final path).
   std::vector<std::pair<std::shared_ptr<Fragment>, std::string>> unpublished_;

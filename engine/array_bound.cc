@@ -181,8 +181,7 @@ void Array::materialize_inline() {
     out.close();
     auto ff = Fragment::open(tmp, ctx_);
     release_inline(*f);
-    for (auto& x : frags_)
-      if (x == f) x = ff;
+    frags_.swap(f, ff);
     unpublished_.push_back({ff, final_path});
   }
   unpublished_inline_.clear();

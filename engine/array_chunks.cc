@@ -108,7 +108,7 @@ void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {
   for (int d = 0; d < r; ++d) off += (in.lo[d] - full.lo[d]) * st[d];
   finish_parked();
   buffer_->normalize();
-  ReadView view{frags_, buffer_.get(), ctx_.get()};
+  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
   ReadPlanner(schema_, view).read(Selection::from_box(in), dst + off * es, st);
 }
 

@@ -13,9 +13,9 @@
 namespace tessera {
 
 ReadPlanner::ReadPlanner(const Schema& s, const ReadView& view)
-    : schema_(s), layout_(s), view_(view), es_(s.elem_size), rank_(s.rank()) {
-  for (size_t i = 0; i < view_.fragments.size(); ++i)
-    if (!view_.fragments[i]->meta().dense.empty()) dense_frags_.push_back(i);
+    : schema_(s), layout_(s), view_(view), frags_(*view.fragments), es_(s.elem_size), rank_(s.rank()) {
+  for (size_t i = 0; i < frags_.size(); ++i)
+    if (!frags_[i]->meta().dense.empty()) dense_frags_.push_back(i);
 }
 
 void ReadPlanner::read(const Selection& sel, uint8_t* dst, const uint64_t* dst_strides) {
@@ -261,7 +261,7 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
     intersect(layout_.tile_box(tile.data()), sel.bbox(), &region);
     remaining.assign(1, region);
     for (auto it = dense_frags_.rbegin(); it != dense_frags_.rend() && !remaining.empty(); ++it) {
-      const Fragment& f = *view_.fragments[*it];
+      const Fragment& f = *frags_[*it];
       const FragmentMeta& m = f.meta();
       if (!m.domain.intersects(region)) continue;
       auto [first, last] = m.dense_range(layout_, tile.data());
@@ -298,7 +298,7 @@ bool ReadPlanner::newer_dense_covers(size_t frag_index, const uint64_t* c) const
   uint64_t tile[kMaxRank];
   bool have_tile = false;
   for (auto it = dense_frags_.rbegin(); it != dense_frags_.rend() && *it > frag_index; ++it) {
-    const FragmentMeta& m = view_.fragments[*it]->meta();
+    const FragmentMeta& m = frags_[*it]->meta();
     if (!m.domain.contains(c)) continue;
     if (!have_tile) {
       layout_.tile_of(c, tile);
@@ -369,8 +369,8 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
       visit(a, b);
     }
   };
-  for (size_t fi = 0; fi < view_.fragments.size(); ++fi) {
-    const Fragment& f = *view_.fragments[fi];
+  for (size_t fi = 0; fi < frags_.size(); ++fi) {
+    const Fragment& f = *frags_[fi];
     const FragmentMeta& m = f.meta();
     if (m.sparse.empty() || !m.domain.intersects(bb)) continue;
     for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
@@ -402,8 +402,8 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
   }
   uint64_t tile[kMaxRank];
   layout_.tile_of(c, tile);
-  for (size_t fi = view_.fragments.size(); fi-- > 0;) {
-    const Fragment& f = *view_.fragments[fi];
+  for (size_t fi = frags_.size(); fi-- > 0;) {
+    const Fragment& f = *frags_[fi];
     const FragmentMeta& m = f.meta();
     if (!m.domain.contains(c)) continue;
     long idx = m.dense_at(layout_, tile, c);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/box.h"
-#include "engine/fragment.h"
+#include "engine/fragment_set.h"
 #include "engine/layout.h"
 #include "engine/schema.h"
 #include "engine/write_buffer.h"
@@ -23,7 +23,7 @@
 namespace tessera {
 
 struct ReadView {
-  std::vector<std::shared_ptr<Fragment>> fragments;  // oldest first
+  std::shared_ptr<const FragmentList> fragments;  // oldest first
   const WriteBuffer* buffer = nullptr;               // normalized; newest of all
   Context* ctx = nullptr;                            // its I/O pool reads cold tiles (null: the process's)
 };
@@ -62,6 +62,7 @@ class ReadPlanner {
   const Schema& schema_;
   Layout layout_;
   const ReadView& view_;
+  const FragmentList& frags_;  // *view_.fragments
   size_t es_;
   int rank_;
   std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
