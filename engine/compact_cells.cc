@@ -61,8 +61,9 @@ uint64_t CompactCells::offset(const uint64_t* c) const {
 template <class F>
 void CompactCells::for_each_box(const Selection& sel, const uint64_t* sstride, F f) const {
   if (sel.empty()) return;
-  size_t iv[kMaxRank] = {};
-  for (;;) {
+  uint64_t counts[kMaxRank];
+  for (int d = 0; d < rank_; ++d) counts[d] = sel.dim(d).ivs.size();
+  for_each_index(rank_, counts, [&](const uint64_t* iv) {
     uint64_t lo[kMaxRank], shape[kMaxRank], soff = 0;
     for (int d = 0; d < rank_; ++d) {
       const DimSelection& ds = sel.dim(d);
@@ -71,13 +72,7 @@ void CompactCells::for_each_box(const Selection& sel, const uint64_t* sstride, F
       soff += ds.rank0[iv[d]] * sstride[d];
     }
     f(lo, shape, soff);
-    int d = rank_ - 1;
-    for (; d >= 0; --d) {
-      if (++iv[d] < sel.dim(d).ivs.size()) break;
-      iv[d] = 0;
-    }
-    if (d < 0) return;
-  }
+  });
 }
 
 void CompactCells::write(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {

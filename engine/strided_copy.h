@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/odometer.h"
+
 namespace tessera {
 
 inline void strided_copy(int rank, const uint64_t* shape, const uint8_t* src, const uint64_t* sstride,
@@ -13,8 +15,7 @@ inline void strided_copy(int rank, const uint64_t* shape, const uint8_t* src, co
     if (shape[d] == 0) return;
   const int last = rank - 1;
   const bool contiguous = sstride[last] == 1 && dstride[last] == 1;
-  uint64_t idx[64] = {};
-  for (;;) {
+  for_each_index(last, shape, [&](const uint64_t* idx) {  // every row
     uint64_t so = 0, d0 = 0;
     for (int d = 0; d < last; ++d) {
       so += idx[d] * sstride[d];
@@ -26,13 +27,7 @@ inline void strided_copy(int rank, const uint64_t* shape, const uint8_t* src, co
       for (uint64_t k = 0; k < shape[last]; ++k)
         std::memcpy(dst + (d0 + k * dstride[last]) * es, src + (so + k * sstride[last]) * es, es);
     }
-    int d = last - 1;
-    for (; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-    if (d < 0) return;
-  }
+  });
 }
 
 }  // namespace tessera

@@ -22,6 +22,7 @@
 #include "engine/file_io.h"
 #include "engine/fragment.h"
 #include "engine/layout.h"
+#include "engine/odometer.h"
 #include "engine/schema.h"
 
 namespace tessera {
@@ -162,22 +163,13 @@ inline IndexSets index_sets_of_hyperslab(const Coords& start, const Coords& stri
 // ranks[d] is the position of coords[d] within sets[d].
 template <class F>
 void for_each_product(const IndexSets& sets, F f) {
-  const size_t r = sets.size();
-  for (const auto& s : sets)
-    if (s.empty()) return;
-  std::vector<uint64_t> idx(r, 0), c(r);
-  for (;;) {
-    for (size_t d = 0; d < r; ++d) c[d] = sets[d][idx[d]];
-    f(c.data(), idx.data());
-    size_t d = r;
-    while (d > 0) {
-      --d;
-      if (++idx[d] < sets[d].size()) break;
-      idx[d] = 0;
-      if (d == 0) return;
-    }
-    if (r == 0) return;
-  }
+  const int r = static_cast<int>(sets.size());
+  std::vector<uint64_t> counts(r), c(r);
+  for (int d = 0; d < r; ++d) counts[d] = sets[d].size();
+  for_each_index(r, counts.data(), [&](const uint64_t* idx) {
+    for (int d = 0; d < r; ++d) c[d] = sets[d][idx[d]];
+    f(c.data(), idx);
+  });
 }
 
 // The reference: an N-d array of elements over [0, cap) with a current extent.  Cells

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/strided_copy.h"
 #include "vol/object_model.h"  // fail_arg
 #include "vol/objects.h"
 #include "vol/selection.h"
@@ -35,23 +36,19 @@ bool lossless(H5Z_filter_t id) {
 // Copies between a box's packed cells and a whole tile's buffer (both row-major).
 void copy_box(uint8_t* tile_buf, const tessera::Coords& tile, const tessera::Coords& box_lo_in_tile,
               const tessera::Coords& box_dims, uint8_t* packed, size_t es, bool to_tile) {
-  const size_t r = tile.size();
-  const size_t row = box_dims[r - 1] * es;
-  std::vector<uint64_t> idx(r, 0);  // position inside the box, last dim fixed at 0
-  uint64_t rows = 1;
-  for (size_t d = 0; d + 1 < r; ++d) rows *= box_dims[d];
-  for (uint64_t k = 0; k < rows; ++k) {
-    uint64_t off = 0;
-    for (size_t d = 0; d < r; ++d) off = off * tile[d] + box_lo_in_tile[d] + idx[d];
-    uint8_t* t = tile_buf + off * es;
-    uint8_t* p = packed + k * row;
-    if (to_tile) std::memcpy(t, p, row);
-    else std::memcpy(p, t, row);
-    for (size_t d = r - 1; d-- > 0;) {  // odometer over all but the last dim
-      if (++idx[d] < box_dims[d]) break;
-      idx[d] = 0;
-    }
+  const int r = static_cast<int>(tile.size());
+  uint64_t tstride[tessera::kMaxRank], pstride[tessera::kMaxRank];
+  uint64_t tn = 1, pn = 1, off = 0;
+  for (int d = r - 1; d >= 0; --d) {
+    tstride[d] = tn;
+    pstride[d] = pn;
+    off += box_lo_in_tile[d] * tn;
+    tn *= tile[d];
+    pn *= box_dims[d];
   }
+  uint8_t* t = tile_buf + off * es;
+  if (to_tile) tessera::strided_copy(r, box_dims.data(), packed, pstride, t, tstride, es);
+  else tessera::strided_copy(r, box_dims.data(), t, tstride, packed, pstride, es);
 }
 
 }  // namespace
