@@ -1,33 +1,18 @@
-// Consolidation (TileDB §4.3): merge adjacent fragments into one, tile by tile.
+// Consolidation (TileDB §4.3): merge adjacent fragments into one, tile by tile, and
+// publish the result.  The merge itself is the Consolidator (consolidator.h).
 //
 // The merged fragments must be adjacent in fragment order: the result takes the id of the
-// newest one with gen + 1, so it sorts exactly where they were.  For every space tile any
-// input touches, the inputs' pieces are painted oldest to newest into one tile buffer with
-// a coverage mask (memory: one tile plus the inputs' decoded tiles for that tile).  Cells
-// no input covered stay uncovered — they must keep falling through to older fragments — so
-// a tile whose covered cells fill a box becomes a dense piece and any other tile keeps its
-// covered cells as sparse cells.  The result is published atomically and lists the ids it
-// replaces; only then are the inputs unlinked (readers holding them open keep reading).
+// newest one with gen + 1, so it sorts exactly where they were.  The result is published
+// atomically and lists the ids it replaces; only then are the inputs unlinked (readers
+// holding them open keep reading).
 #include <algorithm>
-#include <cstring>
-#include <set>
 
 #include "engine/array.h"
+#include "engine/consolidator.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
-#include "engine/strided_copy.h"
 
 namespace tessera {
-
-namespace {
-
-struct TileKey {
-  const Layout* layout;
-  Coords t;
-  bool operator<(const TileKey& o) const { return layout->compare_tiles(t.data(), o.t.data()) < 0; }
-};
-
-}  // namespace
 
 Status Array::consolidate(size_t first, size_t last) {
   std::lock_guard<std::mutex> g(mu_);
@@ -96,161 +81,18 @@ Status Array::consolidate_part(uint32_t part, uint32_t parts) {
 }
 
 void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t parts) {
-  Layout layout(schema_);
-  const int r = schema_.rank();
-  const size_t es = schema_.elem_size;
   std::vector<std::shared_ptr<Fragment>> in(frags_.begin() + first, frags_.begin() + last + 1);
-
-  // The tiles any input touches, in tile order.
-  std::set<TileKey> tiles;
-  for (auto& f : in) {
-    for (auto& e : f->meta().dense) tiles.insert({&layout, e.tile});
-    for (size_t ti = 0; ti < f->meta().sparse.size(); ++ti) {
-      auto t = f->sparse_tile(ti, layout);
-      Coords tc(r), prev;
-      for (uint64_t k = 0; k < f->meta().sparse[ti].cells; ++k) {
-        layout.tile_of(&t->coords[k * r], tc.data());
-        if (tc == prev) continue;  // cells are tile-major: insert each tile once
-        tiles.insert({&layout, tc});
-        prev = tc;
-      }
-    }
-  }
-
-  // This part's share: a contiguous range of the tiles in tile order.
-  if (parts > 1) {
-    const size_t n = tiles.size(), lo = n * part / parts, hi = n * (part + 1) / parts;
-    auto b = tiles.begin();
-    std::advance(b, lo);
-    auto e = b;
-    std::advance(e, hi - lo);
-    tiles = std::set<TileKey>(b, e);
-    if (tiles.empty()) return;  // the other parts replace the inputs
-  }
-
-  // Parts get distinct generations: the names differ, and all still sort right after
-  // the newest input (only its own consolidations share its ts, rank and seq).
-  FragmentId id = in.back()->meta().id;
-  id.gen += 1 + part;
+  Consolidator merge(schema_, in);
+  if (parts > 1 && !merge.select_part(part, parts)) return;  // the other parts replace the inputs
+  const FragmentId id = merge.result_id(part);
   // Parts are published together by an epoch commit, through files (parallel tools).
   if (parts > 1 && cat_) ensure_dir(false);
   std::unique_ptr<FragmentWriter> wp =
       parts > 1 ? std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_) : make_writer(id);
   FragmentWriter& w = *wp;
-  std::vector<FragmentId> replaced;
-  for (auto& f : in) replaced.push_back(f->meta().id);
+  const std::vector<FragmentId> replaced = merge.replaced();
   w.set_replaces(replaced);
-
-  std::vector<uint8_t> buf, covered;
-  std::vector<uint64_t> sp_coords;
-  std::vector<uint8_t> sp_values;
-  for (const TileKey& tk : tiles) {
-    const Box tbox = layout.tile_box(tk.t.data());
-    std::vector<uint64_t> klo(layout.key_size()), khi(layout.key_size());
-    layout.key_words(tbox.lo.data(), klo.data());
-    layout.key_words(tbox.hi.data(), khi.data());
-    // Bounding box of what the inputs hold in this tile.
-    Box bb;
-    bool any = false;
-    auto grow = [&](const Box& b) {
-      if (!any) {
-        bb = b;
-        any = true;
-        return;
-      }
-      for (int d = 0; d < r; ++d) {
-        bb.lo[d] = std::min(bb.lo[d], b.lo[d]);
-        bb.hi[d] = std::max(bb.hi[d], b.hi[d]);
-      }
-    };
-    struct SparseRef {
-      std::shared_ptr<const SparseTileData> data;
-      size_t first, last;  // the cells of this space tile
-    };
-    std::vector<std::vector<SparseRef>> sparse_in(in.size());
-    for (size_t fi = 0; fi < in.size(); ++fi) {
-      const FragmentMeta& m = in[fi]->meta();
-      auto [d0, d1] = m.dense_range(layout, tk.t.data());
-      for (size_t idx = d0; idx < d1; ++idx) grow(m.dense[idx].box);
-      for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
-        if (!m.sparse[ti].mbr.intersects(tbox)) continue;
-        auto t = in[fi]->sparse_tile(ti, layout);
-        auto [a, b] = layout.key_range(t->keys.data(), m.sparse[ti].cells, klo.data(), khi.data());
-        if (a == b) continue;
-        Box cells_bb(Coords(&t->coords[a * r], &t->coords[a * r] + r),
-                     Coords(&t->coords[a * r], &t->coords[a * r] + r));
-        for (size_t k = a + 1; k < b; ++k) {
-          for (int d = 0; d < r; ++d) {
-            cells_bb.lo[d] = std::min(cells_bb.lo[d], t->coords[k * r + d]);
-            cells_bb.hi[d] = std::max(cells_bb.hi[d], t->coords[k * r + d]);
-          }
-        }
-        grow(cells_bb);
-        sparse_in[fi].push_back({t, a, b});
-      }
-    }
-    if (!any) continue;
-    const uint64_t n = bb.cells();
-    uint64_t bstride[kMaxRank];
-    layout.cell_strides(bb, bstride);
-    buf.assign(n * es, 0);
-    covered.assign(n, 0);
-    uint64_t ncovered = 0;
-    // Paint oldest to newest.
-    for (size_t fi = 0; fi < in.size(); ++fi) {
-      const FragmentMeta& m = in[fi]->meta();
-      auto [d0, d1] = m.dense_range(layout, tk.t.data());
-      for (size_t idx = d0; idx < d1; ++idx) {
-        const DenseEntry& e = m.dense[idx];
-        uint64_t shape[kMaxRank], estride[kMaxRank], off = 0;
-        for (int d = 0; d < r; ++d) {
-          shape[d] = e.box.hi[d] - e.box.lo[d] + 1;
-          off += (e.box.lo[d] - bb.lo[d]) * bstride[d];
-        }
-        if (e.kind == DenseEntry::kData) {
-          auto data = in[fi]->dense_tile(idx);
-          layout.cell_strides(e.box, estride);
-          strided_copy(r, shape, data->data(), estride, buf.data() + off * es, bstride, es);
-        } else {
-          // Fill entries become explicit fill values: they must keep hiding older data.
-          std::vector<uint8_t> fill(e.box.cells() * es);
-          for (uint64_t k = 0; k < e.box.cells(); ++k) std::memcpy(&fill[k * es], schema_.fill_value(), es);
-          layout.cell_strides(e.box, estride);
-          strided_copy(r, shape, fill.data(), estride, buf.data() + off * es, bstride, es);
-        }
-        // Mark coverage (a 1-byte-element copy of ones).
-        std::vector<uint8_t> ones(e.box.cells(), 1);
-        layout.cell_strides(e.box, estride);
-        strided_copy(r, shape, ones.data(), estride, covered.data() + off, bstride, 1);
-      }
-      for (const SparseRef& sr : sparse_in[fi]) {
-        for (size_t k = sr.first; k < sr.last; ++k) {
-          const uint64_t* c = &sr.data->coords[k * r];
-          uint64_t off = 0;
-          for (int d = 0; d < r; ++d) off += (c[d] - bb.lo[d]) * bstride[d];
-          std::memcpy(&buf[off * es], &sr.data->values[k * es], es);
-          covered[off] = 1;
-        }
-      }
-    }
-    ncovered = static_cast<uint64_t>(std::count(covered.begin(), covered.end(), uint8_t{1}));
-    if (ncovered == n) {
-      w.add_dense_tile(tk.t.data(), bb, std::move(buf));
-      buf = {};
-      continue;
-    }
-    // Emit covered cells as sparse, in cell order (= global order inside the tile).
-    sp_coords.clear();
-    sp_values.clear();
-    Coords c(r);
-    for (uint64_t k = 0; k < n; ++k) {
-      if (!covered[k]) continue;
-      layout.cell_at(bb, k, c.data());  // the k-th cell of bb in cell order
-      sp_coords.insert(sp_coords.end(), c.begin(), c.end());
-      sp_values.insert(sp_values.end(), &buf[k * es], &buf[k * es] + es);
-    }
-    w.add_sparse_cells(sp_coords.data(), sp_values.data(), sp_coords.size() / r);
-  }
+  merge.write(w);
   if (parts > 1) {
     // Published with the other parts by an epoch commit; until then not even this
     // rank's reads use it (it would hide the inputs of the other parts' tiles).
