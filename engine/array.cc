@@ -66,6 +66,7 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
   a->ctx_ = opts.context ? opts.context : Context::process();
+  a->store_ = make_dir_store(dir);
   Status st = guard([&] { a->open_impl(writable); });
   if (st.ok()) *out = std::move(a);
   return st;
@@ -74,32 +75,19 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
 void Array::open_impl(bool writable, const Schema* known) {
   raise_fd_limit();
   writable_ = writable;
-  if (cat_) {
-    if (writable_ && !cat_->catalog->writable())
-      throw_error(Errc::kInvalidArgument, "array '" + dir_ + "': its catalog is open read-only");
-    schema_ = known ? *known : load_schema();
-    // Created on first need (a file fragment or heap).
-    dir_exists_ = !cat_->dir_absent && is_directory(frag_dir_);
-  } else {
-    if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
-    schema_ = read_schema(dir_, &extent_id_);
-  }
+  schema_ = store_->open(writable_, known, &extent_id_);
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
   if (schema_.compact) {
     // No fragments, journals or directory: the cells are one catalog record.
-    if (!cat_) throw_error(Errc::kCorrupt, "array '" + dir_ + "': a compact array outside a catalog");
     compact_ = std::make_unique<CompactCells>(schema_);
     return;
   }
   // A shadow rank never recovers: rank 0 recovered every array at file open.
-  if (dir_exists_ && !opts_.shadow) recover_journal();
+  if (store_->dir_exists() && !opts_.shadow) recover_journal();
   load_fragments();
-  if (apply_extent_commits() && writable_ && !opts_.shadow) {  // repair
-    if (cat_) put_schema(false);
-    else write_schema(dir_, schema_, extent_id_);
-  }
+  if (apply_extent_commits() && writable_ && !opts_.shadow) store_->store_schema(schema_, extent_id_, true);  // repair
 }
 
 bool Array::apply_extent_commits() {
@@ -126,30 +114,9 @@ void Array::load_fragments() {
   for (auto& u : unpublished_) all.push_back(u.first);  // not in the listing yet
   for (auto& f : unpublished_inline_) all.push_back(f);
   for (auto& f : recovered_) all.push_back(f);          // a read-only view of a journal
-  if (cat_) {
-    const std::string prefix = cat_->prefix + "frag/";
-    uint64_t inline_bytes = 0;
-    for (auto& [key, value] : cat_->catalog->scan(prefix)) {
-      const std::string label = inline_label(key);
-      FragmentId id;
-      if (!FragmentId::parse(key.substr(prefix.size()), &id))
-        throw_error(Errc::kCorrupt, "catalog record '" + key + "': not a fragment id");
-      inline_bytes += value.size();
-      if (auto known = frags_.find(label)) {
-        if (std::find(all.begin(), all.end(), known) == all.end()) all.push_back(known);
-        continue;
-      }
-      auto f = Fragment::open_inline(label, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()), ctx_);
-      if (f->meta().id != id) throw_error(Errc::kCorrupt, "fragment '" + label + "': id in footer differs from its key");
-      if (f->meta().rank != static_cast<uint32_t>(schema_.rank()) || f->meta().elem_size != schema_.elem_size)
-        throw_error(Errc::kCorrupt, "fragment '" + label + "': shape does not match the array schema");
-      all.push_back(f);
-    }
-    for (auto& f : unpublished_inline_) inline_bytes += f->file_size();
-    inline_bytes_ = inline_bytes;
-  }
+  store_->list_inline(frags_, unpublished_inline_, schema_, ctx_, &all);
   std::vector<std::string> names;
-  if (dir_exists_) names = list_dir(frag_dir_);
+  if (store_->dir_exists()) names = list_dir(frag_dir_);
   for (const std::string& name : names) {
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
@@ -183,8 +150,8 @@ void Array::load_fragments() {
   for (auto& f : all) {
     if (replaced.count(f->meta().id)) {
       if (writable_ && !opts_.shadow && f->is_inline()) {
-        drop.del(frag_key(f->meta().id));
-        release_inline(*f);
+        drop.del(store_->inline_key(f->meta().id));
+        store_->count_inline(-static_cast<int64_t>(f->file_size()));
       } else if (writable_ && !opts_.shadow) {
         remove_file(f->path());
       }
@@ -192,7 +159,7 @@ void Array::load_fragments() {
     }
     live.push_back(f);
   }
-  if (!drop.empty()) cat_->catalog->commit(drop);
+  store_->commit(std::move(drop), /*sync=*/false);
   for (auto& f : live) last_ts_ = std::max(last_ts_, f->meta().id.ts);
   frags_.assign(std::move(live));
 }
@@ -378,7 +345,7 @@ void Array::spill() {
   // Heap bytes first: a fragment must never refer to bytes that are not durable.
   if (pending_heap_) {
     if (!pending_heap_->empty()) {
-      ensure_dir(true);
+      store_->ensure_dir(true, schema_.var);
       pending_heap_->publish(heap_dir_);
     }
     pending_heap_.reset();
@@ -398,10 +365,6 @@ void Array::spill() {
   });
   complete(std::move(w));
   buffer_->clear();
-}
-
-void Array::publish(const std::string& path, const std::vector<FragmentId>& replaced) {
-  add_fragment(Fragment::open(path, ctx_), replaced);
 }
 
 void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
@@ -475,7 +438,7 @@ Status Array::write_var(const Selection& sel, const uint64_t* lengths, const voi
       HeapBuilder heap(next_id());
       std::vector<uint8_t> desc = make_descriptors(&heap, n, lengths, data);
       if (!heap.empty()) {
-        ensure_dir(true);
+        store_->ensure_dir(true, schema_.var);
         heap.publish(heap_dir_);
       }
       write_dense(sel, desc.data(), sstride);
@@ -616,8 +579,7 @@ Status Array::set_extent(const Coords& extent) {
     // Durable mode: the schema follows its fill fragment at once.  Deferred mode: at
     // flush, after the fragments are published.
     if (opts_.shadow) return;
-    if (opts_.durable_writes && cat_) put_schema(true);
-    else if (opts_.durable_writes) write_schema(dir_, schema_, extent_id_);
+    if (opts_.durable_writes) store_->store_schema(schema_, extent_id_, true);
     else schema_dirty_ = true;
   });
 }

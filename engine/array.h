@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/array_store.h"
 #include "engine/catalog.h"
 #include "engine/compact_cells.h"
 #include "engine/error.h"
@@ -239,7 +240,6 @@ class Array {
   HeapBuilder* pending_heap();
   void require_var(bool var) const;
   void require_writable() const;
-  void publish(const std::string& path, const std::vector<FragmentId>& replaced);
   // Completes a writer: durable publish (durable_writes) or finish into unpublished_.
   void complete(std::unique_ptr<FragmentWriter> w);
   // Deferred mode: lets a dense writer keep filtering in the background.
@@ -271,17 +271,10 @@ class Array {
   void flush_impl();
   bool apply_extent_commits();
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
-  // --- catalog-bound arrays
+  // --- where the schema and inline fragments live (array_store.h)
   std::unique_ptr<FragmentWriter> make_writer(FragmentId id);
-  uint64_t inline_limit() const;
-  void ensure_dir(bool durable);
   void add_inline(std::vector<uint8_t> bytes);
   void materialize_inline();  // a batch mixing files and inline records goes all to files
-  std::string frag_key(const FragmentId& id) const;
-  std::string inline_label(const std::string& key) const;
-  void put_schema(bool durable);
-  Schema load_schema();
-  void release_inline(const Fragment& f);
 
   // --- compact arrays (schema_.compact, catalog-bound only): no fragments, one record
   CompactCells& compact_cells();  // loaded from the record on first use
@@ -292,9 +285,7 @@ class Array {
   bool compact_loaded_ = false;
   bool compact_dirty_ = false;  // written since the last publish
 
-  std::optional<CatalogBinding> cat_;
-  bool dir_exists_ = true;
-  uint64_t inline_bytes_ = 0;  // this array's published and pending inline fragments
+  std::unique_ptr<ArrayStore> store_;
   std::vector<std::shared_ptr<Fragment>> unpublished_inline_;  // deferred mode
 
   mutable std::mutex mu_;

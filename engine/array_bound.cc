@@ -1,6 +1,6 @@
-// array_bound.cc — Array's storage inside a container's catalog (CatalogBinding, array.h):
-// the schema and small fragments as catalog records, the array directory created only
-// when a file is first needed, and compact arrays (all cells in one record).
+// array_bound.cc — Array's catalog-bound side: opening an array kept in a container's
+// catalog (its store is a CatalogStore, array_store.h), fragment writers that may keep a
+// small fragment inline, inline fragments, and compact arrays (all cells in one record).
 #include "engine/array.h"
 
 #include <algorithm>
@@ -30,70 +30,17 @@ Status Array::open_bound(const std::string& dir, CatalogBinding binding, bool wr
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
   a->ctx_ = opts.context ? opts.context : Context::process();
-  a->cat_ = std::move(binding);
+  a->store_ = make_catalog_store(dir, std::move(binding));
   Status st = guard([&] { a->open_impl(writable, known); });
   if (st.ok()) *out = std::move(a);
   return st;
 }
 
-Schema Array::load_schema() {
-  const std::string key = cat_->prefix + "schema";
-  auto v = cat_->catalog->get(key);
-  if (!v) throw_error(Errc::kNotFound, "array '" + dir_ + "': no schema record '" + key + "' in the catalog");
-  std::vector<uint8_t> b(v->begin(), v->end());
-  return parse_schema_file(b, "array schema record '" + key + "'", &extent_id_);
-}
-
-// The schema record goes with a batch of its own; durable = also sync the catalog.
-void Array::put_schema(bool durable) {
-  std::vector<uint8_t> b = schema_file_bytes(schema_, extent_id_);
-  CatalogBatch batch;
-  batch.put(cat_->prefix + "schema", std::string(b.begin(), b.end()));
-  cat_->catalog->commit(batch);
-  if (durable) cat_->catalog->sync();
-}
-
-std::string Array::frag_key(const FragmentId& id) const { return cat_->prefix + "frag/" + id.name(); }
-
-std::string Array::inline_label(const std::string& key) const {
-  return cat_->catalog->log_path() + " record " + key;
-}
-
-uint64_t Array::inline_limit() const {
-  if (!cat_ || !writable_ || opts_.inline_fragment_bytes == 0) return 0;
-  uint64_t room = opts_.inline_array_bytes > inline_bytes_ ? opts_.inline_array_bytes - inline_bytes_ : 0;
-  uint64_t used = cat_->budget ? cat_->budget->used.load() : 0;
-  uint64_t cap = cat_->budget ? cat_->budget->cap : UINT64_MAX;
-  room = std::min(room, cap > used ? cap - used : 0);
-  return std::min(room, opts_.inline_fragment_bytes);
-}
-
 std::unique_ptr<FragmentWriter> Array::make_writer(FragmentId id) {
-  if (cat_ && !dir_exists_)
-    return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_, inline_limit(),
-                                            [this] { ensure_dir(opts_.durable_writes); });
-  return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_, inline_limit());
-}
-
-// Creates <dir>/frag (and heap/).  Deferred mode leaves the new entries to the flush's
-// file-system sync; a durable write (or a heap, published at once) syncs the chain now.
-void Array::ensure_dir(bool durable) {
-  if (dir_exists_) return;
-  make_dir(dir_);  // the container's arrays/ directory exists
-  make_dir(frag_dir_);
-  if (schema_.var) make_dir(heap_dir_);
-  if (durable) {
-    sync_dir(dir_);
-    sync_dir(parent_dir(dir_));
-  }
-  dir_exists_ = true;
-  if (cat_->dir_created) cat_->dir_created();
-}
-
-void Array::release_inline(const Fragment& f) {
-  uint64_t n = f.file_size();
-  inline_bytes_ -= std::min(inline_bytes_, n);
-  if (cat_->budget) cat_->budget->used -= std::min<uint64_t>(cat_->budget->used.load(), n);
+  std::function<void()> before_file;  // a catalog-bound array's directory comes with its first file
+  if (!store_->dir_exists()) before_file = [this] { store_->ensure_dir(opts_.durable_writes, schema_.var); };
+  return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_, store_->inline_limit(writable_, opts_),
+                                          std::move(before_file));
 }
 
 // Each MPI rank would hold its own copy of the cells and only rank 0's catalog persists:
@@ -114,8 +61,8 @@ void Array::write_compact_points(const uint64_t* coords, size_t n, const void* v
 
 CompactCells& Array::compact_cells() {
   if (!compact_loaded_) {
-    const std::string key = cat_->prefix + "cells";
-    if (auto v = cat_->catalog->get(key)) compact_->decode(*v, inline_label(key));
+    std::string label;
+    if (auto v = store_->compact_record(&label)) compact_->decode(*v, label);
     compact_loaded_ = true;
   }
   return *compact_;
@@ -123,24 +70,10 @@ CompactCells& Array::compact_cells() {
 
 // The cells record goes into the caller's batch (the flush's one catalog batch) or is
 // committed now (and synced unless the caller syncs).  A dataset deleted meanwhile has no
-// schema record: its cells must not come back.  The first record of an array counts
-// against the container's inline budget (Container::create_array checked the room).
+// schema record: its cells must not come back (the store checks).
 void Array::publish_compact(bool synced, CatalogBatch* into) {
   if (!compact_dirty_) return;
-  const std::string key = cat_->prefix + "cells";
-  if (!cat_->catalog->contains(cat_->prefix + "schema")) {
-    compact_dirty_ = false;
-    return;
-  }
-  if (cat_->budget && !cat_->catalog->contains(key)) cat_->budget->used += compact_->bytes();
-  if (into) {
-    into->put(key, compact_->encode());
-  } else {
-    CatalogBatch b;
-    b.put(key, compact_->encode());
-    cat_->catalog->commit(std::move(b));
-    if (!synced) cat_->catalog->sync();
-  }
+  store_->publish_compact(compact_->encode(), compact_->bytes(), synced, into);
   compact_dirty_ = false;
 }
 
@@ -149,15 +82,13 @@ void Array::publish_compact(bool synced, CatalogBatch* into) {
 void Array::add_inline(std::vector<uint8_t> bytes) {
   auto sp = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
   auto f = Fragment::open_inline("(unpublished inline fragment)", sp, ctx_);
-  const std::string key = frag_key(f->meta().id);
-  f->set_path(inline_label(key));
-  inline_bytes_ += sp->size();
-  if (cat_->budget) cat_->budget->used += sp->size();
+  const std::string key = store_->inline_key(f->meta().id);
+  f->set_path(store_->inline_label(key));
+  store_->count_inline(static_cast<int64_t>(sp->size()));
   if (opts_.durable_writes) {
     CatalogBatch b;
     b.put(key, std::string(sp->begin(), sp->end()));
-    cat_->catalog->commit(b);
-    cat_->catalog->sync();
+    store_->commit(std::move(b), /*sync=*/true);
   } else {
     unpublished_inline_.push_back(f);
   }
@@ -170,7 +101,7 @@ void Array::add_inline(std::vector<uint8_t> bytes) {
 // that got both a large and a small fragment since the last flush).
 void Array::materialize_inline() {
   if (unpublished_inline_.empty() || unpublished_.empty()) return;
-  ensure_dir(false);
+  store_->ensure_dir(false, schema_.var);
   for (auto& f : unpublished_inline_) {
     auto bytes = f->inline_bytes();
     const std::string final_path = join_path(frag_dir_, FragmentWriter::file_name(f->meta().id));
@@ -180,7 +111,7 @@ void Array::materialize_inline() {
     out.pwrite_all(bytes->data(), bytes->size(), 0);
     out.close();
     auto ff = Fragment::open(tmp, ctx_);
-    release_inline(*f);
+    store_->count_inline(-static_cast<int64_t>(f->file_size()));
     frags_.swap(f, ff);
     unpublished_.push_back({ff, final_path});
   }

@@ -18,7 +18,7 @@ using namespace array_files;
 
 bool Array::has_unsynced_files() const {
   std::lock_guard<std::mutex> g(mu_);
-  return !unpublished_.empty() || (schema_dirty_ && !cat_);
+  return !unpublished_.empty() || (schema_dirty_ && !store_->publishes_with_catalog());
 }
 
 // Collective mode, array destroyed outside an epoch commit: what was not committed is
@@ -34,10 +34,6 @@ void Array::discard_unpublished() {
 }
 
 void Array::complete(std::unique_ptr<FragmentWriter> w) {
-  if (opts_.durable_writes && !cat_) {
-    publish(w->commit(), {});
-    return;
-  }
   std::string tmp = w->finish();
   if (tmp.empty()) {
     add_inline(w->take_inline());
@@ -82,8 +78,8 @@ void Array::finish_parked() {
 // is written as a redo journal (synced) before the first rename; whoever opens the array
 // next finishes the renames (recover_journal), and the journal goes once all are done.
 void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
-  // Catalog-bound: inline records and the schema go with the catalog batch (finish_publish).
-  if (cat_ && unpublished_.empty()) {
+  // Inline records and a schema record go with the catalog batch (finish_publish).
+  if (store_->publishes_with_catalog() && unpublished_.empty()) {
     staged_epoch_ = epoch;
     journal_staged_ = !unpublished_inline_.empty() || schema_dirty_;
     single_ = true;
@@ -130,42 +126,17 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   }
   unpublished_.clear();
   if (files && !synced) sync_dir(frag_dir_);
-  if (cat_) {
-    // One catalog batch publishes the inline fragments and the schema together.  A
-    // dataset deleted meanwhile has no schema record: its records must not come back.
-    CatalogBatch b;
-    for (auto& f : unpublished_inline_) {
-      auto bytes = f->inline_bytes();
-      b.put(frag_key(f->meta().id), std::string(bytes->begin(), bytes->end()));
-    }
-    unpublished_inline_.clear();
-    const bool had_schema = schema_dirty_;
-    if (schema_dirty_) {
-      std::vector<uint8_t> sb = schema_file_bytes(schema_, extent_id_);
-      b.put(cat_->prefix + "schema", std::string(sb.begin(), sb.end()));
-      schema_dirty_ = false;
-    }
-    if (!b.empty() && cat_->catalog->contains(cat_->prefix + "schema")) {
-      if (into) {  // the caller commits (and syncs) it with other arrays' records
-        for (const auto& op : b.ops()) into->put(op.key, op.value);
-      } else {
-        cat_->catalog->commit(std::move(b));
-        if (!synced) cat_->catalog->sync();
-      }
-    }
-    // A journal that carried an extent change stays until a later flush replaces it: the
-    // schema record is durable only once the caller syncs the catalog, and a crash before
-    // that replays the change from the journal (recover_journal takes it only if newer).
-    if (files && !single_ && !had_schema) remove_file(journal_path());
-    journal_staged_ = false;
-    return;
-  }
-  // The schema before the journal goes: until then a crash replays both.
-  if (schema_dirty_) {
-    write_schema(dir_, schema_, extent_id_, !synced);
-    schema_dirty_ = false;
-  }
-  if (!single_) remove_file(journal_path());
+  // Inline fragments and the schema change: catalog records (into the caller's batch) or
+  // the schema file — written before the journal goes: until then a crash replays both.
+  const bool had_schema = schema_dirty_;
+  store_->publish(unpublished_inline_, had_schema ? &schema_ : nullptr, extent_id_, synced, into);
+  unpublished_inline_.clear();
+  schema_dirty_ = false;
+  // A journal that carried an extent change to a catalog record stays until a later
+  // flush replaces it: the record is durable only once the caller syncs the catalog, and
+  // a crash before that replays the change from the journal (recover_one_journal takes
+  // it only if newer).
+  if (!single_ && !(had_schema && store_->publishes_with_catalog())) remove_file(journal_path());
   journal_staged_ = false;
 }
 
@@ -224,14 +195,14 @@ void Array::recover_one_journal(const std::string& path) {
   if (forward && !schema_bytes.empty()) {
     FragmentId jid;
     Schema js = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &jid);
-    // A catalog-bound array keeps its last extent journal after publishing: it counts
-    // only when its change is newer than the schema record's.
-    if (!cat_ || extent_id_ < jid) {
+    // A journal's schema counts only when its change is newer than the stored one's (a
+    // catalog-bound array keeps its last extent journal after publishing; a file schema
+    // may have been written just before the crash).
+    if (extent_id_ < jid) {
       schema_ = js;
       extent_id_ = jid;
       buffer_->reset_layout(schema_);
-      if (writable_ && cat_) put_schema(true);
-      else if (writable_) write_file_atomic(join_path(dir_, kSchemaFile), schema_bytes.data(), schema_bytes.size());
+      if (writable_) store_->store_schema(schema_, extent_id_, /*durable=*/true);
     }
   }
   if (writable_) {
@@ -288,14 +259,13 @@ Status Array::refresh() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     finish_parked();
-    if (cat_ && !cat_->catalog->writable()) cat_->catalog->reload();
-    if (cat_) dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+    store_->refresh(/*records=*/true);
     if (compact_) {  // a reader re-reads the record on next use
       if (!compact_dirty_) compact_loaded_ = false;
       return;
     }
     if (!schema_dirty_) {
-      schema_ = cat_ ? load_schema() : read_schema(dir_, &extent_id_);
+      schema_ = store_->load_schema(&extent_id_);
       buffer_->reset_layout(schema_);
     }
     load_fragments();
@@ -309,7 +279,7 @@ Status Array::refresh_fragments() {
     finish_parked();
     // A catalog-bound array (created by a serial writer) gets a fragment directory when
     // a rank first writes a file into it.
-    if (cat_) dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+    store_->refresh(/*records=*/false);
     load_fragments();
   });
 }

@@ -86,7 +86,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   if (parts > 1 && !merge.select_part(part, parts)) return;  // the other parts replace the inputs
   const FragmentId id = merge.result_id(part);
   // Parts are published together by an epoch commit, through files (parallel tools).
-  if (parts > 1 && cat_) ensure_dir(false);
+  if (parts > 1) store_->ensure_dir(false, schema_.var);
   std::unique_ptr<FragmentWriter> wp =
       parts > 1 ? std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_) : make_writer(id);
   FragmentWriter& w = *wp;
@@ -100,47 +100,38 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     unpublished_.push_back({Fragment::open(tmp, ctx_), w.final_path()});
     return;
   }
-  if (cat_) {
-    // The result is durable before any input goes: an inline result and the removal of
-    // inline inputs are one catalog batch; a file result is synced and renamed first
-    // (its footer's `replaces` hides the inputs until their records are deleted).
-    std::string tmp = w.finish();
-    std::shared_ptr<Fragment> nf;
-    CatalogBatch b;
-    if (tmp.empty()) {
-      auto bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
-      const std::string key = frag_key(id);
-      nf = Fragment::open_inline(inline_label(key), bytes, ctx_);
-      b.put(key, std::string(bytes->begin(), bytes->end()));
-      inline_bytes_ += bytes->size();
-      if (cat_->budget) cat_->budget->used += bytes->size();
-    } else {
-      nf = Fragment::open(tmp, ctx_);
-      FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
-      sync_dir(frag_dir_);
-      nf->set_path(w.final_path());
-    }
-    for (auto& f : in)
-      if (f->is_inline()) {
-        b.del(frag_key(f->meta().id));
-        release_inline(*f);
-      }
-    cat_->catalog->commit(b);
-    cat_->catalog->sync();
-    add_fragment(nf, replaced);
-    bool files = false;
-    for (auto& f : in)
-      if (!f->is_inline()) {
-        remove_file(f->path());
-        files = true;
-      }
-    if (files) sync_dir(frag_dir_);
-    return;
+  // The result is durable before any input goes: an inline result and the removal of
+  // inline inputs are one catalog batch; a file result is synced and renamed first (its
+  // footer's `replaces` hides the inputs until their records or files are deleted).
+  std::string tmp = w.finish();
+  std::shared_ptr<Fragment> nf;
+  CatalogBatch b;
+  if (tmp.empty()) {
+    auto bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
+    const std::string key = store_->inline_key(id);
+    nf = Fragment::open_inline(store_->inline_label(key), bytes, ctx_);
+    b.put(key, std::string(bytes->begin(), bytes->end()));
+    store_->count_inline(static_cast<int64_t>(bytes->size()));
+  } else {
+    nf = Fragment::open(tmp, ctx_);
+    FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
+    sync_dir(frag_dir_);
+    nf->set_path(w.final_path());
   }
-  std::string path = w.commit();
-  publish(path, replaced);
-  for (auto& f : in) remove_file(f->path());
-  sync_dir(frag_dir_);
+  for (auto& f : in)
+    if (f->is_inline()) {
+      b.del(store_->inline_key(f->meta().id));
+      store_->count_inline(-static_cast<int64_t>(f->file_size()));
+    }
+  store_->commit(std::move(b), /*sync=*/true);
+  add_fragment(nf, replaced);
+  bool files = false;
+  for (auto& f : in)
+    if (!f->is_inline()) {
+      remove_file(f->path());
+      files = true;
+    }
+  if (files) sync_dir(frag_dir_);
 }
 
 }  // namespace tessera

@@ -1,0 +1,224 @@
+// array_store.cc — the two ArrayStores (array_store.h).
+#include "engine/array_store.h"
+
+#include <algorithm>
+
+#include "engine/array.h"
+#include "engine/array_files.h"
+#include "engine/file_io.h"
+
+namespace tessera {
+
+using namespace array_files;
+
+namespace {
+
+// ---------------------------------------------------------------- DirStore
+
+class DirStore final : public ArrayStore {
+ public:
+  explicit DirStore(std::string dir) : dir_(std::move(dir)) {}
+
+  Schema open(bool, const Schema*, FragmentId* extent_id) override {
+    if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
+    Schema s = read_schema(dir_, extent_id);
+    if (s.compact) throw_error(Errc::kCorrupt, "array '" + dir_ + "': a compact array outside a catalog");
+    return s;
+  }
+  Schema load_schema(FragmentId* extent_id) override { return read_schema(dir_, extent_id); }
+  void store_schema(const Schema& s, const FragmentId& extent_id, bool durable) override {
+    write_schema(dir_, s, extent_id, durable);
+  }
+  bool publishes_with_catalog() const override { return false; }
+  void publish(const std::vector<std::shared_ptr<Fragment>>&, const Schema* schema, const FragmentId& extent_id,
+               bool synced, CatalogBatch*) override {
+    if (schema) write_schema(dir_, *schema, extent_id, !synced);
+  }
+
+  bool dir_exists() const override { return true; }
+  void ensure_dir(bool, bool) override {}
+  void refresh(bool) override {}
+
+  uint64_t inline_limit(bool, const ArrayOptions&) const override { return 0; }
+  void list_inline(const FragmentSet&, const std::vector<std::shared_ptr<Fragment>>&, const Schema&,
+                   const std::shared_ptr<Context>&, std::vector<std::shared_ptr<Fragment>>*) override {}
+  std::string inline_key(const FragmentId&) const override { return none("inline fragments"); }
+  std::string inline_label(const std::string&) const override { return none("inline fragments"); }
+  void count_inline(int64_t) override {}
+  void commit(CatalogBatch b, bool) override {
+    if (!b.empty()) none("catalog records");
+  }
+  std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
+  void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
+
+ private:
+  [[noreturn]] std::string none(const char* what) const {
+    throw_error(Errc::kInternal, "array '" + dir_ + "' keeps no " + what + " (it is not in a catalog)");
+  }
+  std::string dir_;
+};
+
+// ---------------------------------------------------------------- CatalogStore
+
+class CatalogStore final : public ArrayStore {
+ public:
+  CatalogStore(std::string dir, CatalogBinding b)
+      : dir_(std::move(dir)), frag_dir_(join_path(dir_, kFragDir)), cat_(std::move(b)) {}
+
+  Schema open(bool writable, const Schema* known, FragmentId* extent_id) override {
+    if (writable && !cat_.catalog->writable())
+      throw_error(Errc::kInvalidArgument, "array '" + dir_ + "': its catalog is open read-only");
+    // Created on first need (a file fragment or heap).
+    dir_exists_ = !cat_.dir_absent && is_directory(frag_dir_);
+    return known ? *known : load_schema(extent_id);
+  }
+  Schema load_schema(FragmentId* extent_id) override {
+    const std::string key = cat_.prefix + "schema";
+    auto v = cat_.catalog->get(key);
+    if (!v) throw_error(Errc::kNotFound, "array '" + dir_ + "': no schema record '" + key + "' in the catalog");
+    std::vector<uint8_t> b(v->begin(), v->end());
+    return parse_schema_file(b, "array schema record '" + key + "'", extent_id);
+  }
+  // The schema record goes with a batch of its own.
+  void store_schema(const Schema& s, const FragmentId& extent_id, bool durable) override {
+    std::vector<uint8_t> b = schema_file_bytes(s, extent_id);
+    CatalogBatch batch;
+    batch.put(cat_.prefix + "schema", std::string(b.begin(), b.end()));
+    cat_.catalog->commit(batch);
+    if (durable) cat_.catalog->sync();
+  }
+  bool publishes_with_catalog() const override { return true; }
+  // One catalog batch publishes the inline fragments and the schema together.  A dataset
+  // deleted meanwhile has no schema record: its records must not come back.
+  void publish(const std::vector<std::shared_ptr<Fragment>>& inline_frags, const Schema* schema,
+               const FragmentId& extent_id, bool synced, CatalogBatch* into) override {
+    CatalogBatch b;
+    for (auto& f : inline_frags) {
+      auto bytes = f->inline_bytes();
+      b.put(inline_key(f->meta().id), std::string(bytes->begin(), bytes->end()));
+    }
+    if (schema) {
+      std::vector<uint8_t> sb = schema_file_bytes(*schema, extent_id);
+      b.put(cat_.prefix + "schema", std::string(sb.begin(), sb.end()));
+    }
+    if (b.empty() || !alive()) return;
+    if (into) {  // the caller commits (and syncs) it with other arrays' records
+      for (const auto& op : b.ops()) into->put(op.key, op.value);
+      return;
+    }
+    cat_.catalog->commit(std::move(b));
+    if (!synced) cat_.catalog->sync();
+  }
+
+  bool dir_exists() const override { return dir_exists_; }
+  // Deferred mode leaves the new entries to the flush's file-system sync; a durable
+  // write (or a heap, published at once) syncs the chain now.
+  void ensure_dir(bool durable, bool heap) override {
+    if (dir_exists_) return;
+    make_dir(dir_);  // the container's arrays/ directory exists
+    make_dir(frag_dir_);
+    if (heap) make_dir(join_path(dir_, kHeapDir));
+    if (durable) {
+      sync_dir(dir_);
+      sync_dir(parent_dir(dir_));
+    }
+    dir_exists_ = true;
+    if (cat_.dir_created) cat_.dir_created();
+  }
+  void refresh(bool records) override {
+    if (records && !cat_.catalog->writable()) cat_.catalog->reload();
+    // A rank may have created the directory when it first wrote a file.
+    dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+  }
+
+  uint64_t inline_limit(bool writable, const ArrayOptions& opts) const override {
+    if (!writable || opts.inline_fragment_bytes == 0) return 0;
+    uint64_t room = opts.inline_array_bytes > inline_bytes_ ? opts.inline_array_bytes - inline_bytes_ : 0;
+    uint64_t used = cat_.budget ? cat_.budget->used.load() : 0;
+    uint64_t cap = cat_.budget ? cat_.budget->cap : UINT64_MAX;
+    room = std::min(room, cap > used ? cap - used : 0);
+    return std::min(room, opts.inline_fragment_bytes);
+  }
+  void list_inline(const FragmentSet& known, const std::vector<std::shared_ptr<Fragment>>& pending,
+                   const Schema& schema, const std::shared_ptr<Context>& ctx,
+                   std::vector<std::shared_ptr<Fragment>>* out) override {
+    const std::string prefix = cat_.prefix + "frag/";
+    uint64_t inline_bytes = 0;
+    for (auto& [key, value] : cat_.catalog->scan(prefix)) {
+      const std::string label = inline_label(key);
+      FragmentId id;
+      if (!FragmentId::parse(key.substr(prefix.size()), &id))
+        throw_error(Errc::kCorrupt, "catalog record '" + key + "': not a fragment id");
+      inline_bytes += value.size();
+      if (auto f = known.find(label)) {
+        if (std::find(out->begin(), out->end(), f) == out->end()) out->push_back(f);
+        continue;
+      }
+      auto f = Fragment::open_inline(label, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()),
+                                     ctx);
+      if (f->meta().id != id) throw_error(Errc::kCorrupt, "fragment '" + label + "': id in footer differs from its key");
+      if (f->meta().rank != static_cast<uint32_t>(schema.rank()) || f->meta().elem_size != schema.elem_size)
+        throw_error(Errc::kCorrupt, "fragment '" + label + "': shape does not match the array schema");
+      out->push_back(f);
+    }
+    for (auto& f : pending) inline_bytes += f->file_size();
+    inline_bytes_ = inline_bytes;
+  }
+  std::string inline_key(const FragmentId& id) const override { return cat_.prefix + "frag/" + id.name(); }
+  std::string inline_label(const std::string& key) const override {
+    return cat_.catalog->log_path() + " record " + key;
+  }
+  void count_inline(int64_t bytes) override {
+    if (bytes >= 0) {
+      inline_bytes_ += static_cast<uint64_t>(bytes);
+      if (cat_.budget) cat_.budget->used += static_cast<uint64_t>(bytes);
+      return;
+    }
+    const uint64_t n = static_cast<uint64_t>(-bytes);
+    inline_bytes_ -= std::min(inline_bytes_, n);
+    if (cat_.budget) cat_.budget->used -= std::min<uint64_t>(cat_.budget->used.load(), n);
+  }
+  void commit(CatalogBatch b, bool sync) override {
+    if (b.empty()) return;
+    cat_.catalog->commit(std::move(b));
+    if (sync) cat_.catalog->sync();
+  }
+
+  std::optional<std::string> compact_record(std::string* label) override {
+    const std::string key = cat_.prefix + "cells";
+    *label = inline_label(key);
+    return cat_.catalog->get(key);
+  }
+  // The first record of an array counts against the container's inline budget
+  // (Container::create_array checked the room).
+  void publish_compact(const std::string& record, uint64_t bytes, bool synced, CatalogBatch* into) override {
+    if (!alive()) return;
+    const std::string key = cat_.prefix + "cells";
+    if (cat_.budget && !cat_.catalog->contains(key)) cat_.budget->used += bytes;
+    if (into) {
+      into->put(key, record);
+      return;
+    }
+    CatalogBatch b;
+    b.put(key, record);
+    cat_.catalog->commit(std::move(b));
+    if (!synced) cat_.catalog->sync();
+  }
+
+ private:
+  bool alive() const { return cat_.catalog->contains(cat_.prefix + "schema"); }
+  std::string dir_, frag_dir_;
+  CatalogBinding cat_;
+  bool dir_exists_ = false;
+  uint64_t inline_bytes_ = 0;  // this array's published and pending inline fragments
+};
+
+}  // namespace
+
+std::unique_ptr<ArrayStore> make_dir_store(const std::string& dir) { return std::make_unique<DirStore>(dir); }
+
+std::unique_ptr<ArrayStore> make_catalog_store(const std::string& dir, CatalogBinding binding) {
+  return std::make_unique<CatalogStore>(dir, std::move(binding));
+}
+
+}  // namespace tessera

@@ -1,0 +1,89 @@
+// array_store.h — where an array keeps what is not a fragment file: its schema, its
+// small fragments and, for a compact array, its cells.  Two kinds:
+//
+//   DirStore      the array's own directory: <dir>/schema is a file, every fragment a
+//                 .tfr file (standalone arrays, arrays of parallel files);
+//   CatalogStore  a container's catalog (CatalogBinding, array.h): the schema and small
+//                 fragments are catalog records published with the catalog's batches, and
+//                 <dir> is created only when the array first needs a file.
+//
+// Array works through this interface and never asks which kind it has; where the two
+// differ in what a flush must do, the store says so (publishes_with_catalog()).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/catalog.h"
+#include "engine/context.h"
+#include "engine/fragment.h"
+#include "engine/fragment_set.h"
+#include "engine/schema.h"
+
+namespace tessera {
+
+struct ArrayOptions;
+struct CatalogBinding;
+
+class ArrayStore {
+ public:
+  virtual ~ArrayStore() = default;
+
+  // --- schema
+  // The stored schema (and the extent change it records) for an opener; `known`: the
+  // schema the caller just created the array with (nothing to read back).
+  virtual Schema open(bool writable, const Schema* known, FragmentId* extent_id) = 0;
+  // The stored schema again (another writer may have changed it).
+  virtual Schema load_schema(FragmentId* extent_id) = 0;
+  // Stores the schema now (an extent change in durable mode, a repair, a journal's
+  // schema after a crash); durable: synced before it returns.
+  virtual void store_schema(const Schema& s, const FragmentId& extent_id, bool durable) = 0;
+  // How a flush publishes schema changes and inline fragments: true, as records in the
+  // catalog's batch (a schema change is then not a file the flush must sync, and needs
+  // no journal of its own); false, a schema change is a file in the array's directory.
+  virtual bool publishes_with_catalog() const = 0;
+  // Publishes a flush's inline fragments and schema change (null: none), after its files
+  // were renamed into place: into the caller's catalog batch, or committed now (and
+  // synced unless `synced`).  A DirStore writes the schema file (synced unless `synced`).
+  virtual void publish(const std::vector<std::shared_ptr<Fragment>>& inline_frags, const Schema* schema,
+                       const FragmentId& extent_id, bool synced, CatalogBatch* into) = 0;
+
+  // --- the array's directory
+  virtual bool dir_exists() const = 0;
+  // Creates <dir>/frag (and heap/) if missing; durable: synced with its parents.
+  virtual void ensure_dir(bool durable, bool heap) = 0;
+  // Picks up what another process wrote: the directory it created and, with `records`,
+  // its catalog records (a read-only catalog is reloaded).
+  virtual void refresh(bool records) = 0;
+
+  // --- inline fragments (a DirStore has none)
+  // The largest fragment the array may keep inline now (0: files only).
+  virtual uint64_t inline_limit(bool writable, const ArrayOptions& opts) const = 0;
+  // The inline fragments stored for the array; `known` ones are reused, not reopened;
+  // `pending`: unpublished inline fragments (they count against the budget).
+  virtual void list_inline(const FragmentSet& known, const std::vector<std::shared_ptr<Fragment>>& pending,
+                           const Schema& schema, const std::shared_ptr<Context>& ctx,
+                           std::vector<std::shared_ptr<Fragment>>* out) = 0;
+  // The record key of inline fragment `id`, and the label messages name it by.
+  virtual std::string inline_key(const FragmentId& id) const = 0;
+  virtual std::string inline_label(const std::string& key) const = 0;
+  // An inline fragment of `bytes` was added (+) or dropped (-): the budgets follow.
+  virtual void count_inline(int64_t bytes) = 0;
+  // Commits record changes (inline fragments added or dropped); sync: durable now.
+  virtual void commit(CatalogBatch b, bool sync) = 0;
+
+  // --- compact arrays (a CatalogStore only): all cells in one record
+  // The cells record, if written; *label names it in messages.
+  virtual std::optional<std::string> compact_record(std::string* label) = 0;
+  // Stores the cells record (of `bytes` cells), into the caller's batch or committed now
+  // (synced unless `synced`); nothing if the array was deleted meanwhile.
+  virtual void publish_compact(const std::string& record, uint64_t bytes, bool synced, CatalogBatch* into) = 0;
+};
+
+// dir: the array's directory; frag_dir: its fragment directory.
+std::unique_ptr<ArrayStore> make_dir_store(const std::string& dir);
+std::unique_ptr<ArrayStore> make_catalog_store(const std::string& dir, CatalogBinding binding);
+
+}  // namespace tessera
