@@ -81,7 +81,7 @@ void Array::open_impl(bool writable, const Schema* known) {
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
   if (schema_.compact) {
     // No fragments, journals or directory: the cells are one catalog record.
-    compact_ = std::make_unique<CompactCells>(schema_);
+    compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
     return;
   }
   // A shadow rank never recovers: rank 0 recovered every array at file open.
@@ -197,13 +197,7 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     if (src_strides) std::copy(src_strides, src_strides + r, sstride);
     else sel.dense_strides(sstride);
     const auto* p = static_cast<const uint8_t*>(src);
-    if (compact_) {
-      require_compact_writable();
-      compact_cells().write(sel, p, sstride);
-      compact_dirty_ = true;
-      if (opts_.durable_writes) publish_compact(false, nullptr);
-      return;
-    }
+    if (compact_) return compact_->write(sel, p, sstride);
     if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
       write_dense(sel, p, sstride);
     } else {
@@ -309,10 +303,7 @@ Status Array::write_points(const uint64_t* coords, size_t n, const void* values)
     require_writable();
     require_var(false);
     check_points(coords, n);
-    if (compact_) {
-      write_compact_points(coords, n, values);
-      return;
-    }
+    if (compact_) return compact_->write_points(coords, n, static_cast<const uint8_t*>(values));
     close_direct();
     buffer_->add(coords, static_cast<const uint8_t*>(values), n, /*scattered=*/true);
     maybe_spill();
@@ -326,10 +317,7 @@ Status Array::write_points(std::vector<uint64_t>&& coords, const void* values) {
     require_var(false);
     const size_t n = coords.size() / static_cast<size_t>(std::max(1, schema_.rank()));
     check_points(coords.data(), n);
-    if (compact_) {
-      write_compact_points(coords.data(), n, values);
-      return;
-    }
+    if (compact_) return compact_->write_points(coords.data(), n, static_cast<const uint8_t*>(values));
     close_direct();
     buffer_->add(std::move(coords), static_cast<const uint8_t*>(values), n);
     maybe_spill();
@@ -377,12 +365,10 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
     require_var(false);
     check_selection(sel);
     if (compact_) {
-      if (sel.empty()) return;
       uint64_t dstride[kMaxRank];
       if (dst_strides) std::copy(dst_strides, dst_strides + schema_.rank(), dstride);
       else sel.dense_strides(dstride);
-      compact_cells().read(sel, static_cast<uint8_t*>(dst), dstride);
-      return;
+      return compact_->read(sel, static_cast<uint8_t*>(dst), dstride);
     }
     finish_parked();
     buffer_->normalize();
@@ -396,10 +382,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
   return guard([&] {
     require_var(false);
     check_points(coords, n);
-    if (compact_) {
-      compact_cells().read_points(coords, n, static_cast<uint8_t*>(dst));
-      return;
-    }
+    if (compact_) return compact_->read_points(coords, n, static_cast<uint8_t*>(dst));
     finish_parked();
     buffer_->normalize();
     ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
@@ -510,10 +493,7 @@ Status Array::set_extent(const Coords& extent) {
     require_writable();
     Schema next = schema_;
     if (extent.size() != next.extent.size()) throw_error(Errc::kInvalidArgument, "set_extent: rank differs");
-    if (compact_) {
-      if (extent != schema_.extent) throw_error(Errc::kInvalidArgument, "set_extent: a compact array's extent is fixed");
-      return;
-    }
+    if (compact_) return compact_->set_extent(schema_.extent, extent);
     finish_parked();  // the fill fragments must be newer than every write before them
     next.extent = extent;
     next.validate();
@@ -600,9 +580,9 @@ uint64_t Array::storage_bytes() {
   std::lock_guard<std::mutex> g(mu_);
   (void)guard([&] { finish_parked(); });
   if (compact_) {
-    bool written = false;
-    (void)guard([&] { written = compact_cells().written(); });
-    return written ? compact_->bytes() : 0;
+    uint64_t n = 0;
+    (void)guard([&] { n = compact_->storage_bytes(); });
+    return n;
   }
   uint64_t n = 0;
   for (auto& f : frags_) n += f->file_size();

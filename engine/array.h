@@ -23,7 +23,7 @@
 
 #include "engine/array_store.h"
 #include "engine/catalog.h"
-#include "engine/compact_cells.h"
+#include "engine/compact_array.h"
 #include "engine/error.h"
 #include "engine/fragment.h"
 #include "engine/fragment_set.h"
@@ -276,14 +276,9 @@ class Array {
   void add_inline(std::vector<uint8_t> bytes);
   void materialize_inline();  // a batch mixing files and inline records goes all to files
 
-  // --- compact arrays (schema_.compact, catalog-bound only): no fragments, one record
-  CompactCells& compact_cells();  // loaded from the record on first use
-  void require_compact_writable() const;
-  void write_compact_points(const uint64_t* coords, size_t n, const void* values);
-  void publish_compact(bool synced, CatalogBatch* into);
-  std::unique_ptr<CompactCells> compact_;
-  bool compact_loaded_ = false;
-  bool compact_dirty_ = false;  // written since the last publish
+  // A compact array (schema_.compact) is its sibling implementation: every operation is
+  // delegated to it (compact_array.h), nothing else of this class is used.
+  std::unique_ptr<CompactArray> compact_;
 
   std::unique_ptr<ArrayStore> store_;
   std::vector<std::shared_ptr<Fragment>> unpublished_inline_;  // deferred mode

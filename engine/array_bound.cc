@@ -1,6 +1,6 @@
 // array_bound.cc — Array's catalog-bound side: opening an array kept in a container's
 // catalog (its store is a CatalogStore, array_store.h), fragment writers that may keep a
-// small fragment inline, inline fragments, and compact arrays (all cells in one record).
+// small fragment inline, and inline fragments.  Compact arrays: compact_array.h.
 #include "engine/array.h"
 
 #include <algorithm>
@@ -41,40 +41,6 @@ std::unique_ptr<FragmentWriter> Array::make_writer(FragmentId id) {
   if (!store_->dir_exists()) before_file = [this] { store_->ensure_dir(opts_.durable_writes, schema_.var); };
   return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_, store_->inline_limit(writable_, opts_),
                                           std::move(before_file));
-}
-
-// Each MPI rank would hold its own copy of the cells and only rank 0's catalog persists:
-// writes from other ranks would be lost, so a compact array is read-only in a parallel
-// file (it can only come from a serial writer: parallel files never create one).
-void Array::require_compact_writable() const {
-  if (opts_.collective)
-    throw_error(Errc::kUnsupported, "array '" + dir_ + "' is a compact array written serially: it cannot be written "
-                                    "in a parallel (MPI-IO) file");
-}
-
-void Array::write_compact_points(const uint64_t* coords, size_t n, const void* values) {
-  require_compact_writable();
-  compact_cells().write_points(coords, n, static_cast<const uint8_t*>(values));
-  compact_dirty_ = compact_dirty_ || n > 0;
-  if (opts_.durable_writes && n > 0) publish_compact(false, nullptr);
-}
-
-CompactCells& Array::compact_cells() {
-  if (!compact_loaded_) {
-    std::string label;
-    if (auto v = store_->compact_record(&label)) compact_->decode(*v, label);
-    compact_loaded_ = true;
-  }
-  return *compact_;
-}
-
-// The cells record goes into the caller's batch (the flush's one catalog batch) or is
-// committed now (and synced unless the caller syncs).  A dataset deleted meanwhile has no
-// schema record: its cells must not come back (the store checks).
-void Array::publish_compact(bool synced, CatalogBatch* into) {
-  if (!compact_dirty_) return;
-  store_->publish_compact(compact_->encode(), compact_->bytes(), synced, into);
-  compact_dirty_ = false;
 }
 
 // A finished in-memory fragment: durable mode commits its record (and syncs the catalog)

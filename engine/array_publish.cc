@@ -114,10 +114,7 @@ std::string Array::journal_path() const {
 }
 
 void Array::finish_publish(bool synced, CatalogBatch* into) {
-  if (compact_) {
-    publish_compact(synced, into);
-    return;
-  }
+  if (compact_) return compact_->publish(synced, into);
   if (!journal_staged_) return;
   const bool files = !unpublished_.empty();
   for (auto& [f, final_path] : unpublished_) {
@@ -260,10 +257,7 @@ Status Array::refresh() {
   return guard([&] {
     finish_parked();
     store_->refresh(/*records=*/true);
-    if (compact_) {  // a reader re-reads the record on next use
-      if (!compact_dirty_) compact_loaded_ = false;
-      return;
-    }
+    if (compact_) return compact_->refresh();
     if (!schema_dirty_) {
       schema_ = store_->load_schema(&extent_id_);
       buffer_->reset_layout(schema_);
