@@ -175,20 +175,9 @@ void Array::recover_one_journal(const std::string& path) {
   }
   const bool forward = j.forward(opts_.committed_epoch);
   const std::vector<uint8_t>& schema_bytes = j.schema;
-  for (auto& [from, to] : j.moves) {
-    if (parent_dir(from) != frag_dir_ || parent_dir(to) != frag_dir_) continue;  // never leave the array
-    if (!forward) {  // an epoch that never committed: its fragments never existed
-      if (writable_ && path_exists(from)) remove_file(from);
-      continue;
-    }
-    if (path_exists(from)) {
-      if (writable_) {
-        if (::rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
-      } else {
-        recovered_.push_back(Fragment::open(from, ctx_));  // readers see the batch whole too
-      }
-    }
-  }
+  std::vector<std::string> read_through;
+  j.roll(frag_dir_, forward, writable_, &read_through);
+  for (auto& p : read_through) recovered_.push_back(Fragment::open(p, ctx_));  // readers see the batch whole too
   if (forward && !schema_bytes.empty()) {
     FragmentId jid;
     Schema js = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &jid);

@@ -1,5 +1,6 @@
 #include "engine/publish_journal.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "engine/bytes.h"
@@ -62,6 +63,21 @@ PublishJournal PublishJournal::decode(const std::vector<uint8_t>& b, const std::
 
 PublishJournal PublishJournal::read(const std::string& path) {
   return decode(read_file(path), "publish journal '" + path + "'");
+}
+
+void PublishJournal::roll(const std::string& frag_dir, bool fwd, bool writable,
+                          std::vector<std::string>* read_through) const {
+  for (auto& [from, to] : moves) {
+    if (parent_dir(from) != frag_dir || parent_dir(to) != frag_dir) continue;  // never leave the array
+    if (!path_exists(from)) continue;  // already renamed (or removed)
+    if (!fwd) {
+      if (writable) remove_file(from);
+    } else if (writable) {
+      if (::rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
+    } else {
+      read_through->push_back(from);
+    }
+  }
 }
 
 void PublishJournal::write(const std::string& path, bool durable) const {

@@ -26,6 +26,12 @@ struct PublishJournal {
   void write(const std::string& path, bool durable) const;
   // Whether recovery rolls the batch forward, given the last committed epoch.
   bool forward(uint64_t committed_epoch) const { return epoch == 0 || epoch <= committed_epoch; }
+  // Recovery's file side, for fragments in `frag_dir` (moves naming any other directory
+  // are ignored: a journal never makes a fragment leave its array).  Forward: a writer
+  // finishes the renames still to do; a reader gets the temporary fragments to read the
+  // batch whole through (*read_through).  Back (an epoch that never committed): a writer
+  // removes the temporary fragments — they never existed.
+  void roll(const std::string& frag_dir, bool forward, bool writable, std::vector<std::string>* read_through) const;
 };
 
 }  // namespace tessera

@@ -8,6 +8,7 @@
 
 #include "engine/checksum.h"
 #include "engine/error.h"
+#include "engine/file_io.h"
 #include "engine/publish_journal.h"
 #include "engine/testutil.h"
 
@@ -124,4 +125,40 @@ TEST(PublishJournal, DamageIsCorruptNeverACrash) {
   bad.resize(bad.size() - 16);
   put_le<uint64_t>(bad, checksum64(bad.data(), bad.size()));
   EXPECT_THROW((void)PublishJournal::decode(bad, "test"), Error);
+}
+
+// Recovery's file side: forward renames what is left (a crash may have done some),
+// a reader reads through the temporary files instead, back removes them, and a move
+// naming another directory is never followed.
+TEST(PublishJournal, RollForwardBackAndReadThrough) {
+  for (int mode = 0; mode < 3; ++mode) {  // 0 forward writer, 1 forward reader, 2 back
+    testutil::TempDir t("tessera_journal_roll");
+    const std::string frag = t.sub("frag"), other = t.sub("other");
+    make_dir(frag);
+    make_dir(other);
+    auto touch = [](const std::string& p) { write_file_atomic(p, "x", 1, false); };
+    touch(frag + "/.a.tmp");
+    touch(frag + "/b.tfr");  // already renamed before the crash
+    touch(other + "/.c.tmp");
+    PublishJournal j;
+    j.moves = {{frag + "/.a.tmp", frag + "/a.tfr"},
+               {frag + "/.b.tmp", frag + "/b.tfr"},
+               {other + "/.c.tmp", frag + "/c.tfr"}};
+    std::vector<std::string> through;
+    j.roll(frag, /*forward=*/mode != 2, /*writable=*/mode != 1, &through);
+    if (mode == 0) {
+      EXPECT_TRUE(path_exists(frag + "/a.tfr"));
+      EXPECT_FALSE(path_exists(frag + "/.a.tmp"));
+      EXPECT_TRUE(through.empty());
+    } else if (mode == 1) {
+      EXPECT_TRUE(path_exists(frag + "/.a.tmp"));
+      EXPECT_EQ(through, std::vector<std::string>{frag + "/.a.tmp"});
+    } else {
+      EXPECT_FALSE(path_exists(frag + "/.a.tmp"));
+      EXPECT_FALSE(path_exists(frag + "/a.tfr"));
+    }
+    EXPECT_TRUE(path_exists(frag + "/b.tfr"));
+    EXPECT_TRUE(path_exists(other + "/.c.tmp"));  // outside the array: untouched
+    EXPECT_FALSE(path_exists(frag + "/c.tfr"));
+  }
 }

@@ -123,43 +123,6 @@ tessera::CommitOptions commit_options(int rank) {
   return o;
 }
 
-// The engine's view of the file's ranks.  Parallel::agree reports a failure as a
-// VolError; the engine's contract is a tessera::Error (with a code that maps back to the
-// same minor code where one exists).
-class RankGroup final : public tessera::CommitGroup {
- public:
-  explicit RankGroup(Parallel& p) : p_(p) {}
-  int rank() const override { return p_.rank(); }
-  int size() const override { return p_.size(); }
-  void agree(const std::function<void()>& f) override {
-    try {
-      p_.agree(f);
-    } catch (const VolError& e) {
-      throw tessera::Error(errc(static_cast<ErrorKind>(e.kind)), e.msg);
-    }
-  }
-  void max(std::vector<uint64_t>& v) override { p_.max(v); }
-  void sum(std::vector<uint64_t>& v) override { p_.sum(v); }
-  std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override { return p_.union_of(mine); }
-  bool node_leader() const override { return p_.node_leader(); }
-  bool node_any(bool mine) override { return p_.node_any(mine); }
-
- private:
-  static tessera::Errc errc(ErrorKind k) {
-    switch (k) {
-      case ErrorKind::kUnsupported: return tessera::Errc::kUnsupported;
-      case ErrorKind::kBadArgument: return tessera::Errc::kInvalidArgument;
-      case ErrorKind::kNotFound: return tessera::Errc::kNotFound;
-      case ErrorKind::kAlreadyExists: return tessera::Errc::kAlreadyExists;
-      case ErrorKind::kCorrupt: return tessera::Errc::kCorrupt;
-      case ErrorKind::kIo: return tessera::Errc::kIo;
-      case ErrorKind::kNoSpace: return tessera::Errc::kNoSpace;
-      case ErrorKind::kBusy: return tessera::Errc::kBusy;
-      default: return tessera::Errc::kInternal;
-    }
-  }
-  Parallel& p_;
-};
 }  // namespace
 
 // The engine commits (engine/commit.h): the ranks' agreement comes from RankGroup.

@@ -126,4 +126,28 @@ bool Parallel::node_any(bool mine) { return mine; }
 
 #endif
 
+namespace {
+tessera::Errc errc_of(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::kUnsupported: return tessera::Errc::kUnsupported;
+    case ErrorKind::kBadArgument: return tessera::Errc::kInvalidArgument;
+    case ErrorKind::kNotFound: return tessera::Errc::kNotFound;
+    case ErrorKind::kAlreadyExists: return tessera::Errc::kAlreadyExists;
+    case ErrorKind::kCorrupt: return tessera::Errc::kCorrupt;
+    case ErrorKind::kIo: return tessera::Errc::kIo;
+    case ErrorKind::kNoSpace: return tessera::Errc::kNoSpace;
+    case ErrorKind::kBusy: return tessera::Errc::kBusy;
+    default: return tessera::Errc::kInternal;
+  }
+}
+}  // namespace
+
+void RankGroup::agree(const std::function<void()>& f) {
+  try {
+    p_.agree(f);
+  } catch (const VolError& e) {
+    throw tessera::Error(errc_of(static_cast<ErrorKind>(e.kind)), e.msg);
+  }
+}
+
 }  // namespace tessera_vol

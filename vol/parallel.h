@@ -14,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/commit.h"
+
 namespace tessera_vol {
 
 class Parallel {
@@ -48,6 +50,25 @@ class Parallel {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1, node_rank_ = 0;
+};
+
+// The engine's view of a file's ranks (engine/commit.h): the collectives an epoch commit
+// needs.  Parallel::agree reports a failure as a VolError; the engine's contract is a
+// tessera::Error, with a code that maps back to the same minor code where one exists.
+class RankGroup final : public tessera::CommitGroup {
+ public:
+  explicit RankGroup(Parallel& p) : p_(p) {}
+  int rank() const override { return p_.rank(); }
+  int size() const override { return p_.size(); }
+  void agree(const std::function<void()>& f) override;
+  void max(std::vector<uint64_t>& v) override { p_.max(v); }
+  void sum(std::vector<uint64_t>& v) override { p_.sum(v); }
+  std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override { return p_.union_of(mine); }
+  bool node_leader() const override { return p_.node_leader(); }
+  bool node_any(bool mine) override { return p_.node_any(mine); }
+
+ private:
+  Parallel& p_;
 };
 
 }  // namespace tessera_vol
