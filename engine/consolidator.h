@@ -23,6 +23,9 @@ namespace tessera {
 class Consolidator {
  public:
   Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fragment>> in);
+  // Tile keys point at layout_: not copyable.
+  Consolidator(const Consolidator&) = delete;
+  Consolidator& operator=(const Consolidator&) = delete;
   // Restricts the merge to part `part` of `parts`: a contiguous share of the touched
   // tiles in tile order (parallel consolidation).  False when the share is empty.
   bool select_part(uint32_t part, uint32_t parts);
