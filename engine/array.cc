@@ -65,7 +65,7 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
   a->dir_ = dir;
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
-  a->ctx_ = opts.context ? opts.context : Context::process();
+  a->ctx_ = Context::or_process(opts.context);
   a->store_ = make_dir_store(dir);
   Status st = guard([&] { a->open_impl(writable); });
   if (st.ok()) *out = std::move(a);

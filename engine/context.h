@@ -33,7 +33,7 @@ class Context {
   // (a writeback hint) while static destructors and HDF5's plugin unloading run.
   static const std::shared_ptr<Context>& process();
   // ctx, or the process's context when ctx is null.
-  static Context& or_process(const std::shared_ptr<Context>& ctx) { return ctx ? *ctx : *process(); }
+  static std::shared_ptr<Context> or_process(std::shared_ptr<Context> ctx) { return ctx ? ctx : process(); }
 
  private:
   // A pool is started at first use, and again in a forked child, which inherits the

@@ -44,7 +44,7 @@ std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::un
   auto f = std::shared_ptr<Fragment>(new Fragment());
   f->path_ = path;
   f->serial_ = g_serial++;
-  f->ctx_ = ctx ? std::move(ctx) : Context::process();
+  f->ctx_ = Context::or_process(std::move(ctx));
   f->cache_ = &f->ctx_->tiles();
   f->src_ = std::move(src);
   f->file_size_ = f->src_->size();

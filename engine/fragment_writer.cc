@@ -308,17 +308,6 @@ void FragmentWriter::flush_sparse_tile() {
   pending_sparse_ = 0;
 }
 
-std::string FragmentWriter::commit() {
-  write_footer();
-  if (in_memory_) open_file();  // a durable file was asked for
-  flush_head();
-  out_.file().sync();
-  out_.file().close();
-  rename_durable(tmp_path_, final_path_);
-  committed_ = true;
-  return final_path_;
-}
-
 std::string FragmentWriter::finish() {
   write_footer();
   if (in_memory_) {

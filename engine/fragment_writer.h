@@ -1,7 +1,8 @@
 // Writes one fragment file: tiles stream out as they are added (filters run on the thread
-// pool, at most a few tiles in flight, so memory stays bounded), then commit() appends
-// the footer and trailer, syncs, and renames the file into place — the atomic publish.
-// Until commit() the fragment lives under a hidden temporary name no reader looks at.
+// pool, at most a few tiles in flight, so memory stays bounded), then finish() appends
+// the footer and trailer; publish_finished() syncs and renames the file into place — the
+// atomic publish.  Until then the fragment lives under a hidden temporary name no reader
+// looks at.
 // With an inline limit the bytes first collect in memory and go to a file only once the
 // fragment outgrows the limit: a small fragment never creates a file (the caller stores
 // it as an inline catalog record: take_inline()).
@@ -64,9 +65,6 @@ class FragmentWriter {
   void set_whole_checksums();
   void set_replaces(std::vector<FragmentId> ids) { meta_.replaces = std::move(ids); }
   bool empty() const { return meta_.dense.empty() && meta_.sparse.empty() && pending_sparse_ == 0; }
-  // Publishes the fragment durably (finish + sync + rename + directory sync); returns its
-  // final path.
-  std::string commit();
   // Writes footer and trailer but neither syncs nor publishes: the complete fragment
   // stays under its temporary name, which the caller now owns (see publish_finished).
   // Returns the temporary path, or "" when the fragment stayed in memory (take_inline()).

@@ -8,18 +8,11 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <map>
 #include <set>
 
-#include <unistd.h>
-
-#include "engine/file_io.h"
 #include "vol/elink.h"
 #include "vol/object_copy.h"
 #include "vol/objects.h"
-#include "vol/stored_type.h"
-#include "vol/reference.h"
 #include "vol/swmr.h"
 #include "vol/region_store.h"
 #include "vol/tessera_vol.h"
