@@ -123,6 +123,21 @@ class Array {
   Status read(const Selection& sel, void* dst, const uint64_t* dst_strides = nullptr);
   Status read_points(const uint64_t* coords, size_t n, void* dst);
 
+  // --- Sparse data (array_sparse.cc, docs/sparse.md).  A cell is *defined* once written
+  // and until erased; an extent shrink undefines what it cuts off.
+  // The defined cells among `region` (disjoint boxes inside the extent) as disjoint boxes
+  // sorted by low corner (DefinedPlanner::defined); no values are read.
+  Status defined(const std::vector<Box>& region, std::vector<Box>* out);
+  // Whether each of n cells is defined (out[i] = 0 or 1).
+  Status defined_points(const uint64_t* coords, size_t n, std::vector<uint8_t>* out);
+  // Makes cells undefined again: they read as the fill value, defined() no longer reports
+  // them, and consolidating the fragments they were written in drops them.  One call is
+  // one fragment (fill boxes for the large boxes, an erased tile for scattered cells), so
+  // a crash keeps all of it or none of it, newest-wins with writes like a write.  Boxes
+  // must be disjoint; points may repeat.  A compact array cannot be erased (kUnsupported).
+  Status erase(const std::vector<Box>& boxes);
+  Status erase_points(const uint64_t* coords, size_t n);
+
   // Variable-length arrays (schema().var): each cell is a byte string.  Values are given
   // and returned in selection (or point) order: lengths[i] bytes each, concatenated.
   // Cells never written read as empty strings.
@@ -230,6 +245,8 @@ class Array {
   void write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void maybe_spill();
+  void erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n);
+  void defined_locked(const std::vector<Box>& region, std::vector<Box>* out);
   void spill();
   // part/parts: see consolidate_part; parts == 1 publishes at once (serial).
   void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1);

@@ -223,6 +223,7 @@ void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, ui
       if (!m.has_domain || !m.domain.intersects(full)) continue;
       bool sparse = false;
       for (const SparseEntry& e : m.sparse) sparse |= e.mbr.intersects(full);
+      for (const SparseEntry& e : m.erased) sparse |= e.mbr.intersects(full);
       auto [a, z] = m.dense_range(layout, tile);
       if (!sparse && a == z) continue;
       uint32_t s = 0;

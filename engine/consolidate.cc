@@ -82,7 +82,8 @@ Status Array::consolidate_part(uint32_t part, uint32_t parts) {
 
 void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t parts) {
   std::vector<std::shared_ptr<Fragment>> in(frags_.begin() + first, frags_.begin() + last + 1);
-  Consolidator merge(schema_, in);
+  // Erased cells are dropped when nothing older than the inputs remains to be hidden.
+  Consolidator merge(schema_, in, /*keep_erased=*/first > 0);
   if (parts > 1 && !merge.select_part(part, parts)) return;  // the other parts replace the inputs
   const FragmentId id = merge.result_id(part);
   // Parts are published together by an epoch commit, through files (parallel tools).

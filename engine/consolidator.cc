@@ -8,21 +8,24 @@
 
 namespace tessera {
 
-Consolidator::Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fragment>> in)
-    : schema_(schema), layout_(schema), in_(std::move(in)) {
+Consolidator::Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fragment>> in, bool keep_erased)
+    : schema_(schema), layout_(schema), in_(std::move(in)), keep_erased_(keep_erased) {
   const int r = schema_.rank();
   for (auto& f : in_) {
     for (auto& e : f->meta().dense) tiles_.insert({&layout_, e.tile});
-    for (size_t ti = 0; ti < f->meta().sparse.size(); ++ti) {
-      auto t = f->sparse_tile(ti, layout_);
+    auto add_tiles = [&](const SparseTileData& t, uint64_t cells) {
       Coords tc(r), prev;
-      for (uint64_t k = 0; k < f->meta().sparse[ti].cells; ++k) {
-        layout_.tile_of(&t->coords[k * r], tc.data());
+      for (uint64_t k = 0; k < cells; ++k) {
+        layout_.tile_of(&t.coords[k * r], tc.data());
         if (tc == prev) continue;  // cells are tile-major: insert each tile once
         tiles_.insert({&layout_, tc});
         prev = tc;
       }
-    }
+    };
+    for (size_t ti = 0; ti < f->meta().sparse.size(); ++ti)
+      add_tiles(*f->sparse_coords(ti, layout_), f->meta().sparse[ti].cells);
+    for (size_t ti = 0; ti < f->meta().erased.size(); ++ti)
+      add_tiles(*f->erased_tile(ti, layout_), f->meta().erased[ti].cells);
   }
 }
 
@@ -55,7 +58,7 @@ void Consolidator::write(FragmentWriter& w) {
   const int r = schema_.rank();
   const size_t es = schema_.elem_size;
   std::vector<uint8_t> buf, covered;
-  std::vector<uint64_t> sp_coords;
+  std::vector<uint64_t> sp_coords, er_coords;
   std::vector<uint8_t> sp_values;
   for (const TileKey& tk : tiles_) {
     const Box tbox = layout_.tile_box(tk.t.data());
@@ -80,27 +83,28 @@ void Consolidator::write(FragmentWriter& w) {
       std::shared_ptr<const SparseTileData> data;
       size_t first, last;  // the cells of this space tile
     };
-    std::vector<std::vector<SparseRef>> sparse_in(in_.size());
+    std::vector<std::vector<SparseRef>> sparse_in(in_.size()), erased_in(in_.size());
+    auto take = [&](const SparseEntry& e, std::shared_ptr<const SparseTileData> t, std::vector<SparseRef>* into) {
+      auto [a, b] = layout_.key_range(t->keys.data(), e.cells, klo.data(), khi.data());
+      if (a == b) return;
+      Box cells_bb(Coords(&t->coords[a * r], &t->coords[a * r] + r), Coords(&t->coords[a * r], &t->coords[a * r] + r));
+      for (size_t k = a + 1; k < b; ++k) {
+        for (int d = 0; d < r; ++d) {
+          cells_bb.lo[d] = std::min(cells_bb.lo[d], t->coords[k * r + d]);
+          cells_bb.hi[d] = std::max(cells_bb.hi[d], t->coords[k * r + d]);
+        }
+      }
+      grow(cells_bb);
+      into->push_back({std::move(t), a, b});
+    };
     for (size_t fi = 0; fi < in_.size(); ++fi) {
       const FragmentMeta& m = in_[fi]->meta();
       auto [d0, d1] = m.dense_range(layout_, tk.t.data());
       for (size_t idx = d0; idx < d1; ++idx) grow(m.dense[idx].box);
-      for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
-        if (!m.sparse[ti].mbr.intersects(tbox)) continue;
-        auto t = in_[fi]->sparse_tile(ti, layout_);
-        auto [a, b] = layout_.key_range(t->keys.data(), m.sparse[ti].cells, klo.data(), khi.data());
-        if (a == b) continue;
-        Box cells_bb(Coords(&t->coords[a * r], &t->coords[a * r] + r),
-                     Coords(&t->coords[a * r], &t->coords[a * r] + r));
-        for (size_t k = a + 1; k < b; ++k) {
-          for (int d = 0; d < r; ++d) {
-            cells_bb.lo[d] = std::min(cells_bb.lo[d], t->coords[k * r + d]);
-            cells_bb.hi[d] = std::max(cells_bb.hi[d], t->coords[k * r + d]);
-          }
-        }
-        grow(cells_bb);
-        sparse_in[fi].push_back({t, a, b});
-      }
+      for (size_t ti = 0; ti < m.sparse.size(); ++ti)
+        if (m.sparse[ti].mbr.intersects(tbox)) take(m.sparse[ti], in_[fi]->sparse_tile(ti, layout_), &sparse_in[fi]);
+      for (size_t ti = 0; ti < m.erased.size(); ++ti)
+        if (m.erased[ti].mbr.intersects(tbox)) take(m.erased[ti], in_[fi]->erased_tile(ti, layout_), &erased_in[fi]);
     }
     if (!any) continue;
     const uint64_t n = bb.cells();
@@ -108,7 +112,6 @@ void Consolidator::write(FragmentWriter& w) {
     layout_.cell_strides(bb, bstride);
     buf.assign(n * es, 0);
     covered.assign(n, 0);
-    uint64_t ncovered = 0;
     // Paint oldest to newest.
     for (size_t fi = 0; fi < in_.size(); ++fi) {
       const FragmentMeta& m = in_[fi]->meta();
@@ -120,49 +123,58 @@ void Consolidator::write(FragmentWriter& w) {
           shape[d] = e.box.hi[d] - e.box.lo[d] + 1;
           off += (e.box.lo[d] - bb.lo[d]) * bstride[d];
         }
+        layout_.cell_strides(e.box, estride);
         if (e.kind == DenseEntry::kData) {
           auto data = in_[fi]->dense_tile(idx);
-          layout_.cell_strides(e.box, estride);
           strided_copy(r, shape, data->data(), estride, buf.data() + off * es, bstride, es);
-        } else {
-          // Fill entries become explicit fill values: they must keep hiding older data.
-          std::vector<uint8_t> fill(e.box.cells() * es);
-          for (uint64_t k = 0; k < e.box.cells(); ++k) std::memcpy(&fill[k * es], schema_.fill_value(), es);
-          layout_.cell_strides(e.box, estride);
-          strided_copy(r, shape, fill.data(), estride, buf.data() + off * es, bstride, es);
         }
-        // Mark coverage (a 1-byte-element copy of ones).
-        std::vector<uint8_t> ones(e.box.cells(), 1);
-        layout_.cell_strides(e.box, estride);
-        strided_copy(r, shape, ones.data(), estride, covered.data() + off, bstride, 1);
+        // Mark coverage (a 1-byte-element copy): data, or erased by a fill box.
+        std::vector<uint8_t> mark(e.box.cells(), e.kind == DenseEntry::kData ? kCellData : kCellErased);
+        strided_copy(r, shape, mark.data(), estride, covered.data() + off, bstride, 1);
       }
-      for (const SparseRef& sr : sparse_in[fi]) {
-        for (size_t k = sr.first; k < sr.last; ++k) {
-          const uint64_t* c = &sr.data->coords[k * r];
-          uint64_t off = 0;
-          for (int d = 0; d < r; ++d) off += (c[d] - bb.lo[d]) * bstride[d];
-          std::memcpy(&buf[off * es], &sr.data->values[k * es], es);
-          covered[off] = 1;
+      auto paint = [&](const std::vector<SparseRef>& refs, uint8_t what) {
+        for (const SparseRef& sr : refs) {
+          for (size_t k = sr.first; k < sr.last; ++k) {
+            const uint64_t* c = &sr.data->coords[k * r];
+            uint64_t off = 0;
+            for (int d = 0; d < r; ++d) off += (c[d] - bb.lo[d]) * bstride[d];
+            if (what == kCellData) std::memcpy(&buf[off * es], &sr.data->values[k * es], es);
+            covered[off] = what;
+          }
         }
-      }
+      };
+      paint(sparse_in[fi], kCellData);  // disjoint from the fragment's erased cells
+      paint(erased_in[fi], kCellErased);
     }
-    ncovered = static_cast<uint64_t>(std::count(covered.begin(), covered.end(), uint8_t{1}));
-    if (ncovered == n) {
+    const uint64_t ndata = static_cast<uint64_t>(std::count(covered.begin(), covered.end(), kCellData));
+    const uint64_t nerased = static_cast<uint64_t>(std::count(covered.begin(), covered.end(), kCellErased));
+    if (ndata == n) {
       w.add_dense_tile(tk.t.data(), bb, std::move(buf));
       buf = {};
       continue;
     }
-    // Emit covered cells as sparse, in cell order (= global order inside the tile).
+    if (keep_erased_ && nerased == n) {  // all of bb undefined: one fill box
+      w.add_fill_tile(tk.t.data(), bb);
+      continue;
+    }
+    // Emit the data cells as sparse cells and the erased ones (when kept) as erased
+    // cells, in cell order (= global order inside the tile).
     sp_coords.clear();
     sp_values.clear();
+    er_coords.clear();
     Coords c(r);
     for (uint64_t k = 0; k < n; ++k) {
-      if (!covered[k]) continue;
+      if (covered[k] == kCellNone || (covered[k] == kCellErased && !keep_erased_)) continue;
       layout_.cell_at(bb, k, c.data());  // the k-th cell of bb in cell order
+      if (covered[k] == kCellErased) {
+        er_coords.insert(er_coords.end(), c.begin(), c.end());
+        continue;
+      }
       sp_coords.insert(sp_coords.end(), c.begin(), c.end());
       sp_values.insert(sp_values.end(), &buf[k * es], &buf[k * es] + es);
     }
     w.add_sparse_cells(sp_coords.data(), sp_values.data(), sp_coords.size() / r);
+    w.add_erased_cells(er_coords.data(), er_coords.size() / r);
   }
 }
 

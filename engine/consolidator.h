@@ -4,9 +4,13 @@
 // tile any input touches, their pieces are painted oldest to newest into one tile buffer
 // with a coverage mask (memory: one tile plus the inputs' decoded tiles for that tile).
 // Cells no input covered stay uncovered — they must keep falling through to older
-// fragments — so a tile whose covered cells fill a box becomes a dense piece and any
-// other tile keeps its covered cells as sparse cells.  Fill pieces become explicit fill
-// values: they must keep hiding older data.  Array::consolidate_range publishes the result.
+// fragments — so a tile whose written cells fill a box becomes a dense piece and any
+// other tile keeps its written cells as sparse cells.  Undefined cells (fill boxes of
+// erases and extent shrinks, erased cells) must keep hiding older data while older
+// fragments exist: they stay undefined (a fill box where they fill the tile's box, erased
+// cells otherwise).  A merge that starts at the array's oldest fragment has nothing older
+// to hide, so it drops them: that is where an erase gives its space back.
+// Array::consolidate_range publishes the result.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,7 +26,8 @@ namespace tessera {
 
 class Consolidator {
  public:
-  Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fragment>> in);
+  // keep_erased: some fragment older than the inputs remains (see above).
+  Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fragment>> in, bool keep_erased);
   // Tile keys point at layout_: not copyable.
   Consolidator(const Consolidator&) = delete;
   Consolidator& operator=(const Consolidator&) = delete;
@@ -46,6 +51,8 @@ class Consolidator {
   Schema schema_;
   Layout layout_;
   std::vector<std::shared_ptr<Fragment>> in_;
+  bool keep_erased_;
+  static constexpr uint8_t kCellNone = 0, kCellData = 1, kCellErased = 2;
   std::set<TileKey> tiles_;  // the tiles any input touches, in tile order
 };
 

@@ -87,13 +87,15 @@ bool with_extent(Mode m) { return m == Mode::kDurableExtent || m == Mode::kDefer
 
 struct CrashOp {
   // kPoints (deferred mode only): buffered, no flush.  kFlush: deferred mode only.
-  enum Kind { kDenseBox, kPointsFlush, kConsolidate, kSetExtent, kPoints, kFlush } kind;
-  Box box;                  // kDenseBox
+  // kErase: erases `box` and the points (an erase fragment, durable like a dense write
+  // in durable mode, at the next flush in deferred mode).
+  enum Kind { kDenseBox, kPointsFlush, kConsolidate, kSetExtent, kPoints, kFlush, kErase } kind;
+  Box box;                  // kDenseBox, kErase
   Coords extent;            // kSetExtent
   std::vector<uint64_t> pts;  // kPointsFlush: n * 2 coordinates, duplicates allowed
   uint64_t r1 = 0, r2 = 0;  // kConsolidate: raw random numbers for the range choice
   std::vector<uint8_t> values(uint64_t k) const {
-    size_t n = kind == kDenseBox ? box.cells() : pts.size() / 2;  // 0 for ops without values
+    size_t n = kind == kDenseBox ? box.cells() : kind == kErase ? 0 : pts.size() / 2;  // 0: ops without values
     std::vector<uint8_t> v(n * kElem);
     for (size_t i = 0; i < n; ++i) {
       uint64_t x = (k << 32) | (kind == kDenseBox ? i : (0x80000000u | i));
@@ -115,7 +117,22 @@ struct OpGen {
 CrashOp OpGen::next() {
   CrashOp op;
   uint64_t r = rng.below(100);
-  if (r < 45) {
+  if (r < 10) {  // erase a box (small ones become erased cells) or scattered points
+    op.kind = CrashOp::kErase;
+    Coords lo(2), hi(2);
+    for (int d = 0; d < 2; ++d) {
+      uint64_t len = rng.range(1, extent[d]);
+      lo[d] = rng.below(extent[d] - len + 1);
+      hi[d] = lo[d] + len - 1;
+    }
+    op.box = Box(lo, hi);
+    if (rng.chance(0.5)) {
+      for (size_t i = 0, n = rng.range(1, 40); i < n; ++i) {
+        op.pts.push_back(rng.below(extent[0]));
+        op.pts.push_back(rng.below(extent[1]));
+      }
+    }
+  } else if (r < 45) {
     op.kind = CrashOp::kDenseBox;
     // At least one full tile's worth of cells, so with direct_cells = tile cells it always
     // bypasses the buffer and publishes its own fragment.
@@ -168,6 +185,15 @@ void apply(ArrayModel& m, const CrashOp& op, uint64_t k) {
     for (size_t i = 0; i < op.pts.size() / 2; ++i) m.set(&op.pts[2 * i], &v[i * kElem]);
   } else if (op.kind == CrashOp::kSetExtent) {
     m.set_extent(op.extent);  // cut cells read as fill if the extent grows back
+  } else if (op.kind == CrashOp::kErase) {  // erased cells read as fill
+    if (op.pts.empty()) {
+      for (uint64_t x = op.box.lo[0]; x <= op.box.hi[0]; ++x)
+        for (uint64_t y = op.box.lo[1]; y <= op.box.hi[1]; ++y) {
+          const uint64_t c[2] = {x, y};
+          m.set(c, m.fill().data());
+        }
+    }
+    for (size_t i = 0; i < op.pts.size() / 2; ++i) m.set(&op.pts[2 * i], m.fill().data());
   }
 }
 
@@ -237,6 +263,9 @@ int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode mode, 
     } else if (op.kind == CrashOp::kSetExtent) {
       st = arr->set_extent(op.extent);
       if (!st.ok()) return fail("set_extent", st);
+    } else if (op.kind == CrashOp::kErase) {
+      st = op.pts.empty() ? arr->erase({op.box}) : arr->erase_points(op.pts.data(), op.pts.size() / 2);
+      if (!st.ok()) return fail("erase", st);
     } else {
       size_t n = arr->fragments().size();
       switch (op.r1 % 3) {
@@ -452,7 +481,7 @@ void kill_once(uint64_t seed, Mode mode, Tally* tally) {
   const bool next_durable = durable_point(mode, in_flight_kind);
   const State want_next = next_durable ? model_state(m) : want_last;
   const char* kind_names[] = {"dense box write", "point write + flush", "consolidation", "set_extent",
-                              "point write (buffered)", "flush"};
+                              "point write (buffered)", "flush", "erase"};
   const std::string in_flight = kind_names[in_flight_kind];
 
   // Every file in the fragment directory is a complete fragment, an ignorable temp file,

@@ -255,16 +255,34 @@ std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const
 
 std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i, const Layout& layout) const {
   const SparseEntry& e = meta_.sparse.at(i);
-  auto key = TileCache::Key{serial_, e.coords.offset};
+  return load_cells(e, "sparse tile " + std::to_string(i), true, e.coords.offset, layout);
+}
+
+std::shared_ptr<const SparseTileData> Fragment::sparse_coords(size_t i, const Layout& layout) const {
+  const SparseEntry& e = meta_.sparse.at(i);
+  // A tile already decoded whole serves; else the coordinates alone, cached apart.
+  if (auto hit = cache_->get(TileCache::Key{serial_, e.coords.offset}))
+    return std::static_pointer_cast<const SparseTileData>(hit);
+  return load_cells(e, "sparse tile " + std::to_string(i), false, e.coords.offset | (uint64_t{1} << 63), layout);
+}
+
+std::shared_ptr<const SparseTileData> Fragment::erased_tile(size_t i, const Layout& layout) const {
+  const SparseEntry& e = meta_.erased.at(i);
+  return load_cells(e, "erased tile " + std::to_string(i), false, e.coords.offset, layout);
+}
+
+std::shared_ptr<const SparseTileData> Fragment::load_cells(const SparseEntry& e, const std::string& what, bool values,
+                                                           uint64_t key_off, const Layout& layout) const {
+  auto key = TileCache::Key{serial_, key_off};
   if (auto hit = cache_->get(key)) return std::static_pointer_cast<const SparseTileData>(hit);
   auto t = std::make_shared<SparseTileData>();
-  std::vector<uint8_t> c = read_blob(e.coords, meta_.coords_filters, "sparse tile " + std::to_string(i) + " coordinates");
+  std::vector<uint8_t> c = read_blob(e.coords, meta_.coords_filters, what + " coordinates");
   t->coords.resize(e.cells * meta_.rank);
   std::memcpy(t->coords.data(), c.data(), c.size());
-  t->values = read_blob(e.values, meta_.values_filters, "sparse tile " + std::to_string(i) + " values");
+  if (values) t->values = read_blob(e.values, meta_.values_filters, what + " values");
   // Coordinates must lie inside the recorded MBR; anything else is corruption.
   for (uint64_t k = 0; k < e.cells; ++k)
-    if (!e.mbr.contains(&t->coords[k * meta_.rank])) corrupt(path_, "sparse tile " + std::to_string(i) + ": cell outside its MBR");
+    if (!e.mbr.contains(&t->coords[k * meta_.rank])) corrupt(path_, what + ": cell outside its MBR");
   // Keys must ascend strictly: a fragment's cells are unique and in global order.
   const int w = layout.key_size();
   t->keys.resize(e.cells * w);
@@ -272,7 +290,7 @@ std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i, const Layo
   for (uint64_t k = 0; k < e.cells; ++k) {
     layout.key_words(&t->coords[k * meta_.rank], kp + k * w);
     if (k > 0 && !std::lexicographical_compare(kp + (k - 1) * w, kp + k * w, kp + k * w, kp + (k + 1) * w))
-      corrupt(path_, "sparse tile " + std::to_string(i) + ": cells out of global order");
+      corrupt(path_, what + ": cells out of global order");
   }
   cache_->put(key, t, c.size() + t->values.size() + t->keys.size() * 8);
   return t;

@@ -76,12 +76,20 @@ class Fragment {
   void prefetch_runs(size_t i, const std::vector<ByteRun>& runs) const;
   // Decoded cells of sparse tile i; `layout` (the array's) computes the cells' keys.
   std::shared_ptr<const SparseTileData> sparse_tile(size_t i, const Layout& layout) const;
+  // The same without the values (they are not read): which cells tile i holds.
+  std::shared_ptr<const SparseTileData> sparse_coords(size_t i, const Layout& layout) const;
+  // The cells of erased tile i (coordinates and keys; no values).
+  std::shared_ptr<const SparseTileData> erased_tile(size_t i, const Layout& layout) const;
 
  private:
   static std::shared_ptr<Fragment> open_source(const std::string& path, std::unique_ptr<ByteSource> src,
                                                std::shared_ptr<Context> ctx);
   std::vector<uint8_t> read_blob(const BlobRef& b, const FilterPipeline& p, const std::string& what) const;
   std::vector<uint8_t> read_checked_tile(size_t i) const;
+  // Reads a sparse or erased tile's coordinates (and values when `values`), checks them
+  // (inside the MBR, strictly ascending) and caches the result under `key`.
+  std::shared_ptr<const SparseTileData> load_cells(const SparseEntry& e, const std::string& what, bool values,
+                                                   uint64_t key, const Layout& layout) const;
   // Verifies blocks [b0, b1) of dense entry i, whose bytes start at `data`.
   void verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_t b1) const;
   bool verified(size_t i, uint64_t b0, uint64_t b1) const;  // blocks [b0, b1]

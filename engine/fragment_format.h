@@ -11,8 +11,9 @@ namespace tessera {
 constexpr char kFragMagic[8] = {'T', 'S', 'R', 'A', 'F', 'R', 'A', 'G'};
 constexpr char kFragEndMagic[8] = {'T', 'S', 'R', 'A', 'F', 'E', 'N', 'D'};
 // Version 2 added per-block checksums of unfiltered dense tiles (FragmentMeta::check_block);
-// version 1 fragments (one checksum per tile) are still read.
-constexpr uint32_t kFragVersion = 2;
+// version 1 fragments (one checksum per tile) are still read.  Version 3 added erased
+// tiles (FragmentMeta::erased, after the extent field).
+constexpr uint32_t kFragVersion = 3;
 constexpr uint32_t kFragMinVersion = 1;
 // Block size of the checksums of unfiltered dense tiles: a read of part of a tile reads
 // and verifies only the blocks it touches (64 KiB: the checksum table of a 1 GiB array

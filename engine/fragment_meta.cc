@@ -97,6 +97,15 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
   }
   w.u8(sets_extent ? 1 : 0);
   if (sets_extent) put_coords(w, extent);
+  w.u64(erased.size());
+  for (const auto& e : erased) {
+    w.u64(e.cells);
+    put_coords(w, e.mbr.lo);
+    put_coords(w, e.mbr.hi);
+    put_coords(w, e.first);
+    put_coords(w, e.last);
+    put_blob(w, e.coords);
+  }
   return std::move(w.buf());
 }
 
@@ -177,6 +186,20 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
   if (se > 1) r.fail("bad extent flag");
   m.sets_extent = se == 1;
   if (m.sets_extent) m.extent = get_coords(r, m.rank);
+  if (version >= 3) {
+    uint64_t ne = r.count(8 + 4 * coord_bytes + 32);
+    m.erased.resize(ne);
+    for (auto& e : m.erased) {
+      e.cells = r.u64();
+      e.mbr.lo = get_coords(r, m.rank);
+      e.mbr.hi = get_coords(r, m.rank);
+      check_box(r, e.mbr);
+      e.first = get_coords(r, m.rank);
+      e.last = get_coords(r, m.rank);
+      e.coords = get_blob(r);
+      if (e.cells == 0 || e.coords.raw_size != e.cells * coord_bytes) r.fail("erased tile size does not match its cell count");
+    }
+  }
   if (!r.done()) r.fail("trailing bytes in footer");
   return m;
 }

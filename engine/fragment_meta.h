@@ -4,8 +4,12 @@
 //  * a DenseEntry is one box inside one space tile, its cells stored in cell order (or a
 //    "fill" entry with no bytes: the box reads as the fill value — extent shrinks use it);
 //  * a SparseEntry is a data tile of up to `capacity` cells in global order, with explicit
-//    coordinates, an MBR and its first/last coordinates (TileDB §3).
-// Within one fragment the dense boxes and the sparse cells never overlap.
+//    coordinates, an MBR and its first/last coordinates (TileDB §3);
+//  * an erased tile (format version 3) is the same with coordinates only: cells the
+//    fragment makes undefined again (Array::erase; docs/sparse.md).  They read as the fill
+//    value and hide older data, like a fill entry, but cost 8 bytes per coordinate
+//    instead of a footer entry per cell.
+// Within one fragment the dense boxes, the sparse cells and the erased cells never overlap.
 // Byte layout: docs/format.md, "Fragment files".
 #pragma once
 #include <cstdint>
@@ -40,7 +44,7 @@ struct SparseEntry {
   uint64_t cells = 0;
   Box mbr;
   Coords first, last;
-  BlobRef coords, values;
+  BlobRef coords, values;  // an erased tile has no values (values stays zero)
   TileStats stats;
 };
 
@@ -56,12 +60,13 @@ struct FragmentMeta {
   Box domain;  // bounding box of every cell the fragment holds
   std::vector<DenseEntry> dense;    // non-decreasing tile order; boxes disjoint
   std::vector<SparseEntry> sparse;  // global order
+  std::vector<SparseEntry> erased;  // global order; coordinates only (version 3)
   std::vector<FragmentId> replaces; // fragments this one consolidated
   // An extent change this fragment commits (its fill entries erase what the change cut
   // off): the array's extent is `extent` unless the schema records a newer change.
   bool sets_extent = false;
   Coords extent;
-  uint64_t cells = 0;               // cells held (dense + sparse)
+  uint64_t cells = 0;               // cells held (dense + sparse + erased)
 
   std::vector<uint8_t> serialize() const;
   // `version`: the fragment file's format version (1 has no check_block field).

@@ -308,6 +308,39 @@ void FragmentWriter::flush_sparse_tile() {
   pending_sparse_ = 0;
 }
 
+void FragmentWriter::add_erased_cells(const uint64_t* coords, size_t n) {
+  const size_t r = static_cast<size_t>(schema_.rank());
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t* c = coords + i * r;
+    if (er_coords_.empty()) er_mbr_ = Box(Coords(c, c + r), Coords(c, c + r));
+    const auto* cb = reinterpret_cast<const uint8_t*>(c);
+    er_coords_.insert(er_coords_.end(), cb, cb + r * 8);
+    for (size_t d = 0; d < r; ++d) {
+      er_mbr_.lo[d] = std::min(er_mbr_.lo[d], c[d]);
+      er_mbr_.hi[d] = std::max(er_mbr_.hi[d], c[d]);
+    }
+    if (er_coords_.size() == schema_.sparse_capacity * r * 8) flush_erased_tile();
+  }
+}
+
+void FragmentWriter::flush_erased_tile() {
+  if (er_coords_.empty()) return;
+  const size_t r = static_cast<size_t>(schema_.rank());
+  SparseEntry e;
+  e.cells = er_coords_.size() / (r * 8);
+  e.first.resize(r);
+  e.last.resize(r);
+  std::memcpy(e.first.data(), er_coords_.data(), r * 8);
+  std::memcpy(e.last.data(), er_coords_.data() + er_coords_.size() - r * 8, r * 8);
+  e.mbr = std::move(er_mbr_);
+  e.stats.count = e.cells;
+  meta_.extend_domain(e.mbr);
+  meta_.cells += e.cells;
+  erased_.push_back(std::move(e));
+  submit(std::move(er_coords_), &meta_.coords_filters, &erased_.back().coords);
+  er_coords_ = {};
+}
+
 std::string FragmentWriter::finish() {
   write_footer();
   if (in_memory_) {
@@ -332,9 +365,11 @@ void FragmentWriter::publish_finished(File& f, const std::string& tmp_path, cons
 
 void FragmentWriter::write_footer() {
   flush_sparse_tile();
+  flush_erased_tile();
   drain(0);
   meta_.dense.assign(dense_.begin(), dense_.end());
   meta_.sparse.assign(sparse_.begin(), sparse_.end());
+  meta_.erased.assign(erased_.begin(), erased_.end());
   std::vector<uint8_t> footer = meta_.serialize();
   uint64_t footer_off = offset();
   append(footer.data(), footer.size());

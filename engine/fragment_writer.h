@@ -54,6 +54,10 @@ class FragmentWriter {
   // Cells strictly ascending in global order, across calls.  Cut into data tiles of the
   // schema's sparse capacity.
   void add_sparse_cells(const uint64_t* coords, const uint8_t* values, size_t n);
+  // Cells the fragment makes undefined (erased tiles: coordinates only), strictly
+  // ascending in global order across calls, none of them in a dense box or among the
+  // sparse cells of this fragment.
+  void add_erased_cells(const uint64_t* coords, size_t n);
   // A hint for a spill: about how many sparse cells will follow (tile buffers are then
   // sized once instead of growing through fresh pages).
   void expect_sparse_cells(uint64_t n) { expect_sparse_ = n; }
@@ -64,7 +68,9 @@ class FragmentWriter {
   // form that may hold an unfiltered tile longer than its box (add_dense_tile_encoded).
   void set_whole_checksums();
   void set_replaces(std::vector<FragmentId> ids) { meta_.replaces = std::move(ids); }
-  bool empty() const { return meta_.dense.empty() && meta_.sparse.empty() && pending_sparse_ == 0; }
+  bool empty() const {
+    return dense_.empty() && sparse_.empty() && pending_sparse_ == 0 && erased_.empty() && er_coords_.empty();
+  }
   // Writes footer and trailer but neither syncs nor publishes: the complete fragment
   // stays under its temporary name, which the caller now owns (see publish_finished).
   // Returns the temporary path, or "" when the fragment stayed in memory (take_inline()).
@@ -96,6 +102,7 @@ class FragmentWriter {
   };
   void write_footer();
   void flush_sparse_tile();
+  void flush_erased_tile();
   // Filters `raw` on the pool (and computes `stats` there too, when given).
   // `blocks` (dense tiles of a block-checked fragment): receives per-block checksums.
   void submit(std::vector<uint8_t> raw, const FilterPipeline* pipeline, BlobRef* ref,
@@ -125,6 +132,7 @@ class FragmentWriter {
   FragmentMeta meta_;
   std::deque<DenseEntry> dense_;
   std::deque<SparseEntry> sparse_;
+  std::deque<SparseEntry> erased_;
   std::deque<Pending> pending_;
   // Sparse cells of the data tile being filled: coordinates as the bytes the coords blob
   // is filtered from (moved to the pool, not copied), their MBR kept as cells arrive.
@@ -132,6 +140,8 @@ class FragmentWriter {
   std::vector<uint8_t> sp_values_;
   Box sp_mbr_;
   size_t pending_sparse_ = 0;
+  std::vector<uint8_t> er_coords_;  // the erased tile being filled
+  Box er_mbr_;
   uint64_t expect_sparse_ = 0;
   bool committed_ = false;
 };

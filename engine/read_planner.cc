@@ -351,13 +351,14 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
     }
   }
   const size_t nregions = region_keys.size() / (2 * w);
+  const uint8_t* fill = schema_.fill_value();
   auto scan = [&](size_t fi, const uint64_t* cs, const uint64_t* keys, const uint8_t* vs, size_t n) {
     auto visit = [&](size_t a, size_t b) {
       for (size_t k = a; k < b; ++k) {
         const uint64_t* c = &cs[k * rank_];
         if (!bb.contains(c)) continue;
         if (fi != SIZE_MAX && newer_dense_covers(fi, c)) continue;
-        place(c, &vs[k * es_]);
+        place(c, vs ? &vs[k * es_] : fill);  // no values: erased cells
       }
     };
     if (nregions == 0 || nregions * 24 > n) {
@@ -372,11 +373,16 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
   for (size_t fi = 0; fi < frags_.size(); ++fi) {
     const Fragment& f = *frags_[fi];
     const FragmentMeta& m = f.meta();
-    if (m.sparse.empty() || !m.domain.intersects(bb)) continue;
+    if ((m.sparse.empty() && m.erased.empty()) || !m.domain.intersects(bb)) continue;
     for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
       if (!m.sparse[ti].mbr.intersects(bb)) continue;
       auto t = f.sparse_tile(ti, layout_);
       scan(fi, t->coords.data(), t->keys.data(), t->values.data(), m.sparse[ti].cells);
+    }
+    for (size_t ti = 0; ti < m.erased.size(); ++ti) {  // disjoint from its sparse cells
+      if (!m.erased[ti].mbr.intersects(bb)) continue;
+      auto t = f.erased_tile(ti, layout_);
+      scan(fi, t->coords.data(), t->keys.data(), nullptr, m.erased[ti].cells);
     }
   }
   if (view_.buffer && !view_.buffer->empty())
@@ -423,21 +429,33 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
       if (!e.mbr.contains(c)) continue;
       if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
       auto t = f.sparse_tile(ti, layout_);
-      size_t lo = 0, hi = e.cells;
-      while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int cmp = layout_.compare_cells(&t->coords[mid * rank_], c);
-        if (cmp == 0) {
-          *value = &t->values[mid * es_];
-          keep->push_back(t);
-          return true;
-        }
-        if (cmp < 0) lo = mid + 1;
-        else hi = mid;
+      size_t at = find_cell(*t, e.cells, c);
+      if (at != SIZE_MAX) {
+        *value = &t->values[at * es_];
+        keep->push_back(t);
+        return true;
       }
+    }
+    for (size_t ti = 0; ti < m.erased.size(); ++ti) {
+      const SparseEntry& e = m.erased[ti];
+      if (!e.mbr.contains(c)) continue;
+      if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
+      if (find_cell(*f.erased_tile(ti, layout_), e.cells, c) != SIZE_MAX) return false;
     }
   }
   return false;
+}
+
+size_t ReadPlanner::find_cell(const SparseTileData& t, size_t n, const uint64_t* c) const {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int cmp = layout_.compare_cells(&t.coords[mid * rank_], c);
+    if (cmp == 0) return mid;
+    if (cmp < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return SIZE_MAX;
 }
 
 void ReadPlanner::read_points(const uint64_t* coords, size_t n, uint8_t* dst) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/box.h"
+#include "engine/fragment.h"
 #include "engine/fragment_set.h"
 #include "engine/layout.h"
 #include "engine/schema.h"
@@ -56,6 +57,8 @@ class ReadPlanner {
   void add_job(const Fragment& f, size_t idx);
   void run_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
+  // The index of cell c among the n cells of t (global order), or SIZE_MAX.
+  size_t find_cell(const SparseTileData& t, size_t n, const uint64_t* c) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
                    std::vector<std::shared_ptr<const void>>* keep);
 

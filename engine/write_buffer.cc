@@ -322,6 +322,8 @@ void WriteBuffer::erase_inside(const Box& b) {
   erase_if([&](const uint64_t* c) { return b.contains(c); });
 }
 
+void WriteBuffer::erase_where(const std::function<bool(const uint64_t*)>& p) { erase_if(p); }
+
 void WriteBuffer::erase_outside(const Box& b) {
   erase_if([&](const uint64_t* c) { return !b.contains(c); });
 }

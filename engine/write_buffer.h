@@ -58,6 +58,8 @@ class WriteBuffer {
 
   // Drops every cell inside `b` (a newer dense write replaced them).
   void erase_inside(const Box& b);
+  // Drops every cell `p` (its coordinates) says to (an erase of scattered cells).
+  void erase_where(const std::function<bool(const uint64_t*)>& p);
   // Drops every cell outside `b` (the extent shrank).
   void erase_outside(const Box& b);
   void clear();
