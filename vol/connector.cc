@@ -8,6 +8,7 @@
 #include "vol/connector_info.h"
 #include "vol/error.h"
 #include "vol/region_store.h"
+#include "vol/sparse.h"
 #include "vol/stored_type.h"
 #include "vol/tessera_vol.h"
 
@@ -21,6 +22,7 @@ namespace {
 herr_t connector_initialize(hid_t /*vipl_id*/) {
   if (register_error_class() < 0) return -1;
   register_region_ops();  // old-style region references (region_ops.h)
+  register_sparse_ops();  // defined elements and erase (sparse_ops.h)
   return 0;
 }
 
@@ -28,6 +30,7 @@ herr_t connector_initialize(hid_t /*vipl_id*/) {
 herr_t connector_terminate() {
   clear_type_caches();
   unregister_region_ops();
+  unregister_sparse_ops();
   unregister_error_class();
   return 0;
 }

@@ -24,6 +24,7 @@
 #include "vol/objects.h"
 #include "vol/reference.h"
 #include "vol/selection.h"
+#include "vol/sparse.h"
 #include "vol/tessera_vol.h"
 #include "vol/transform.h"
 #include "vol/type_conv.h"
@@ -694,7 +695,10 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
 herr_t dataset_optional(void* obj, H5VL_optional_args_t* args, hid_t, void**) {
   // The native connector's chunk operations and queries (chunk_io.h).
   herr_t rc = 0;
-  herr_t st = vol_call(__func__, "dataset optional", [&] { rc = dataset_native_optional(*as_dataset(obj), args); });
+  herr_t st = vol_call(__func__, "dataset optional", [&] {
+    if (args && sparse_op(*as_dataset(obj), args->op_type, args->args)) return;  // sparse.h
+    rc = dataset_native_optional(*as_dataset(obj), args);
+  });
   return st < 0 ? st : rc;
 }
 

@@ -224,6 +224,35 @@ void write_selection(tessera::Array& a, FileSelection& fs, const void* packed) {
   }
 }
 
+std::vector<tessera::Box> selection_boxes(const FileSelection& fs) {
+  std::vector<tessera::Box> out;
+  if (fs.kind == FileSelection::kIrregular) {
+    const tessera::Coords E = space_dims(fs.space);
+    for_each_seq(fs.space, 1, [&](size_t off, size_t len) {
+      range_boxes(off, len, E, [&](const tessera::Box& b, uint64_t) { out.push_back(b); });
+    });
+    return out;
+  }
+  if (fs.kind != FileSelection::kSlab || fs.slab.empty()) return out;
+  // The product of the per-dimension intervals, row-major.
+  const int r = fs.slab.rank();
+  std::vector<size_t> at(r, 0);
+  for (;;) {
+    tessera::Box b{tessera::Coords(r), tessera::Coords(r)};
+    for (int d = 0; d < r; ++d) {
+      b.lo[d] = fs.slab.dim(d).ivs[at[d]].lo;
+      b.hi[d] = fs.slab.dim(d).ivs[at[d]].hi;
+    }
+    out.push_back(std::move(b));
+    int d = r - 1;
+    for (; d >= 0; --d) {
+      if (++at[d] < fs.slab.dim(d).ivs.size()) break;
+      at[d] = 0;
+    }
+    if (d < 0) return out;
+  }
+}
+
 namespace {
 // Coordinates of an irregular selection's cells in pairing order.
 std::vector<uint64_t> irregular_coords(const FileSelection& fs) {

@@ -34,6 +34,10 @@ void read_selection(tessera::Array& a, const FileSelection& fs, void* packed);
 // A point list is handed over to the engine: fs.points is empty afterwards.
 void write_selection(tessera::Array& a, FileSelection& fs, const void* packed);
 
+// The file selection of a kSlab or kIrregular selection as disjoint boxes, row-major
+// order (erase and defined, sparse.cc).
+std::vector<tessera::Box> selection_boxes(const FileSelection& fs);
+
 // Variable-length arrays: cell values in pairing order, lengths[i] bytes each,
 // concatenated (never-written cells are empty).  Irregular selections go as point lists.
 void read_selection_var(tessera::Array& a, const FileSelection& fs, std::vector<uint64_t>* lengths,

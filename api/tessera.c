@@ -1,0 +1,96 @@
+/* tessera.c — libtessera_api: see tessera.h.
+ *
+ * Each call checks that the object is served by the tessera connector, finds the
+ * connector's dataset optional operation by name (vol/sparse_ops.h) and runs it through
+ * H5VLdataset_optional_op, so the work happens in the connector, under HDF5's API lock,
+ * with its errors on HDF5's error stack.  This library only adds its own records for
+ * what it finds wrong before the call (an error class "tessera API"). */
+#include "api/tessera.h"
+
+#include <H5VLconnector.h> /* H5VLfind_opt_operation, H5VLdataset_optional_op */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vol/sparse_ops.h"
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static hid_t g_class = H5I_INVALID_HID, g_major = H5I_INVALID_HID, g_minor = H5I_INVALID_HID;
+
+static void register_class(void) {
+    g_class = H5Eregister_class("tessera API", "tessera", "0.1.0");
+    if (g_class < 0) return;
+    g_major = H5Ecreate_msg(g_class, H5E_MAJOR, "tessera API");
+    g_minor = H5Ecreate_msg(g_class, H5E_MINOR, "not possible on this object");
+}
+
+/* Pushes "tessera: <message>" (under HDF5's own class if ours could not be registered). */
+static void push(const char *func, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pthread_once(&g_once, register_class);
+    if (g_class >= 0 && g_major >= 0 && g_minor >= 0)
+        H5Epush2(H5E_DEFAULT, "tessera.c", func, __LINE__, g_class, g_major, g_minor, "tessera: %s", msg);
+    else
+        H5Epush2(H5E_DEFAULT, "tessera.c", func, __LINE__, H5E_ERR_CLS, H5E_VOL, H5E_UNSUPPORTED, "tessera: %s", msg);
+}
+
+htri_t tessera_is_tessera(hid_t obj_id) {
+    char name[64] = "";
+    if (H5VLget_connector_name(obj_id, name, sizeof name) < 0) return -1;
+    return strcmp(name, "tessera") == 0;
+}
+
+/* The operation's value, after checking that `dset_id` is a dataset tessera serves. */
+static int find_op(const char *func, hid_t dset_id, const char *op_name) {
+    H5E_auto2_t saved;
+    void *saved_data;
+    H5I_type_t t = H5Iget_type(dset_id);
+    if (t != H5I_DATASET) {
+        H5Eclear2(H5E_DEFAULT);
+        push(func, "%s: not a dataset identifier", func);
+        return -1;
+    }
+    char name[64] = "";
+    if (H5VLget_connector_name(dset_id, name, sizeof name) < 0) return -1;
+    if (strcmp(name, "tessera") != 0) {
+        H5Eclear2(H5E_DEFAULT);
+        push(func,
+             "%s needs a dataset stored by tessera; this one's file is opened with the '%s' connector "
+             "(open the file with HDF5_VOL_CONNECTOR=tessera)",
+             func, name);
+        return -1;
+    }
+    int op = 0;
+    H5Eget_auto2(H5E_DEFAULT, &saved, &saved_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    herr_t rc = H5VLfind_opt_operation(H5VL_SUBCLS_DATASET, op_name, &op);
+    H5Eset_auto2(H5E_DEFAULT, saved, saved_data);
+    if (rc < 0 || op <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        push(func, "the loaded tessera connector does not provide '%s' (an older plugin?)", op_name);
+        return -1;
+    }
+    return op;
+}
+
+hid_t tessera_Dget_defined(hid_t dset_id, hid_t file_space_id, hid_t dxpl_id) {
+    int op = find_op(__func__, dset_id, TESSERA_OP_DEFINED);
+    if (op < 0) return H5I_INVALID_HID;
+    tessera_defined_args_t a = {file_space_id, H5I_INVALID_HID};
+    H5VL_optional_args_t args = {op, &a};
+    if (H5VLdataset_optional_op(dset_id, &args, dxpl_id, H5ES_NONE) < 0) return H5I_INVALID_HID;
+    return a.defined_space;
+}
+
+herr_t tessera_Derase(hid_t dset_id, hid_t file_space_id, hid_t dxpl_id) {
+    int op = find_op(__func__, dset_id, TESSERA_OP_ERASE);
+    if (op < 0) return -1;
+    tessera_erase_args_t a = {file_space_id};
+    H5VL_optional_args_t args = {op, &a};
+    return H5VLdataset_optional_op(dset_id, &args, dxpl_id, H5ES_NONE);
+}
