@@ -125,10 +125,14 @@ hsize_t storage_size(DatasetObj& d) {
   Facts f = facts(d);
   if (f.layout == H5D_VIRTUAL) return 0;
   if (f.layout == H5D_CHUNKED) {
-    if (f.filtered) {  // tessera's own compressed bytes (allocation.h)
-      return d.array->storage_bytes() + d.array->buffered_cells() * uint64_t{d.array->schema().elem_size};
-    }
-    return allocated_chunks(d, f) * f.chunk_bytes;
+    // The bytes tessera holds for it (allocation.h): its compressed tiles, or — sparse
+    // chunks of an incrementally allocated dataset cost less than whole ones — at most
+    // native's allocated chunks.
+    const uint64_t held = d.array->storage_bytes() + d.array->buffered_cells() * uint64_t{d.array->schema().elem_size};
+    if (f.filtered) return held;
+    const uint64_t chunks = allocated_chunks(d, f) * f.chunk_bytes;
+    if (f.alloc != H5D_ALLOC_TIME_INCR || d.array->schema().var) return chunks;
+    return std::min<uint64_t>(held, chunks);
   }
   if (f.layout == H5D_COMPACT || f.alloc == H5D_ALLOC_TIME_EARLY || written(d)) return f.elements * f.elem_bytes;
   return 0;

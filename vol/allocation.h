@@ -20,8 +20,13 @@
 //
 // where n is the number of elements and size the element's size in the file (16 bytes
 // for variable-length data, HDF5's heap reference).  Chunked, unfiltered: allocated
-// chunks × chunk bytes, as native.  Chunked with filters: tessera's compressed tile
-// bytes (native's are its own filters' output, which tessera does not produce).
+// chunks × chunk bytes, as native — unless the dataset allocates incrementally (INCR,
+// chunked's default) and tessera holds fewer bytes for it (sparse chunks: only their
+// written cells are stored, docs/sparse.md): then those.  (EARLY and LATE ask for whole
+// chunks up front: native's numbers.)
+// Chunked with filters: tessera's compressed tile bytes (native's are its own filters'
+// output, which tessera does not produce).  "Allocated" chunks are the tiles holding a
+// defined cell: an erase that undefines a whole chunk deallocates it.
 #pragma once
 
 #include <hdf5.h>

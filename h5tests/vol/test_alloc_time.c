@@ -12,8 +12,32 @@ static void observe(hid_t d, const char *when, int size_too)
     H5D_space_status_t st = (H5D_space_status_t)-1;
     herr_t             rc = H5Dget_space_status(d, &st);
     LOG("%s: status rc=%s %d", when, RC(rc), (int)st);
-    if (size_too)
-        LOG("%s: storage %llu", when, (unsigned long long)H5Dget_storage_size(d));
+    if (!size_too)
+        return;
+    /* Chunked and allocated incrementally: tessera reports the bytes it holds when sparse
+     * chunks cost less than whole ones (docs/sparse.md), so both log the allocated chunks
+     * and whether the size stays within them (and is zero exactly when none are). */
+    hid_t            p = H5Dget_create_plist(d);
+    H5D_alloc_time_t at = H5D_ALLOC_TIME_DEFAULT;
+    H5Pget_alloc_time(p, &at);
+    int     incr = H5Pget_layout(p) == H5D_CHUNKED && at == H5D_ALLOC_TIME_INCR;
+    hsize_t chunk[2] = {1, 1}, nchunks = 0;
+    if (incr)
+        H5Pget_chunk(p, 2, chunk);
+    H5Pclose(p);
+    hsize_t size = H5Dget_storage_size(d);
+    if (!incr) {
+        LOG("%s: storage %llu", when, (unsigned long long)size);
+        return;
+    }
+    hid_t fs = H5Dget_space(d);
+    H5Dget_num_chunks(d, fs, &nchunks);
+    H5Sclose(fs);
+    hid_t  t = H5Dget_type(d);
+    size_t whole = (size_t)(nchunks * chunk[0] * chunk[1] * H5Tget_size(t));
+    H5Tclose(t);
+    LOG("%s: %llu chunks allocated, storage %s", when, (unsigned long long)nchunks,
+        size <= whole && (size > 0) == (nchunks > 0) ? "within them" : "WRONG");
 }
 
 static void write_box(hid_t d, hsize_t r0, hsize_t c0, hsize_t nr, hsize_t nc)
