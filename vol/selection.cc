@@ -64,6 +64,11 @@ void range_boxes(uint64_t a, uint64_t len, const tessera::Coords& E, F f) {
       if (aligned && len >= P[k]) break;
     }
     uint64_t q = std::min(len / P[k], E[k] - c[k]);
+    // HDF5 1.14.5 can iterate a union of hyperslabs past the bounds it reports (an OR
+    // of a regular hyperslab with a larger one): refuse instead of looping forever.
+    if (q == 0 || c[0] >= E[0])
+      fail_arg("the file selection's elements run past the dataspace extent (" + std::to_string(a) +
+               " elements in); HDF5 built an inconsistent selection");
     tessera::Box b(c, c);
     b.hi[k] = c[k] + q - 1;
     for (int d = k + 1; d < r; ++d) {
