@@ -16,6 +16,26 @@ ReadPlanner::ReadPlanner(const Schema& s, const ReadView& view)
     : schema_(s), layout_(s), view_(view), frags_(*view.fragments), es_(s.elem_size), rank_(s.rank()) {
   for (size_t i = 0; i < frags_.size(); ++i)
     if (!frags_[i]->meta().dense.empty()) dense_frags_.push_back(i);
+  const uint8_t* fill = s.fill_value();
+  fill_byte_ = fill[0];
+  fill_uniform_ = std::all_of(fill, fill + es_, [&](uint8_t b) { return b == fill[0]; });
+}
+
+// n fill values from dst on: a memset when the fill value's bytes are all alike (zero,
+// usually), else the value copied once and the filled prefix doubled — the undefined part
+// of a sparse read costs what a memset costs.
+void ReadPlanner::fill_run(uint8_t* dst, uint64_t n) const {
+  const uint64_t bytes = n * es_;
+  if (fill_uniform_) {
+    std::memset(dst, fill_byte_, bytes);
+    return;
+  }
+  std::memcpy(dst, schema_.fill_value(), es_);
+  for (uint64_t done = es_; done < bytes;) {
+    const uint64_t k = std::min(done, bytes - done);
+    std::memcpy(dst + done, dst, k);
+    done += k;
+  }
 }
 
 void ReadPlanner::read(const Selection& sel, uint8_t* dst, const uint64_t* dst_strides) {
@@ -65,6 +85,8 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
       } else if (src) {
         for (uint64_t k = 0; k < r.len; ++k)
           std::memcpy(dst + (d0 + k * ostride[last]) * es_, src + (s0 + k * sstride[last]) * es_, es_);
+      } else if (ostride[last] == 1) {
+        fill_run(dst + d0 * es_, r.len);
       } else {
         for (uint64_t k = 0; k < r.len; ++k) std::memcpy(dst + (d0 + k * ostride[last]) * es_, fill, es_);
       }

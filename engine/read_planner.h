@@ -57,6 +57,7 @@ class ReadPlanner {
   void add_job(const Fragment& f, size_t idx);
   void run_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
+  void fill_run(uint8_t* dst, uint64_t n) const;  // n fill values, contiguous
   // The index of cell c among the n cells of t (global order), or SIZE_MAX.
   size_t find_cell(const SparseTileData& t, size_t n, const uint64_t* c) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
@@ -68,6 +69,8 @@ class ReadPlanner {
   const FragmentList& frags_;  // *view_.fragments
   size_t es_;
   int rank_;
+  bool fill_uniform_ = true;  // every byte of the fill value is fill_byte_
+  uint8_t fill_byte_ = 0;
   std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
   std::vector<ByteRun> byte_runs_;  // scratch of copy_runs
   // Partial tile reads queued by copy_runs, run together (cold ones in parallel) by run_jobs.
