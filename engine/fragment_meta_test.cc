@@ -40,12 +40,19 @@ FragmentMeta sample() {
   s.values = BlobRef{172, 12, 12, 2};
   s.stats.count = 3;
   m.sparse.push_back(s);
+  SparseEntry e;  // an erased tile: coordinates only
+  e.cells = 2;
+  e.mbr = Box({13, 4}, {13, 6});
+  e.first = {13, 4};
+  e.last = {13, 6};
+  e.coords = BlobRef{184, 20, 32, 3};
+  m.erased.push_back(e);
   m.replaces = {FragmentId{1, 0, 0, 0}};
   m.sets_extent = true;
   m.extent = {20, 20};
   m.has_domain = true;
-  m.domain = Box({0, 0}, {12, 15});
-  m.cells = 39;
+  m.domain = Box({0, 0}, {13, 15});
+  m.cells = 41;
   return m;
 }
 
@@ -66,12 +73,16 @@ TEST(FragmentMeta, RoundTrip) {
   ASSERT_EQ(r.sparse.size(), 1u);
   EXPECT_EQ(r.sparse[0].mbr, m.sparse[0].mbr);
   EXPECT_EQ(r.sparse[0].values.checksum, 2u);
+  ASSERT_EQ(r.erased.size(), 1u);
+  EXPECT_EQ(r.erased[0].mbr, m.erased[0].mbr);
+  EXPECT_EQ(r.erased[0].last, m.erased[0].last);
+  EXPECT_EQ(r.erased[0].coords.checksum, 3u);
   ASSERT_EQ(r.replaces.size(), 1u);
   EXPECT_EQ(r.replaces[0], m.replaces[0]);
   EXPECT_TRUE(r.sets_extent);
   EXPECT_EQ(r.extent, m.extent);
   EXPECT_EQ(r.domain, m.domain);
-  EXPECT_EQ(r.cells, 39u);
+  EXPECT_EQ(r.cells, 41u);
   EXPECT_EQ(r.serialize(), bytes) << "a second round trip is byte-identical";
 }
 
