@@ -23,8 +23,6 @@ struct TileLess {
   bool operator()(const Coords& a, const Coords& b) const { return layout->compare_tiles(a.data(), b.data()) < 0; }
 };
 
-bool row_major_less(const Coords& a, const Coords& b) { return a < b; }
-
 // The position of cell c among n cells of t in global order, or false.
 bool holds(const Layout& layout, const SparseTileData& t, size_t n, int rank, const uint64_t* c) {
   size_t lo = 0, hi = n;
@@ -115,54 +113,82 @@ void DefinedPlanner::defined(const std::vector<Box>& region, std::vector<Box>* o
   }
 
   // 2. Sparse and erased cells, newest first: the first to name a cell decides it, unless
-  //    a dense box newer than its fragment owns the cell (step 1 decided it then).
-  CellSet seen;
-  std::vector<Coords> added, removed;
-  Coords c(static_cast<size_t>(rank_));
-  if (view_.buffer && !view_.buffer->empty()) {
-    const auto& cs = view_.buffer->coords();
-    for (size_t k = 0; k < view_.buffer->cells(); ++k) {
-      const uint64_t* p = &cs[k * rank_];
-      if (!in_region(p)) continue;
-      c.assign(p, p + rank_);
-      if (seen.insert(c).second) added.push_back(c);
-    }
-  }
-  auto visit = [&](size_t fi, const SparseTileData& t, size_t n, std::vector<Coords>* into) {
-    for (size_t k = 0; k < n; ++k) {
-      const uint64_t* p = &t.coords[k * rank_];
-      if (!in_region(p)) continue;
-      c.assign(p, p + rank_);
-      if (!seen.insert(c).second) continue;
-      if (newer_dense_covers(fi, p)) continue;
-      into->push_back(c);
-    }
+  //    a dense box newer than its fragment owns the cell (step 1 decided it then).  Cells
+  //    are unique within one source, so the "first to name it" set is kept only when
+  //    several sources touch the region.
+  struct Source {
+    size_t fi;  // SIZE_MAX: the write buffer
+    std::shared_ptr<const SparseTileData> t;
+    size_t n;
+    bool erased;
   };
+  std::vector<Source> sources;
+  if (view_.buffer && !view_.buffer->empty()) sources.push_back({SIZE_MAX, nullptr, view_.buffer->cells(), false});
   for (size_t fi = frags_.size(); fi-- > 0;) {
     const Fragment& f = *frags_[fi];
     const FragmentMeta& m = f.meta();
     if ((m.sparse.empty() && m.erased.empty()) || !m.has_domain || !m.domain.intersects(bb)) continue;
     for (size_t ti = 0; ti < m.sparse.size(); ++ti)
-      if (m.sparse[ti].mbr.intersects(bb)) visit(fi, *f.sparse_coords(ti, layout_), m.sparse[ti].cells, &added);
+      if (m.sparse[ti].mbr.intersects(bb)) sources.push_back({fi, f.sparse_coords(ti, layout_), m.sparse[ti].cells, false});
     for (size_t ti = 0; ti < m.erased.size(); ++ti)
-      if (m.erased[ti].mbr.intersects(bb)) visit(fi, *f.erased_tile(ti, layout_), m.erased[ti].cells, &removed);
+      if (m.erased[ti].mbr.intersects(bb)) sources.push_back({fi, f.erased_tile(ti, layout_), m.erased[ti].cells, true});
+  }
+  // Row-major index over the extent, the key of the "seen" set (a set of coordinates when
+  // the extent's cell count does not fit a word).
+  bool linear = true;
+  {
+    uint64_t total = 1;
+    for (int d = 0; d < rank_ && linear; ++d) {
+      const uint64_t e = std::max<uint64_t>(1, schema_.extent[d]);
+      linear = total <= UINT64_MAX / e;
+      total *= e;
+    }
+  }
+  auto lin = [&](const uint64_t* c) {
+    uint64_t k = 0;
+    for (int d = 0; d < rank_; ++d) k = k * std::max<uint64_t>(1, schema_.extent[d]) + c[d];
+    return k;
+  };
+  const bool dedupe = sources.size() > 1;
+  std::unordered_set<uint64_t> seen_lin;
+  CellSet seen_coords;
+  Coords c(static_cast<size_t>(rank_));
+  auto first_time = [&](const uint64_t* p) {
+    if (!dedupe) return true;
+    if (linear) return seen_lin.insert(lin(p)).second;
+    c.assign(p, p + rank_);
+    return seen_coords.insert(c).second;
+  };
+  std::vector<uint64_t> added, removed;  // rank words per cell
+  for (const Source& src : sources) {
+    const uint64_t* cs = src.fi == SIZE_MAX ? view_.buffer->coords().data() : src.t->coords.data();
+    std::vector<uint64_t>& into = src.erased ? removed : added;
+    for (size_t k = 0; k < src.n; ++k) {
+      const uint64_t* p = cs + k * rank_;
+      if (!in_region(p) || !first_time(p)) continue;
+      if (src.fi != SIZE_MAX && newer_dense_covers(src.fi, p)) continue;
+      into.insert(into.end(), p, p + rank_);
+    }
   }
 
   // 3. Dense pieces minus the erased cells newer than them, plus the sparse cells no
   //    dense piece already holds.
   uint64_t tile[kMaxRank];
-  auto piece_of = [&](const Coords& cell) -> long {
-    layout_.tile_of(cell.data(), tile);
-    auto it = dense_of_tile.find(Coords(tile, tile + rank_));
+  Coords tkey(static_cast<size_t>(rank_));
+  auto piece_of = [&](const uint64_t* cell) -> long {
+    if (dense_of_tile.empty()) return -1;
+    layout_.tile_of(cell, tile);
+    tkey.assign(tile, tile + rank_);
+    auto it = dense_of_tile.find(tkey);
     if (it == dense_of_tile.end()) return -1;
     for (size_t i : it->second)
-      if (dense[i].contains(cell.data())) return static_cast<long>(i);
+      if (dense[i].contains(cell)) return static_cast<long>(i);
     return -1;
   };
   std::map<size_t, std::vector<Coords>> cut;  // dense piece -> its erased cells
-  for (const Coords& cell : removed) {
-    long i = piece_of(cell);
-    if (i >= 0) cut[static_cast<size_t>(i)].push_back(cell);
+  for (size_t k = 0; k < removed.size(); k += rank_) {
+    long i = piece_of(&removed[k]);
+    if (i >= 0) cut[static_cast<size_t>(i)].push_back(Coords(&removed[k], &removed[k] + rank_));
   }
   for (size_t i = 0; i < dense.size(); ++i) {
     auto it = cut.find(i);
@@ -182,20 +208,50 @@ void DefinedPlanner::defined(const std::vector<Box>& region, std::vector<Box>* o
     }
     for (Box& b : parts) out->push_back(std::move(b));
   }
-  added.erase(std::remove_if(added.begin(), added.end(), [&](const Coords& cell) { return piece_of(cell) >= 0; }),
-              added.end());
-  std::sort(added.begin(), added.end(), row_major_less);
+  // The added cells no dense piece holds, sorted row-major, as runs along the last
+  // dimension; runs of equal span in consecutive rows join into rectangles (a cluster
+  // of 2 x 3 pixels is one box, not two).
+  std::vector<size_t> order;
+  order.reserve(added.size() / rank_);
+  for (size_t k = 0; k < added.size(); k += rank_)
+    if (piece_of(&added[k]) < 0) order.push_back(k);
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return std::lexicographical_compare(&added[x], &added[x] + rank_, &added[y], &added[y] + rank_);
+  });
   const int last = rank_ - 1;
-  for (size_t i = 0; i < added.size();) {
+  std::vector<Box> runs;
+  for (size_t i = 0; i < order.size();) {
+    const uint64_t* first = &added[order[i]];
     size_t j = i + 1;
-    while (j < added.size() && std::equal(added[j].begin(), added[j].begin() + last, added[i].begin()) &&
-           added[j][last] == added[j - 1][last] + 1)
+    while (j < order.size() && std::equal(first, first + last, &added[order[j]]) &&
+           added[order[j] + last] == added[order[j - 1] + last] + 1)
       ++j;
-    Coords hi = added[i];
-    hi[last] = added[j - 1][last];
-    out->push_back(Box(added[i], std::move(hi)));
+    Box run(Coords(first, first + rank_), Coords(first, first + rank_));
+    run.hi[last] = added[order[j - 1] + last];
+    runs.push_back(std::move(run));
     i = j;
   }
+  if (rank_ >= 2) {
+    // A run extends the rectangle that ended on the previous row with the same span (the
+    // same coordinates in the other dimensions); runs come in row-major order.
+    const int row = rank_ - 2;
+    std::map<std::vector<uint64_t>, size_t> open;  // (other dims, lo, hi) -> rectangle
+    std::vector<Box> rects;
+    for (Box& r : runs) {
+      std::vector<uint64_t> key(r.lo.begin(), r.lo.end());
+      key[row] = 0;
+      key.push_back(r.hi[last]);
+      auto it = open.find(key);
+      if (it != open.end() && rects[it->second].hi[row] + 1 == r.lo[row]) {
+        rects[it->second].hi[row] = r.hi[row];
+        continue;
+      }
+      open[key] = rects.size();
+      rects.push_back(std::move(r));
+    }
+    runs.swap(rects);
+  }
+  for (Box& r : runs) out->push_back(std::move(r));
   std::sort(out->begin(), out->end(), [](const Box& a, const Box& b) { return a.lo < b.lo; });
 }
 
