@@ -81,8 +81,10 @@ void range_boxes(uint64_t a, uint64_t len, const tessera::Coords& E, F f) {
   }
 }
 
-// Reads an irregular selection: the bounding box once when it is dense enough, else one
-// engine read per box of each sequence.
+std::vector<uint64_t> irregular_coords(const FileSelection& fs);
+
+// Reads an irregular selection: the bounding box once when it is dense enough, a point
+// read when it is many short runs, else one engine read per box of each sequence.
 void read_irregular(tessera::Array& a, const FileSelection& fs, uint8_t* out) {
   const size_t es = a.schema().elem_size;
   const tessera::Coords E = space_dims(fs.space);
@@ -115,6 +117,15 @@ void read_irregular(tessera::Array& a, const FileSelection& fs, uint8_t* out) {
         len -= seg;
       }
     });
+    return;
+  }
+  // Many short runs (clusters of a few pixels over a frame): one point read of all their
+  // cells costs a lookup per cell, where a read per run pays the planning each time.
+  size_t runs = 0;
+  for_each_seq(fs.space, 1, [&](size_t, size_t) { ++runs; });
+  if (runs > 16 && fs.n <= 64 * runs && fs.n <= (1u << 20)) {
+    std::vector<uint64_t> pts = irregular_coords(fs);
+    check(a.read_points(pts.data(), fs.n, out));
     return;
   }
   for_each_seq(fs.space, 1, [&](size_t off, size_t len) {
