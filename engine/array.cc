@@ -104,6 +104,7 @@ bool Array::apply_extent_commits() {
 }
 
 Array::~Array() {
+  if (ctx_) ctx_->budget().forget(this);  // no background flush runs or starts after this
   if (!writable_) return;
   if (opts_.collective) discard_unpublished();  // only an epoch commit may publish
   else (void)flush();
@@ -185,8 +186,8 @@ void Array::check_selection(const Selection& sel) const {
 }
 
 Status Array::write(const Selection& sel, const void* src, const uint64_t* src_strides) {
-  std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
+  std::unique_lock<std::mutex> g(mu_);
+  return throttle(guard([&] {
     require_writable();
     require_var(false);
     check_selection(sel);
@@ -203,7 +204,7 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     } else {
       buffer_cells(sel, p, sstride);
     }
-  });
+  }), &g);
 }
 
 void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
@@ -298,8 +299,8 @@ void Array::require_var(bool var) const {
 }
 
 Status Array::write_points(const uint64_t* coords, size_t n, const void* values) {
-  std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
+  std::unique_lock<std::mutex> g(mu_);
+  return throttle(guard([&] {
     require_writable();
     require_var(false);
     check_points(coords, n);
@@ -307,12 +308,12 @@ Status Array::write_points(const uint64_t* coords, size_t n, const void* values)
     close_direct();
     buffer_->add(coords, static_cast<const uint8_t*>(values), n, /*scattered=*/true);
     maybe_spill();
-  });
+  }), &g);
 }
 
 Status Array::write_points(std::vector<uint64_t>&& coords, const void* values) {
-  std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
+  std::unique_lock<std::mutex> g(mu_);
+  return throttle(guard([&] {
     require_writable();
     require_var(false);
     const size_t n = coords.size() / static_cast<size_t>(std::max(1, schema_.rank()));
@@ -321,12 +322,86 @@ Status Array::write_points(std::vector<uint64_t>&& coords, const void* values) {
     close_direct();
     buffer_->add(std::move(coords), static_cast<const uint8_t*>(values), n);
     maybe_spill();
-  });
+  }), &g);
 }
 
 void Array::maybe_spill() {
-  uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
-  if (buffer_->bytes() + heap >= opts_.buffer_budget) spill();
+  check_background();
+  const uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
+  if (schema_.var) {  // heap bytes must be durable before the fragment: spilled here
+    if (buffer_->bytes() + heap >= opts_.buffer_budget) spill();
+    report_bytes();
+    return;
+  }
+  // Past the array's own cap, its buffer goes to the flusher; past the context's limit,
+  // the largest buffer of the context does (write_budget.h).
+  WriteBudget& b = ctx_->budget();
+  if (buffer_->bytes() >= opts_.buffer_budget) b.request(this);
+  if (report_bytes()) b.request(b.largest());
+}
+
+bool Array::report_bytes() {
+  const uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
+  return ctx_->budget().report(this, buffer_->bytes() + heap + inflight_bytes_);
+}
+
+void Array::check_background() const {
+  if (!bg_error_.ok())
+    throw_error(bg_error_.code(), "a background flush of buffered writes failed (they are lost): " + bg_error_.message());
+}
+
+Status Array::throttle(Status st, std::unique_lock<std::mutex>* held) {
+  held->unlock();
+  if (st.ok()) ctx_->budget().wait_for_room();
+  return st;
+}
+
+void Array::settle() { ctx_->budget().wait_idle(this); }
+
+void Array::finish_inflight() {
+  while (inflight_) inflight_cv_.wait(mu_);
+}
+
+void Array::flush_in_background() noexcept {
+  // Small buffers, and variable-length arrays (their heap must be durable first), are
+  // spilled at once; a large one is swapped out under the lock and written without it.
+  constexpr uint64_t kBackgroundMinBytes = 1 << 20;
+  std::unique_ptr<WriteBuffer> buf;
+  std::unique_ptr<FragmentWriter> w;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    Status st = guard([&] {
+      if (!writable_ || compact_ || buffer_->empty() || inflight_) return;
+      if (schema_.var || buffer_->bytes() < kBackgroundMinBytes) {
+        spill();
+        return;
+      }
+      // A file is coming: the directory first, under the lock (make_writer's before_file
+      // would create it from this thread without it).
+      if (!store_->dir_exists()) store_->ensure_dir(opts_.durable_writes, schema_.var);
+      auto fresh = std::make_unique<WriteBuffer>(schema_);
+      w = make_writer(next_id());  // older than anything written after the swap
+      if (buffer_->scattered()) w->set_values_pipeline(fast_variant(schema_.filters));
+      w->expect_sparse_cells(buffer_->cells());
+      buf = std::move(buffer_);
+      buffer_ = std::move(fresh);
+      inflight_ = true;
+      inflight_bytes_ = buf->bytes();
+    });
+    if (!st.ok() && bg_error_.ok()) bg_error_ = st;
+    report_bytes();
+    if (!buf) return;
+  }
+  Status st = guard([&] { fill_spill(*buf, *w); });
+  std::lock_guard<std::mutex> g(mu_);
+  if (st.ok()) st = guard([&] { complete(std::move(w)); });
+  if (!st.ok() && bg_error_.ok()) bg_error_ = st;
+  w.reset();  // a failed writer removes its temporary file
+  buf.reset();
+  inflight_ = false;
+  inflight_bytes_ = 0;
+  report_bytes();
+  inflight_cv_.notify_all();
 }
 
 void Array::spill() {
@@ -339,20 +414,25 @@ void Array::spill() {
     pending_heap_.reset();
   }
   if (buffer_->empty()) return;
-  const size_t es = schema_.elem_size;
   auto w = make_writer(next_id());
   // Scattered points: an LSM-style delta, values under a fast codec until consolidation
   // (docs/engine.md "Sparse deltas").
   if (buffer_->scattered()) w->set_values_pipeline(fast_variant(schema_.filters));
   w->expect_sparse_cells(buffer_->cells());
-  // Tile by tile in global order.  A tile's cells that fill their bounding box exactly
-  // are stored as a dense piece; the rest stays sparse.
-  buffer_->for_each_tile([&](const uint64_t* tile, const uint64_t* cs, const uint8_t* vs, size_t m, const Box& bb) {
-    if (m > 1 && bb.cells() == m) w->add_dense_tile(tile, bb, std::vector<uint8_t>(vs, vs + m * es));
-    else w->add_sparse_cells(cs, vs, m);
-  });
+  fill_spill(*buffer_, *w);
   complete(std::move(w));
   buffer_->clear();
+  report_bytes();
+}
+
+void Array::fill_spill(WriteBuffer& buf, FragmentWriter& w) const {
+  const size_t es = schema_.elem_size;
+  // Tile by tile in global order.  A tile's cells that fill their bounding box exactly
+  // are stored as a dense piece; the rest stays sparse.
+  buf.for_each_tile([&](const uint64_t* tile, const uint64_t* cs, const uint8_t* vs, size_t m, const Box& bb) {
+    if (m > 1 && bb.cells() == m) w.add_dense_tile(tile, bb, std::vector<uint8_t>(vs, vs + m * es));
+    else w.add_sparse_cells(cs, vs, m);
+  });
 }
 
 void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {

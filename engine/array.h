@@ -12,6 +12,7 @@
 // fragment, a heap, a publish journal).  Thousands of small datasets then cost no inodes.
 #pragma once
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -30,6 +31,7 @@
 #include "engine/fragment_writer.h"
 #include "engine/schema.h"
 #include "engine/var_heap.h"
+#include "engine/write_budget.h"
 #include "engine/write_buffer.h"
 
 namespace tessera {
@@ -95,7 +97,7 @@ struct FragmentInfo {
   Box domain;
 };
 
-class Array {
+class Array : public BufferOwner {
  public:
   // durable = false: nothing is synced (the caller syncs the file system before it
   // records the array anywhere, e.g. at its flush).
@@ -110,6 +112,10 @@ class Array {
   // The catalog record of a new bound array's schema (Container::create_array).
   static std::string schema_record(const Schema& schema);
   ~Array();  // flushes the write buffer (errors are lost: call flush() first to see them)
+  // The context's write budget (write_budget.h) flushing this array's buffer: swaps the
+  // buffer out and writes it as a fragment on the caller's (the flusher's) thread while
+  // writes go on into a fresh buffer.
+  void flush_in_background() noexcept override;
 
   const Schema& schema() const { return schema_; }
   const std::string& dir() const { return dir_; }
@@ -147,6 +153,9 @@ class Array {
   Status read_points_var(const uint64_t* coords, size_t n, std::vector<uint64_t>* lengths,
                          std::vector<uint8_t>* data);
 
+  // Waits until no background flush of this array is queued or running (its fragment is
+  // then listed by fragments()); the flush itself may still be pending durability.
+  void settle();
   // Makes everything written so far durable (spills the write buffer into a fragment).
   Status flush();
   // flush() in three steps, for a caller that flushes many arrays with a few file-system
@@ -245,6 +254,16 @@ class Array {
   void write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void maybe_spill();
+  // The fragment of a spill: the buffer's cells tile by tile (dense where they fill a box).
+  void fill_spill(WriteBuffer& buf, FragmentWriter& w) const;
+  // Tells the context's write budget what this array holds; true when over its limit.
+  bool report_bytes();
+  // Waits (releasing mu_) until no background flush of this array is writing.
+  void finish_inflight();
+  // A background flush that failed: every later flush (and write) reports it.
+  void check_background() const;
+  // Back-pressure after a buffered write, with mu_ released (write_budget.h).
+  Status throttle(Status st, std::unique_lock<std::mutex>* held);
   void erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n);
   void defined_locked(const std::vector<Box>& region, std::vector<Box>* out);
   void spill();
@@ -307,6 +326,13 @@ class Array {
   ArrayOptions opts_;
   Schema schema_;
   std::unique_ptr<WriteBuffer> buffer_;
+  // A background flush's state (flush_in_background): writing a swapped-out buffer of
+  // inflight_bytes_ bytes; its cells are in no fragment yet, so reads and everything that
+  // lists fragments wait for it (finish_inflight).
+  bool inflight_ = false;
+  uint64_t inflight_bytes_ = 0;
+  std::condition_variable_any inflight_cv_;
+  Status bg_error_;
   std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells
   std::unique_ptr<HeapReader> heaps_;
   std::string heap_dir_;

@@ -65,6 +65,7 @@ void Array::park(std::unique_ptr<FragmentWriter> w) {
 }
 
 void Array::finish_parked() {
+  finish_inflight();  // its fragment is older than what follows, and not listed yet
   close_direct();
   while (!parked_.empty()) {
     auto front = std::move(parked_.front());
@@ -198,6 +199,7 @@ void Array::recover_one_journal(const std::string& path) {
 }
 
 void Array::flush_impl() {
+  check_background();
   finish_parked();
   spill();
   materialize_inline();

@@ -1,6 +1,7 @@
 // context.h — what the arrays of a process share: the filter pool (tile compression and
-// decompression), the I/O pool (cold reads in parallel, writeback hints) and the
-// decoded-tile cache, sized from one EngineOptions.  The engine takes them from the
+// decompression), the I/O pool (cold reads in parallel, writeback hints), the
+// decoded-tile cache and the write budget (one memory bound for all write buffers, with
+// the background flusher), sized from one EngineOptions.  The engine takes them from the
 // context an array was opened with (ArrayOptions::context), never from statics, so a
 // test or a tool can run arrays with their own pool sizes and cache next to others.
 // Arrays opened without one use Context::process(), built at first use from the
@@ -14,6 +15,7 @@
 #include "engine/options.h"
 #include "engine/thread_pool.h"
 #include "engine/tile_cache.h"
+#include "engine/write_budget.h"
 
 namespace tessera {
 
@@ -27,6 +29,8 @@ class Context {
   ThreadPool& filters();  // EngineOptions::threads workers (0: the usable cores)
   ThreadPool& io();       // EngineOptions::io_threads workers: they mostly wait for the disk
   TileCache& tiles() { return tiles_; }
+  // The memory bound of all write buffers, and their background flusher.
+  WriteBudget& budget() { return budget_; }
   const EngineOptions& options() const { return opts_; }
 
   // The process's default context.  Never destroyed: pool threads may still be running
@@ -48,6 +52,7 @@ class Context {
   EngineOptions opts_;
   LazyPool filters_, io_;
   TileCache tiles_;
+  WriteBudget budget_;  // last: its flusher thread stops first
 };
 
 }  // namespace tessera

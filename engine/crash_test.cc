@@ -234,7 +234,10 @@ int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode mode, 
   if (!st.ok()) return fail("Container::open", st);
   ArrayOptions opts;
   opts.direct_cells = kTile[0] * kTile[1];
-  opts.buffer_budget = 64 << 20;  // only flush() spills: a point batch becomes durable at once
+  // Half the seeds: only flush() spills (a point batch becomes durable at once); the other
+  // half spill every few batches, in the background (write_budget.h), so kills land in
+  // the middle of background flushes too.
+  opts.buffer_budget = (seed / 9) % 2 ? 2048 : 64 << 20;
   opts.durable_writes = !deferred(mode);
   opts.max_open_writers = 1 + seed % 3;
   opts.inline_fragment_bytes = inline_limit(seed);

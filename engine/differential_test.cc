@@ -341,6 +341,9 @@ class DiffRun {
     rng_.fill(src.data(), src.size());
     bool direct = s.sel.is_box() && n >= std::min(opts_.direct_cells, tile_cells());
     log("write " + s.desc + (padded ? " (padded src)" : "") + (direct ? " [direct]" : " [buffered]"));
+    // A background flush still queued from an earlier buffered write would land its
+    // fragment in between: let it finish first (write_budget.h).
+    arr_->settle();
     size_t before = arr_->fragments().size();
     Status st = arr_->write(s.sel, src.data(), padded ? strides.data() : nullptr);
     ASSERT_TRUE(st.ok()) << status_str(st);
@@ -432,6 +435,7 @@ class DiffRun {
   }
 
   void consolidate() {
+    arr_->settle();  // a queued background flush would add a fragment to the count below
     size_t nfr = arr_->fragments().size() + (arr_->buffered_cells() > 0 ? 1 : 0);  // after the spill
     uint64_t k = rng_.below(3);
     Status st;

@@ -32,6 +32,8 @@ const std::vector<Setting>& settings() {
        [](EngineOptions& o, uint64_t v) { o.tile_cache_mb = v; }},
       {"write_buffer_mb", 1, kMiB, [](const EngineOptions& o) { return o.write_buffer_mb; },
        [](EngineOptions& o, uint64_t v) { o.write_buffer_mb = v; }},
+      {"write_memory_mb", 1, kMiB, [](const EngineOptions& o) { return o.write_memory_mb; },
+       [](EngineOptions& o, uint64_t v) { o.write_memory_mb = v; }},
       {"direct_write_cells", 1, uint64_t{1} << 40, [](const EngineOptions& o) { return o.direct_write_cells; },
        [](EngineOptions& o, uint64_t v) { o.direct_write_cells = v; }},
       {"inline_fragment_kb", 0, kMiB, [](const EngineOptions& o) { return o.inline_fragment_kb; },

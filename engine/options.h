@@ -11,8 +11,9 @@
 //   per container — write_buffer_mb, direct_write_cells, inline_fragment_kb,
 //     inline_total_mb: each container (file) uses the options it was opened with
 //     (array_options(), Container::set_inline_budget);
-//   per process — threads, io_threads, tile_cache_mb: the thread pools and the decoded-
-//     tile cache are shared by every container of the process and sized once, from the
+//   per process — threads, io_threads, tile_cache_mb, write_memory_mb: the thread pools,
+//     the decoded-tile cache and the write budget (write_budget.h) are shared by every
+//     container of the process and sized once, from the
 //     options of the first container opened (configure_process()); a later open asking
 //     for other sizes keeps the first ones.
 #pragma once
@@ -31,6 +32,7 @@ struct EngineOptions {
   unsigned io_threads = 4;            // threads that wait for the disk
   uint64_t tile_cache_mb = 256;       // decoded-tile cache
   uint64_t write_buffer_mb = 64;      // an array's write buffer spills past this
+  uint64_t write_memory_mb = 256;     // all write buffers of the process together (write_budget.h)
   uint64_t direct_write_cells = 16384;  // box writes of at least this many cells bypass the buffer
   uint64_t inline_fragment_kb = 64;   // fragments up to this size live in the catalog (0: never)
   uint64_t inline_total_mb = 256;     // a container's catalog holds at most this many inline bytes

@@ -329,10 +329,12 @@ void WriteBuffer::erase_outside(const Box& b) {
 }
 
 void WriteBuffer::clear() {
-  coords_ = {};
-  values_ = {};
-  keys_ = {};
-  packed_ = {};
+  // Give the memory back (`v = {}` would keep the capacity: an emptied buffer of every
+  // array written once would go on holding its largest size).
+  std::vector<uint64_t>().swap(coords_);
+  std::vector<uint8_t>().swap(values_);
+  std::vector<uint64_t>().swap(keys_);
+  std::vector<uint64_t>().swap(packed_);
   packed_ok_ = false;
   keys_valid_ = true;  // no cells, no keys
   n_ = 0;
