@@ -199,7 +199,11 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     else sel.dense_strides(sstride);
     const auto* p = static_cast<const uint8_t*>(src);
     if (compact_) return compact_->write(sel, p, sstride);
-    if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
+    const uint64_t bytes = sel.cells() * schema_.elem_size;
+    if (sel.is_box() && !opts_.durable_writes && sel.cells() >= opts_.blob_min_cells && bytes <= opts_.blob_bytes) {
+      buffer_blob(sel, p, sstride);
+    } else if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
+      spill_blobs_over(sel.bbox());
       write_dense(sel, p, sstride);
     } else {
       buffer_cells(sel, p, sstride);
@@ -238,6 +242,24 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
     w->add_dense_tile(t.data(), piece, std::move(data));
   });
   park(std::move(w));
+}
+
+void Array::buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
+  const Box& box = sel.bbox();
+  buffer_->erase_inside(box);  // buffered cells there are older than this write
+  const Layout layout(schema_);
+  const int r = schema_.rank();
+  uint64_t shape[kMaxRank], dstride[kMaxRank];
+  for (int d = 0; d < r; ++d) shape[d] = box.hi[d] - box.lo[d] + 1;
+  layout.cell_strides(box, dstride);
+  std::vector<uint8_t> cells(box.cells() * schema_.elem_size);
+  strided_copy(r, shape, src, sstride, cells.data(), dstride, schema_.elem_size);
+  blobs_->add(box, std::move(cells));
+  maybe_spill();
+}
+
+void Array::spill_blobs_over(const Box& b) {
+  if (blobs_->intersects(b)) spill();
 }
 
 void Array::buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
@@ -336,13 +358,13 @@ void Array::maybe_spill() {
   // Past the array's own cap, its buffer goes to the flusher; past the context's limit,
   // the largest buffer of the context does (write_budget.h).
   WriteBudget& b = ctx_->budget();
-  if (buffer_->bytes() >= opts_.buffer_budget) b.request(this);
+  if (buffer_->bytes() + blobs_->bytes() >= opts_.buffer_budget) b.request(this);
   if (report_bytes()) b.request(b.largest());
 }
 
 bool Array::report_bytes() {
   const uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
-  return ctx_->budget().report(this, buffer_->bytes() + heap + inflight_bytes_);
+  return ctx_->budget().report(this, buffer_->bytes() + blobs_->bytes() + heap + inflight_bytes_);
 }
 
 void Array::check_background() const {
@@ -367,12 +389,13 @@ void Array::flush_in_background() noexcept {
   // spilled at once; a large one is swapped out under the lock and written without it.
   constexpr uint64_t kBackgroundMinBytes = 1 << 20;
   std::unique_ptr<WriteBuffer> buf;
+  std::unique_ptr<BlobBuffer> blobs;
   std::unique_ptr<FragmentWriter> w;
   {
     std::lock_guard<std::mutex> g(mu_);
     Status st = guard([&] {
-      if (!writable_ || compact_ || buffer_->empty() || inflight_) return;
-      if (schema_.var || buffer_->bytes() < kBackgroundMinBytes) {
+      if (!writable_ || compact_ || (buffer_->empty() && blobs_->empty()) || inflight_) return;
+      if (schema_.var || buffer_->bytes() + blobs_->bytes() < kBackgroundMinBytes) {
         spill();
         return;
       }
@@ -381,23 +404,26 @@ void Array::flush_in_background() noexcept {
       if (!store_->dir_exists()) store_->ensure_dir(opts_.durable_writes, schema_.var);
       auto fresh = std::make_unique<WriteBuffer>(schema_);
       w = make_writer(next_id());  // older than anything written after the swap
-      if (buffer_->scattered()) w->set_values_pipeline(fast_variant(schema_.filters));
+      if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));
       w->expect_sparse_cells(buffer_->cells());
       buf = std::move(buffer_);
       buffer_ = std::move(fresh);
+      blobs = std::move(blobs_);
+      blobs_ = std::make_unique<BlobBuffer>();
       inflight_ = true;
-      inflight_bytes_ = buf->bytes();
+      inflight_bytes_ = buf->bytes() + blobs->bytes();
     });
     if (!st.ok() && bg_error_.ok()) bg_error_ = st;
     report_bytes();
     if (!buf) return;
   }
-  Status st = guard([&] { fill_spill(*buf, *w); });
+  Status st = guard([&] { fill_spill(*buf, *blobs, *w); });
   std::lock_guard<std::mutex> g(mu_);
   if (st.ok()) st = guard([&] { complete(std::move(w)); });
   if (!st.ok() && bg_error_.ok()) bg_error_ = st;
   w.reset();  // a failed writer removes its temporary file
   buf.reset();
+  blobs.reset();
   inflight_ = false;
   inflight_bytes_ = 0;
   report_bytes();
@@ -413,27 +439,19 @@ void Array::spill() {
     }
     pending_heap_.reset();
   }
-  if (buffer_->empty()) return;
+  if (buffer_->empty() && blobs_->empty()) return;
   auto w = make_writer(next_id());
   // Scattered points: an LSM-style delta, values under a fast codec until consolidation
   // (docs/engine.md "Sparse deltas").
-  if (buffer_->scattered()) w->set_values_pipeline(fast_variant(schema_.filters));
+  if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));
   w->expect_sparse_cells(buffer_->cells());
-  fill_spill(*buffer_, *w);
+  fill_spill(*buffer_, *blobs_, *w);
   complete(std::move(w));
   buffer_->clear();
+  blobs_->clear();
   report_bytes();
 }
 
-void Array::fill_spill(WriteBuffer& buf, FragmentWriter& w) const {
-  const size_t es = schema_.elem_size;
-  // Tile by tile in global order.  A tile's cells that fill their bounding box exactly
-  // are stored as a dense piece; the rest stays sparse.
-  buf.for_each_tile([&](const uint64_t* tile, const uint64_t* cs, const uint8_t* vs, size_t m, const Box& bb) {
-    if (m > 1 && bb.cells() == m) w.add_dense_tile(tile, bb, std::vector<uint8_t>(vs, vs + m * es));
-    else w.add_sparse_cells(cs, vs, m);
-  });
-}
 
 void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
   frags_.add(std::move(f), replaced);
@@ -452,7 +470,7 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
     }
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
   });
 }
@@ -465,7 +483,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
     if (compact_) return compact_->read_points(coords, n, static_cast<uint8_t*>(dst));
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
   });
 }
@@ -546,7 +564,7 @@ Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std
     std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
     if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
     resolve_descriptors(desc, lengths, data);
   });
@@ -561,7 +579,7 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
     std::vector<uint8_t> desc(n * kVarDescriptorSize);
     finish_parked();
     buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, desc.data());
     resolve_descriptors(desc, lengths, data);
   });
@@ -575,6 +593,7 @@ Status Array::set_extent(const Coords& extent) {
     if (extent.size() != next.extent.size()) throw_error(Errc::kInvalidArgument, "set_extent: rank differs");
     if (compact_) return compact_->set_extent(schema_.extent, extent);
     finish_parked();  // the fill fragments must be newer than every write before them
+    if (!blobs_->empty()) spill();  // blobs the change cuts must be in fragments the fill hides
     next.extent = extent;
     next.validate();
     const Box old_dom = schema_.domain(), new_dom = next.domain();
@@ -671,7 +690,7 @@ uint64_t Array::storage_bytes() {
 
 size_t Array::buffered_cells() const {
   std::lock_guard<std::mutex> g(mu_);
-  return buffer_->cells();
+  return buffer_->cells() + blobs_->cells();
 }
 
 }  // namespace tessera

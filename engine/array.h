@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/array_store.h"
+#include "engine/blob_buffer.h"
 #include "engine/catalog.h"
 #include "engine/compact_array.h"
 #include "engine/error.h"
@@ -47,6 +48,10 @@ struct ArrayOptions {
   size_t max_open_writers = 4;       // deferred mode: dense writes filtered concurrently
   uint64_t buffer_budget = 64 << 20; // spill the write buffer past this many bytes
   uint64_t direct_cells = 16384;     // box writes of at least min(this, tile cells) bypass the buffer
+  // Deferred mode: box writes of at least blob_min_cells cells and at most blob_bytes bytes
+  // are buffered whole (blob_buffer.h) instead of as cells or a fragment of their own.
+  uint64_t blob_min_cells = 64;
+  uint64_t blob_bytes = 4 << 20;
   // MPI (docs/parallel.md).  collective: fragments are published only by epoch commits
   // (stage_prepared with an epoch) and whatever is unpublished when the array is destroyed
   // is discarded, never published on its own.  shadow: another rank (0) owns journal
@@ -255,7 +260,11 @@ class Array : public BufferOwner {
   void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void maybe_spill();
   // The fragment of a spill: the buffer's cells tile by tile (dense where they fill a box).
-  void fill_spill(WriteBuffer& buf, FragmentWriter& w) const;
+  void fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const;
+  void buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
+  // Spills first when buffered blobs overlap `b` (a write or erase that would otherwise
+  // become a fragment older-looking than them: fragments sort before blobs in reads).
+  void spill_blobs_over(const Box& b);
   // Tells the context's write budget what this array holds; true when over its limit.
   bool report_bytes();
   // Waits (releasing mu_) until no background flush of this array is writing.
@@ -326,6 +335,7 @@ class Array : public BufferOwner {
   ArrayOptions opts_;
   Schema schema_;
   std::unique_ptr<WriteBuffer> buffer_;
+  std::unique_ptr<BlobBuffer> blobs_ = std::make_unique<BlobBuffer>();
   // A background flush's state (flush_in_background): writing a swapped-out buffer of
   // inflight_bytes_ bytes; its cells are in no fragment yet, so reads and everything that
   // lists fragments wait for it (finish_inflight).

@@ -108,7 +108,7 @@ void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {
   for (int d = 0; d < r; ++d) off += (in.lo[d] - full.lo[d]) * st[d];
   finish_parked();
   buffer_->normalize();
-  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
+  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
   ReadPlanner(schema_, view).read(Selection::from_box(in), dst + off * es, st);
 }
 
@@ -147,7 +147,12 @@ void Array::write_tile_locked(const uint64_t* tile, const uint8_t* src) {
 void Array::append_direct(const uint64_t* tile, uint32_t skip, const std::function<void(FragmentWriter&)>& add,
                           bool whole) {
   const Layout layout(schema_);
-  buffer_->erase_inside(chunk_box(tile));  // older buffered cells of the chunk are overwritten
+  const Box cb = chunk_box(tile);
+  if (blobs_->intersects(cb)) {  // older blobs of the chunk: into a fragment older than this one
+    close_direct();
+    spill();
+  }
+  buffer_->erase_inside(cb);  // older buffered cells of the chunk are overwritten
   if (direct_ && (skip != direct_skip_ || whole != direct_whole_ ||
                   layout.compare_tiles(direct_last_.data(), tile) >= 0))
     close_direct();
@@ -216,7 +221,7 @@ void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, ui
   buffer_->normalize();
   const Box full = chunk_box(tile);
   const Layout layout(schema_);
-  if (buffer_->empty()) {
+  if (buffer_->empty() && !blobs_->intersects(full)) {
     // The newest fragment holding anything of the chunk decides.
     for (auto it = frags_.rbegin(); it != frags_.rend(); ++it) {
       const FragmentMeta& m = (*it)->meta();

@@ -39,8 +39,9 @@ void Array::defined_locked(const std::vector<Box>& region, std::vector<Box>* out
   }
   close_direct();
   finish_parked();
+  if (!blobs_->empty()) spill();  // DefinedPlanner reads fragments and cells, not blobs
   buffer_->normalize();
-  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
+  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
   DefinedPlanner(schema_, view).defined(region, out);
 }
 
@@ -55,8 +56,9 @@ Status Array::defined_points(const uint64_t* coords, size_t n, std::vector<uint8
     }
     close_direct();
     finish_parked();
+    if (!blobs_->empty()) spill();
     buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get()};
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
     DefinedPlanner(schema_, view).defined_points(coords, n, out->data());
   });
 }
@@ -81,6 +83,10 @@ void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, si
                 "it is stored as one record; use a chunked dataset");
   if (boxes.empty() && n == 0) return;
   close_direct();
+  // Blobs are read after every fragment: those the erase touches go to a fragment first.
+  bool hit = blobs_->covers_any(points, n, schema_.rank());
+  for (const Box& b : boxes) hit = hit || blobs_->intersects(b);
+  if (hit) spill();
   const Layout layout(schema_);
   const int r = schema_.rank();
   // Large boxes become fill boxes per tile; small ones and points, erased cells.

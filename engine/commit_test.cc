@@ -103,6 +103,7 @@ struct Fixture {
 ArrayOptions options(const Fixture& f) {
   ArrayOptions o;
   o.durable_writes = false;  // the connector's mode: published only by a commit
+  o.blob_bytes = 0;  // a box write is a fragment of its own here
   o.collective = f.epochs;
   return o;
 }
@@ -153,6 +154,7 @@ std::vector<int> generations(const Fixture& f) {
     std::unique_ptr<Array> a;
     ArrayOptions o;
     o.durable_writes = false;
+    o.blob_bytes = 0;  // a box write is a fragment of its own here
     EXPECT_TRUE(c->open_array(f.ids[w], false, o, &a).ok());
     out.push_back(a ? generation_of(*a, w) : -1);
   }

@@ -30,6 +30,7 @@ Schema schema() {
 ArrayOptions deferred() {
   ArrayOptions o;
   o.durable_writes = false;
+  o.blob_bytes = 0;  // a box write is a fragment of its own here
   o.max_open_writers = 2;
   return o;
 }

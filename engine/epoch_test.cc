@@ -37,6 +37,7 @@ Schema schema() {
 ArrayOptions rank_opts(uint32_t rank, uint64_t committed = 0) {
   ArrayOptions o;
   o.durable_writes = false;
+  o.blob_bytes = 0;  // a box write is a fragment of its own here
   o.collective = true;
   o.writer_rank = rank;
   o.shadow = rank != 0;

@@ -407,6 +407,12 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
       scan(fi, t->coords.data(), t->keys.data(), nullptr, m.erased[ti].cells);
     }
   }
+  // Buffered blobs: newer than every fragment, oldest first (blob_buffer.h).
+  if (view_.blobs)
+    for (const Blob& b : view_.blobs->blobs()) {
+      Box piece;
+      if (intersect(b.box, bb, &piece)) copy_box(sel, piece, b.cells.data(), b.box, dst, ostride);
+    }
   if (view_.buffer && !view_.buffer->empty())
     scan(SIZE_MAX, view_.buffer->coords().data(), view_.buffer->keys().data(), view_.buffer->values().data(),
          view_.buffer->cells());
@@ -426,6 +432,17 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
       }
       if (cmp < 0) lo = mid + 1;
       else hi = mid;
+    }
+  }
+  if (view_.blobs) {
+    const auto& bl = view_.blobs->blobs();
+    for (auto it = bl.rbegin(); it != bl.rend(); ++it) {
+      if (!it->box.contains(c)) continue;
+      uint64_t st[kMaxRank], off = 0;
+      layout_.cell_strides(it->box, st);
+      for (int d = 0; d < rank_; ++d) off += (c[d] - it->box.lo[d]) * st[d];
+      *value = it->cells.data() + off * es_;
+      return true;
     }
   }
   uint64_t tile[kMaxRank];

@@ -3,8 +3,8 @@
 // the still-unowned region it covers, so the ranges copied are disjoint and each is owned
 // by the newest dense fragment covering it, and a tile wholly covered by a newer fragment
 // never even reads the older ones.  Unowned cells get the fill value.  Sparse cells
-// (sparse fragments, then the write buffer) are then applied oldest to newest, each only
-// where no newer dense piece owns the cell.  Only touched tiles are read: filtered ones
+// (sparse fragments, then the buffered blobs, then the write buffer) are then applied
+// oldest to newest, each only where no newer dense piece owns the cell.  Only touched tiles are read: filtered ones
 // whole and decoded (through the tile cache), unfiltered ones only in the check blocks
 // the selection touches, straight into the destination (Fragment::read_dense_runs).
 // Those partial reads are queued as jobs and run after the dense pass: a cold read of
@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/blob_buffer.h"
 #include "engine/box.h"
 #include "engine/fragment.h"
 #include "engine/fragment_set.h"
@@ -27,6 +28,7 @@ struct ReadView {
   std::shared_ptr<const FragmentList> fragments;  // oldest first
   const WriteBuffer* buffer = nullptr;               // normalized; newest of all
   Context* ctx = nullptr;                            // its I/O pool reads cold tiles (null: the process's)
+  const BlobBuffer* blobs = nullptr;                 // newer than the fragments, older than the buffer
 };
 
 class ReadPlanner {

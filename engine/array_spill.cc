@@ -1,0 +1,131 @@
+// array_spill.cc — Array::fill_spill: the fragment a spill writes from the buffered cells
+// (write_buffer.h) and blobs (blob_buffer.h).
+//
+// Cells alone go tile by tile straight from the write buffer (a tile whose cells fill
+// their bounding box is a dense piece, the rest sparse).  With blobs, every tile any blob
+// or cell touches is painted like a consolidation paints its inputs (consolidator.h):
+// the blob pieces in arrival order, then the cells, into one buffer with a coverage mask —
+// n rewrites of a tile cost one tile write, and a tile the writes cover whole (an ROI, a
+// frame) becomes one dense piece.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "engine/array.h"
+#include "engine/layout.h"
+#include "engine/strided_copy.h"
+
+namespace tessera {
+
+void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const {
+  const size_t es = schema_.elem_size;
+  if (blobs.empty()) {
+    buf.for_each_tile([&](const uint64_t* tile, const uint64_t* cs, const uint8_t* vs, size_t m, const Box& bb) {
+      if (m > 1 && bb.cells() == m) w.add_dense_tile(tile, bb, std::vector<uint8_t>(vs, vs + m * es));
+      else w.add_sparse_cells(cs, vs, m);
+    });
+    return;
+  }
+  const Layout layout(schema_);
+  const int r = schema_.rank();
+  auto tile_less = [&](const Coords& a, const Coords& b) { return layout.compare_tiles(a.data(), b.data()) < 0; };
+  // Per tile, the blob pieces in arrival order.
+  std::map<Coords, std::vector<std::pair<const Blob*, Box>>, decltype(tile_less)> tiles(tile_less);
+  for (const Blob& b : blobs.blobs())
+    layout.for_each_tile(b.box, [&](const Coords& t) {
+      Box piece;
+      if (intersect(layout.tile_box(t.data()), b.box, &piece)) tiles[t].push_back({&b, std::move(piece)});
+    });
+  // Cells in global order: tile-major, so each tile's cells are one run.
+  buf.normalize();
+  const uint64_t* cs = buf.coords().data();
+  const uint8_t* vs = buf.values().data();
+  const size_t ncells = buf.cells();
+  Coords tc(static_cast<size_t>(r));
+  for (size_t k = 0; k < ncells; ++k) {
+    layout.tile_of(cs + k * r, tc.data());
+    tiles[tc];  // present, perhaps without pieces
+  }
+  size_t cursor = 0;
+  std::vector<uint8_t> data, covered;
+  std::vector<uint64_t> sp_coords;
+  std::vector<uint8_t> sp_values;
+  for (const auto& [tile, pieces] : tiles) {
+    // This tile's cells: the run at the cursor.
+    const size_t c0 = cursor;
+    while (cursor < ncells) {
+      layout.tile_of(cs + cursor * r, tc.data());
+      if (tc != tile) break;
+      ++cursor;
+    }
+    if (pieces.empty()) {  // cells only: as a cells-only spill stores them, no painting
+      const size_t m = cursor - c0;
+      Box cb(Coords(cs + c0 * r, cs + (c0 + 1) * r), Coords(cs + c0 * r, cs + (c0 + 1) * r));
+      for (size_t k = c0 + 1; k < cursor; ++k)
+        for (int d = 0; d < r; ++d) {
+          cb.lo[d] = std::min(cb.lo[d], cs[k * r + d]);
+          cb.hi[d] = std::max(cb.hi[d], cs[k * r + d]);
+        }
+      if (m > 1 && cb.cells() == m) w.add_dense_tile(tile.data(), cb, std::vector<uint8_t>(vs + c0 * es, vs + cursor * es));
+      else w.add_sparse_cells(cs + c0 * r, vs + c0 * es, m);
+      continue;
+    }
+    Box bb;
+    bool any = false;
+    auto grow = [&](const Box& b) {
+      if (!any) {
+        bb = b;
+        any = true;
+        return;
+      }
+      for (int d = 0; d < r; ++d) {
+        bb.lo[d] = std::min(bb.lo[d], b.lo[d]);
+        bb.hi[d] = std::max(bb.hi[d], b.hi[d]);
+      }
+    };
+    for (const auto& p : pieces) grow(p.second);
+    for (size_t k = c0; k < cursor; ++k) grow(Box(Coords(cs + k * r, cs + (k + 1) * r), Coords(cs + k * r, cs + (k + 1) * r)));
+    const uint64_t n = bb.cells();
+    uint64_t bstride[kMaxRank], pstride[kMaxRank], shape[kMaxRank];
+    layout.cell_strides(bb, bstride);
+    data.assign(n * es, 0);
+    covered.assign(n, 0);
+    for (const auto& [blob, piece] : pieces) {
+      layout.cell_strides(blob->box, pstride);
+      uint64_t soff = 0, doff = 0;
+      for (int d = 0; d < r; ++d) {
+        shape[d] = piece.hi[d] - piece.lo[d] + 1;
+        soff += (piece.lo[d] - blob->box.lo[d]) * pstride[d];
+        doff += (piece.lo[d] - bb.lo[d]) * bstride[d];
+      }
+      strided_copy(r, shape, blob->cells.data() + soff * es, pstride, data.data() + doff * es, bstride, es);
+      std::vector<uint8_t> ones(piece.cells(), 1);
+      uint64_t ostride[kMaxRank];
+      layout.cell_strides(piece, ostride);
+      strided_copy(r, shape, ones.data(), ostride, covered.data() + doff, bstride, 1);
+    }
+    for (size_t k = c0; k < cursor; ++k) {
+      uint64_t off = 0;
+      for (int d = 0; d < r; ++d) off += (cs[k * r + d] - bb.lo[d]) * bstride[d];
+      std::memcpy(&data[off * es], vs + k * es, es);
+      covered[off] = 1;
+    }
+    if (static_cast<uint64_t>(std::count(covered.begin(), covered.end(), uint8_t{1})) == n) {
+      w.add_dense_tile(tile.data(), bb, std::move(data));
+      data = {};
+      continue;
+    }
+    sp_coords.clear();
+    sp_values.clear();
+    Coords c(static_cast<size_t>(r));
+    for (uint64_t k = 0; k < n; ++k) {
+      if (!covered[k]) continue;
+      layout.cell_at(bb, k, c.data());  // the k-th cell of bb in cell order
+      sp_coords.insert(sp_coords.end(), c.begin(), c.end());
+      sp_values.insert(sp_values.end(), &data[k * es], &data[k * es] + es);
+    }
+    w.add_sparse_cells(sp_coords.data(), sp_values.data(), sp_coords.size() / r);
+  }
+}
+
+}  // namespace tessera
