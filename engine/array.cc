@@ -192,7 +192,6 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     require_var(false);
     check_selection(sel);
     if (sel.empty()) return;
-    close_direct();
     const int r = schema_.rank();
     uint64_t sstride[kMaxRank];
     if (src_strides) std::copy(src_strides, src_strides + r, sstride);
@@ -200,11 +199,14 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     const auto* p = static_cast<const uint8_t*>(src);
     if (compact_) return compact_->write(sel, p, sstride);
     const uint64_t bytes = sel.cells() * schema_.elem_size;
+    if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
+      spill_blobs_over(sel.bbox());
+      write_dense(sel, p, sstride);  // appends to the open dense fragment when it can
+      return;
+    }
+    close_direct();  // everything else is newer than the open dense fragment
     if (sel.is_box() && !opts_.durable_writes && sel.cells() >= opts_.blob_min_cells && bytes <= opts_.blob_bytes) {
       buffer_blob(sel, p, sstride);
-    } else if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
-      spill_blobs_over(sel.bbox());
-      write_dense(sel, p, sstride);
     } else {
       buffer_cells(sel, p, sstride);
     }
@@ -218,7 +220,22 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
   Layout layout(schema_);
   const int r = schema_.rank();
   const size_t es = schema_.elem_size;
-  auto w = make_writer(next_id());
+  // A box whose tiles all come after the open dense fragment's last one (frames, rows or
+  // chunks written in order) is appended to it: a series of writes becomes one fragment
+  // file, written as it goes, instead of a file each.  Anything else written, read or
+  // spilled in between closes it (close_direct), so fragment order stays write order.
+  Coords first(static_cast<size_t>(r)), last(static_cast<size_t>(r));
+  layout.tile_of(box.lo.data(), first.data());
+  layout.tile_of(box.hi.data(), last.data());
+  const bool append = direct_ && !opts_.durable_writes && direct_skip_ == 0 && !direct_whole_ &&
+                      layout.compare_tiles(direct_last_.data(), first.data()) < 0;
+  if (!append) {
+    close_direct();
+    direct_ = make_writer(next_id());
+    direct_skip_ = 0;
+    direct_whole_ = false;
+  }
+  FragmentWriter* w = direct_.get();
   layout.for_each_tile(box, [&](const Coords& t) {
     Box piece;
     intersect(layout.tile_box(t.data()), box, &piece);
@@ -241,7 +258,8 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
     strided_copy(r, shape, src + soff * es, sstride, data.data(), dstride, es);
     w->add_dense_tile(t.data(), piece, std::move(data));
   });
-  park(std::move(w));
+  direct_last_ = last;
+  if (opts_.durable_writes) close_direct();  // durable when the call returns
 }
 
 void Array::buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
@@ -402,6 +420,7 @@ void Array::flush_in_background() noexcept {
       // A file is coming: the directory first, under the lock (make_writer's before_file
       // would create it from this thread without it).
       if (!store_->dir_exists()) store_->ensure_dir(opts_.durable_writes, schema_.var);
+      close_direct();  // nothing may be appended to an older fragment after this swap
       auto fresh = std::make_unique<WriteBuffer>(schema_);
       w = make_writer(next_id());  // older than anything written after the swap
       if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));
@@ -440,6 +459,7 @@ void Array::spill() {
     pending_heap_.reset();
   }
   if (buffer_->empty() && blobs_->empty()) return;
+  close_direct();  // the open dense fragment is older than this spill: no appends after it
   auto w = make_writer(next_id());
   // Scattered points: an LSM-style delta, values under a fast codec until consolidation
   // (docs/engine.md "Sparse deltas").

@@ -70,6 +70,13 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
       else w.add_sparse_cells(cs + c0 * r, vs + c0 * es, m);
       continue;
     }
+    if (pieces.size() == 1 && cursor == c0 && pieces[0].second == pieces[0].first->box) {
+      // One whole blob is this tile's only write (a frame, an ROI): its cells, as they are.
+      const Blob& b = *pieces[0].first;
+      if (schema_.filters.empty()) w.add_dense_tile_from(tile.data(), b.box, b.cells.data());
+      else w.add_dense_tile(tile.data(), b.box, b.cells);
+      continue;
+    }
     Box bb;
     bool any = false;
     auto grow = [&](const Box& b) {

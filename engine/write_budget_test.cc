@@ -136,9 +136,10 @@ TEST(WriteBudget, ManyArraysShareOneBoundAndReadBackTheModel) {
     }
   }
   // Slack: the write in hand lands whole before its writer waits, and a read sorting a
-  // buffer adds its keys for a moment (each a few times one write here).
-  EXPECT_LE(ctx->budget().peak(), ctx->budget().limit() + 4 * biggest_write)
-      << "the budget's peak passed its limit by more than a few writes";
+  // buffer copies it with its keys for a moment (at most the limit again).  Without the
+  // budget the buffers would hold all 72 MB written.
+  EXPECT_LE(ctx->budget().peak(), 2 * ctx->budget().limit() + 4 * biggest_write)
+      << "the budget's peak passed twice its limit";
   EXPECT_GT(arrays[0]->fragments().size(), 1u) << "the budget never flushed anything";
   for (int i = 0; i < kArrays; ++i) ASSERT_TRUE(arrays[i]->flush().ok());
   arrays.clear();  // every array gone: the budget holds nothing
