@@ -34,7 +34,9 @@ f.flush()  # epoch 1
 comm.Barrier()
 if rank == 0:
     open(path + ".epoch1", "w").close()
-for k in range(4):  # several fragments per rank in epoch 2
+# Several fragments per rank in epoch 2: in descending order (writes in tile order
+# would be appended to one fragment, Array::write_dense).
+for k in reversed(range(4)):
     lo = rank * PER + k * (PER // 4)
     x[lo:lo + PER // 4] = 2
 f.create_dataset("y", data=np.arange(10))
