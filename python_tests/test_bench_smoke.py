@@ -140,3 +140,16 @@ def test_bench_direct_chunk_smoke(tessera_env, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     rows = [line for line in r.stdout.splitlines() if line.split() and line.split()[-1] in ("yes", "NO")]
     assert len(rows) == 3 and all(row.endswith("yes") for row in rows), r.stdout
+
+
+# ------------------------------------------------------------------ the many-datasets benchmark
+def test_many_datasets_benchmark_runs_both_sides(tessera_env, tmp_path):
+    """scripts/bench/bench_many_datasets.py (issue 15's workload) at a tiny scale: both
+    connectors write and the spot-read after reopening finds the last values written."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_many_datasets.py"
+    proc = subprocess.run([sys.executable, str(script), "--datasets", "4", "--side", "256", "--points", "20000",
+                           "--per-write", "10000", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "CHECK spot-read of d00 after reopening: ok" in out, out
+    assert "peak RSS" in out and "durable close" in out, out
