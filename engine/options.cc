@@ -36,6 +36,8 @@ const std::vector<Setting>& settings() {
        [](EngineOptions& o, uint64_t v) { o.write_memory_mb = v; }},
       {"direct_write_cells", 1, uint64_t{1} << 40, [](const EngineOptions& o) { return o.direct_write_cells; },
        [](EngineOptions& o, uint64_t v) { o.direct_write_cells = v; }},
+      {"blob_kb", 0, kMiB, [](const EngineOptions& o) { return o.blob_kb; },
+       [](EngineOptions& o, uint64_t v) { o.blob_kb = v; }},
       {"inline_fragment_kb", 0, kMiB, [](const EngineOptions& o) { return o.inline_fragment_kb; },
        [](EngineOptions& o, uint64_t v) { o.inline_fragment_kb = v; }},
       {"inline_total_mb", 0, kMiB, [](const EngineOptions& o) { return o.inline_total_mb; },
@@ -118,6 +120,7 @@ ArrayOptions EngineOptions::array_options() const {
   ArrayOptions a;
   a.buffer_budget = write_buffer_mb << 20;
   a.direct_cells = direct_write_cells;
+  a.blob_bytes = blob_kb << 10;
   a.inline_fragment_bytes = inline_fragment_kb << 10;
   return a;
 }

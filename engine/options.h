@@ -8,7 +8,7 @@
 // or a wrapped-around number.
 //
 // Two kinds of settings:
-//   per container — write_buffer_mb, direct_write_cells, inline_fragment_kb,
+//   per container — write_buffer_mb, direct_write_cells, blob_kb, inline_fragment_kb,
 //     inline_total_mb: each container (file) uses the options it was opened with
 //     (array_options(), Container::set_inline_budget);
 //   per process — threads, io_threads, tile_cache_mb, write_memory_mb: the thread pools,
@@ -34,6 +34,7 @@ struct EngineOptions {
   uint64_t write_buffer_mb = 64;      // an array's write buffer spills past this
   uint64_t write_memory_mb = 256;     // all write buffers of the process together (write_budget.h)
   uint64_t direct_write_cells = 16384;  // box writes of at least this many cells bypass the buffer
+  uint64_t blob_kb = 4096;            // smaller box writes are buffered whole (blob_buffer.h; 0: never)
   uint64_t inline_fragment_kb = 64;   // fragments up to this size live in the catalog (0: never)
   uint64_t inline_total_mb = 256;     // a container's catalog holds at most this many inline bytes
 

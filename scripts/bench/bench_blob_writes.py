@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Random blob writes (NDBlaze, Fig. 7/8): perceived and sustained write throughput and
+peak RSS, tessera vs native HDF5 in the same run (issue 15; docs/benchmarks.md).
+
+Each writer process opens its own file and writes rectangular blobs of 64 KiB to 16 MiB
+(int32, random sizes and unaligned positions) into one S x S dataset chunked C x C, until
+it has written `--gib` GiB; then closes the file (native: plus an fsync; tessera's close
+is durable).  Perceived throughput = bytes / time spent inside H5Dwrite; sustained =
+bytes / time from the first write to the durable close.  1, 2 and 4 writers run at once
+(separate files); each connector runs in its own child processes.
+
+  scripts/tessera-env run .venv/bin/python scripts/bench/bench_blob_writes.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+CHILD = r"""
+import json, os, resource, sys, time
+import numpy as np
+import h5py
+path, S, C, total, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+rng = np.random.default_rng(seed)
+sides = [128, 256, 512, 1024, 2048]  # int32 squares: 64 KiB, 256 KiB, 1 MiB, 4 MiB, 16 MiB
+f = h5py.File(path, "w")
+d = f.create_dataset("x", shape=(S, S), dtype="i4", chunks=(C, C))
+blob = {s: np.arange(s * s, dtype=np.int32).reshape(s, s) for s in sides}
+written = inside = 0
+t0 = time.perf_counter()
+last = None
+while written < total:
+    s = int(rng.choice(sides))
+    r, c = int(rng.integers(0, S - s)), int(rng.integers(0, S - s))
+    v = blob[s] + written // 4096
+    t = time.perf_counter()
+    d[r:r + s, c:c + s] = v
+    inside += time.perf_counter() - t
+    written += v.nbytes
+    last = (r, c, s, int(v[s // 2, s // 3]))
+f.close()
+if os.path.isfile(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+t1 = time.perf_counter()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+with h5py.File(path, "r") as g:  # the last blob's middle: the newest value wins
+    r, c, s, want = last
+    ok = int(g["x"][r + s // 2, c + s // 3]) == want
+print(json.dumps({"bytes": written, "inside": inside, "total": t1 - t0, "rss": rss, "ok": ok}))
+"""
+
+
+def run(native: bool, writers: int, a, where: str) -> dict:
+    env = dict(os.environ)
+    if native:
+        env.pop("HDF5_VOL_CONNECTOR", None)
+    procs = []
+    for w in range(writers):
+        path = os.path.join(where, f"{'n' if native else 't'}{writers}_{w}.h5")
+        procs.append((path, subprocess.Popen([sys.executable, "-c", CHILD, path, str(a.side), str(a.chunk),
+                                              str(int(a.gib * 2**30)), str(100 + w)],
+                                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    out = []
+    for path, p in procs:
+        so, se = p.communicate()
+        if p.returncode != 0:
+            sys.exit(f"{'native' if native else 'tessera'} writer failed:\n{se[-3000:]}")
+        out.append(json.loads(so.strip().splitlines()[-1]))
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+    b = sum(x["bytes"] for x in out)
+    return {"perceived": b / max(x["inside"] for x in out) / 2**20,
+            "sustained": b / max(x["total"] for x in out) / 2**20,
+            "rss": max(x["rss"] for x in out) / 2**20, "ok": all(x["ok"] for x in out)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--side", type=int, default=8192)
+    ap.add_argument("--chunk", type=int, default=512)
+    ap.add_argument("--gib", type=float, default=1.0, help="GiB written by each writer")
+    ap.add_argument("--writers", default="1,2,4")
+    ap.add_argument("--quick", action="store_true", help="S=4096, 0.125 GiB, 1 and 2 writers")
+    ap.add_argument("--dir", default=None)
+    a = ap.parse_args()
+    if a.quick:
+        a.side, a.gib, a.writers = 4096, 0.125, "1,2"
+    if os.environ.get("HDF5_VOL_CONNECTOR", "").split(" ")[0] != "tessera":
+        sys.exit("run under scripts/tessera-env (HDF5_VOL_CONNECTOR=tessera)")
+    where = tempfile.mkdtemp(prefix="tessera_blobs_", dir=a.dir)
+    bad = 0
+    print(f"# int32 {a.side}x{a.side} chunked {a.chunk}x{a.chunk}; blobs of 64 KiB-16 MiB at random places; "
+          f"{a.gib} GiB per writer; settings: {os.environ.get('HDF5_VOL_CONNECTOR')}")
+    print(f"{'writers':>8}{'':2}{'perceived MiB/s':>34}{'sustained MiB/s':>34}{'peak RSS MiB (per writer)':>34}")
+    print(f"{'':10}" + "".join(f"{'native':>11}{'tessera':>11}{'ratio':>12}" for _ in range(3)))
+    try:
+        for k in [int(x) for x in a.writers.split(",")]:
+            n = run(True, k, a, where)
+            t = run(False, k, a, where)
+            bad += (not n["ok"]) + (not t["ok"])
+            row = f"{k:>8}{'':2}"
+            for key in ("perceived", "sustained", "rss"):
+                row += f"{n[key]:11.1f}{t[key]:11.1f}{n[key] / t[key] if key == 'rss' else t[key] / n[key]:12.2f}"
+            print(row)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    print("(ratio: tessera/native for throughput, native/tessera for RSS)")
+    print(f"CHECK newest value of the last blob after reopening: {'ok' if bad == 0 else f'{bad} wrong'}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
