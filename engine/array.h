@@ -265,6 +265,8 @@ class Array : public BufferOwner {
   // Spills first when buffered blobs overlap `b` (a write or erase that would otherwise
   // become a fragment older-looking than them: fragments sort before blobs in reads).
   void spill_blobs_over(const Box& b);
+  // Whether `box` starts after the open dense fragment's last tile (it can be appended).
+  bool appends_after_direct(const Box& box) const;
   // Tells the context's write budget what this array holds; true when over its limit.
   bool report_bytes();
   // Waits (releasing mu_) until no background flush of this array is writing.
@@ -336,6 +338,7 @@ class Array : public BufferOwner {
   Schema schema_;
   std::unique_ptr<WriteBuffer> buffer_;
   std::unique_ptr<BlobBuffer> blobs_ = std::make_unique<BlobBuffer>();
+  std::vector<uint8_t> scratch_;  // write_dense: pieces gathered for unfiltered tiles
   // A background flush's state (flush_in_background): writing a swapped-out buffer of
   // inflight_bytes_ bytes; its cells are in no fragment yet, so reads and everything that
   // lists fragments wait for it (finish_inflight).
