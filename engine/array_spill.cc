@@ -60,12 +60,9 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
     }
     if (pieces.empty()) {  // cells only: as a cells-only spill stores them, no painting
       const size_t m = cursor - c0;
-      Box cb(Coords(cs + c0 * r, cs + (c0 + 1) * r), Coords(cs + c0 * r, cs + (c0 + 1) * r));
-      for (size_t k = c0 + 1; k < cursor; ++k)
-        for (int d = 0; d < r; ++d) {
-          cb.lo[d] = std::min(cb.lo[d], cs[k * r + d]);
-          cb.hi[d] = std::max(cb.hi[d], cs[k * r + d]);
-        }
+      BoundingBox cbound;
+      for (size_t k = c0; k < cursor; ++k) cbound.add(cs + k * r, r);
+      const Box& cb = cbound.box;
       if (m > 1 && cb.cells() == m) w.add_dense_tile(tile.data(), cb, std::vector<uint8_t>(vs + c0 * es, vs + cursor * es));
       else w.add_sparse_cells(cs + c0 * r, vs + c0 * es, m);
       continue;
@@ -77,21 +74,10 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
       else w.add_dense_tile(tile.data(), b.box, b.cells);
       continue;
     }
-    Box bb;
-    bool any = false;
-    auto grow = [&](const Box& b) {
-      if (!any) {
-        bb = b;
-        any = true;
-        return;
-      }
-      for (int d = 0; d < r; ++d) {
-        bb.lo[d] = std::min(bb.lo[d], b.lo[d]);
-        bb.hi[d] = std::max(bb.hi[d], b.hi[d]);
-      }
-    };
-    for (const auto& p : pieces) grow(p.second);
-    for (size_t k = c0; k < cursor; ++k) grow(Box(Coords(cs + k * r, cs + (k + 1) * r), Coords(cs + k * r, cs + (k + 1) * r)));
+    BoundingBox bound;
+    for (const auto& p : pieces) bound.add(p.second);
+    for (size_t k = c0; k < cursor; ++k) bound.add(cs + k * r, r);
+    const Box& bb = bound.box;
     const uint64_t n = bb.cells();
     uint64_t bstride[kMaxRank], pstride[kMaxRank], shape[kMaxRank];
     layout.cell_strides(bb, bstride);

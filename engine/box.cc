@@ -56,6 +56,30 @@ bool intersect(const Box& a, const Box& b, Box* out) {
   return true;
 }
 
+void BoundingBox::add(const Box& b) {
+  if (!any) {
+    box = b;
+    any = true;
+    return;
+  }
+  for (int d = 0; d < b.rank(); ++d) {
+    box.lo[d] = std::min(box.lo[d], b.lo[d]);
+    box.hi[d] = std::max(box.hi[d], b.hi[d]);
+  }
+}
+
+void BoundingBox::add(const uint64_t* cell, int rank) {
+  if (!any) {
+    box = Box(Coords(cell, cell + rank), Coords(cell, cell + rank));
+    any = true;
+    return;
+  }
+  for (int d = 0; d < rank; ++d) {
+    box.lo[d] = std::min(box.lo[d], cell[d]);
+    box.hi[d] = std::max(box.hi[d], cell[d]);
+  }
+}
+
 void subtract(const Box& a, const Box& b, std::vector<Box>* out) {
   Box inter;
   if (!intersect(a, b, &inter)) {

@@ -35,6 +35,14 @@ bool intersect(const Box& a, const Box& b, Box* out);
 // Appends to `out` disjoint boxes whose union is a \ b (at most 2*rank boxes).
 void subtract(const Box& a, const Box& b, std::vector<Box>* out);
 
+// The bounding box of what is added to it (empty until the first add).
+struct BoundingBox {
+  Box box;
+  bool any = false;
+  void add(const Box& b);
+  void add(const uint64_t* cell, int rank);  // one cell
+};
+
 struct Interval {
   uint64_t lo, hi;  // inclusive
   uint64_t len() const { return hi - lo + 1; }

@@ -66,19 +66,8 @@ void Consolidator::write(FragmentWriter& w) {
     layout_.key_words(tbox.lo.data(), klo.data());
     layout_.key_words(tbox.hi.data(), khi.data());
     // Bounding box of what the inputs hold in this tile.
-    Box bb;
-    bool any = false;
-    auto grow = [&](const Box& b) {
-      if (!any) {
-        bb = b;
-        any = true;
-        return;
-      }
-      for (int d = 0; d < r; ++d) {
-        bb.lo[d] = std::min(bb.lo[d], b.lo[d]);
-        bb.hi[d] = std::max(bb.hi[d], b.hi[d]);
-      }
-    };
+    BoundingBox bound;
+    auto grow = [&](const Box& b) { bound.add(b); };
     struct SparseRef {
       std::shared_ptr<const SparseTileData> data;
       size_t first, last;  // the cells of this space tile
@@ -87,14 +76,7 @@ void Consolidator::write(FragmentWriter& w) {
     auto take = [&](const SparseEntry& e, std::shared_ptr<const SparseTileData> t, std::vector<SparseRef>* into) {
       auto [a, b] = layout_.key_range(t->keys.data(), e.cells, klo.data(), khi.data());
       if (a == b) return;
-      Box cells_bb(Coords(&t->coords[a * r], &t->coords[a * r] + r), Coords(&t->coords[a * r], &t->coords[a * r] + r));
-      for (size_t k = a + 1; k < b; ++k) {
-        for (int d = 0; d < r; ++d) {
-          cells_bb.lo[d] = std::min(cells_bb.lo[d], t->coords[k * r + d]);
-          cells_bb.hi[d] = std::max(cells_bb.hi[d], t->coords[k * r + d]);
-        }
-      }
-      grow(cells_bb);
+      for (size_t k = a; k < b; ++k) bound.add(&t->coords[k * r], r);
       into->push_back({std::move(t), a, b});
     };
     for (size_t fi = 0; fi < in_.size(); ++fi) {
@@ -106,7 +88,8 @@ void Consolidator::write(FragmentWriter& w) {
       for (size_t ti = 0; ti < m.erased.size(); ++ti)
         if (m.erased[ti].mbr.intersects(tbox)) take(m.erased[ti], in_[fi]->erased_tile(ti, layout_), &erased_in[fi]);
     }
-    if (!any) continue;
+    if (!bound.any) continue;
+    const Box& bb = bound.box;
     const uint64_t n = bb.cells();
     uint64_t bstride[kMaxRank];
     layout_.cell_strides(bb, bstride);

@@ -23,18 +23,6 @@ struct TileLess {
   bool operator()(const Coords& a, const Coords& b) const { return layout->compare_tiles(a.data(), b.data()) < 0; }
 };
 
-// The position of cell c among n cells of t in global order, or false.
-bool holds(const Layout& layout, const SparseTileData& t, size_t n, int rank, const uint64_t* c) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    int cmp = layout.compare_cells(&t.coords[mid * rank], c);
-    if (cmp == 0) return true;
-    if (cmp < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -292,14 +280,14 @@ void DefinedPlanner::defined_points(const uint64_t* coords, size_t n, uint8_t* o
       bool decided = false;
       for (size_t ti = 0; ti < m.sparse.size() && !decided; ++ti) {
         const SparseEntry& e = m.sparse[ti];
-        if (e.mbr.contains(c) && holds(layout_, *f.sparse_coords(ti, layout_), e.cells, rank_, c)) {
+        if (e.mbr.contains(c) && find_cell(layout_, *f.sparse_coords(ti, layout_), e.cells, c) != SIZE_MAX) {
           out[i] = 1;
           decided = true;
         }
       }
       for (size_t ti = 0; ti < m.erased.size() && !decided; ++ti) {
         const SparseEntry& e = m.erased[ti];
-        if (e.mbr.contains(c) && holds(layout_, *f.erased_tile(ti, layout_), e.cells, rank_, c)) decided = true;
+        if (e.mbr.contains(c) && find_cell(layout_, *f.erased_tile(ti, layout_), e.cells, c) != SIZE_MAX) decided = true;
       }
       if (decided) break;
     }

@@ -253,6 +253,19 @@ std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const
   return v;
 }
 
+size_t find_cell(const Layout& layout, const SparseTileData& t, size_t n, const uint64_t* c) {
+  const size_t rank = n ? t.coords.size() / n : 0;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int cmp = layout.compare_cells(&t.coords[mid * rank], c);
+    if (cmp == 0) return mid;
+    if (cmp < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return SIZE_MAX;
+}
+
 std::shared_ptr<const SparseTileData> Fragment::sparse_tile(size_t i, const Layout& layout) const {
   const SparseEntry& e = meta_.sparse.at(i);
   return load_cells(e, "sparse tile " + std::to_string(i), true, e.coords.offset, layout);

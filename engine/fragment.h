@@ -33,6 +33,10 @@ struct SparseTileData {
   std::vector<uint64_t> keys;    // cells * layout.key_size(): global-order keys for searches
 };
 
+// The index of cell c among the first n cells of t (global order, as every sparse and
+// erased tile keeps them), or SIZE_MAX.
+size_t find_cell(const Layout& layout, const SparseTileData& t, size_t n, const uint64_t* c);
+
 class Fragment {
  public:
   // ctx: whose decoded-tile cache the fragment's tiles go to (null: the process's).

@@ -34,6 +34,25 @@ void check_box(ByteReader& r, const Box& b) {
   for (int d = 0; d < b.rank(); ++d)
     if (b.lo[d] > b.hi[d]) r.fail("empty box");
 }
+// A sparse or erased tile's head: cells, MBR, first and last cell, coordinates blob (the
+// same bytes in both lists; serialize writes them in this order).
+void put_tile_head(ByteWriter& w, const SparseEntry& e) {
+  w.u64(e.cells);
+  put_coords(w, e.mbr.lo);
+  put_coords(w, e.mbr.hi);
+  put_coords(w, e.first);
+  put_coords(w, e.last);
+  put_blob(w, e.coords);
+}
+void get_tile_head(ByteReader& r, uint32_t rank, SparseEntry* e) {
+  e->cells = r.u64();
+  e->mbr.lo = get_coords(r, rank);
+  e->mbr.hi = get_coords(r, rank);
+  check_box(r, e->mbr);
+  e->first = get_coords(r, rank);
+  e->last = get_coords(r, rank);
+  e->coords = get_blob(r);
+}
 
 }  // namespace
 
@@ -79,12 +98,7 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
   }
   w.u64(sparse.size());
   for (const auto& e : sparse) {
-    w.u64(e.cells);
-    put_coords(w, e.mbr.lo);
-    put_coords(w, e.mbr.hi);
-    put_coords(w, e.first);
-    put_coords(w, e.last);
-    put_blob(w, e.coords);
+    put_tile_head(w, e);
     put_blob(w, e.values);
     e.stats.serialize(w);
   }
@@ -98,14 +112,7 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
   w.u8(sets_extent ? 1 : 0);
   if (sets_extent) put_coords(w, extent);
   w.u64(erased.size());
-  for (const auto& e : erased) {
-    w.u64(e.cells);
-    put_coords(w, e.mbr.lo);
-    put_coords(w, e.mbr.hi);
-    put_coords(w, e.first);
-    put_coords(w, e.last);
-    put_blob(w, e.coords);
-  }
+  for (const auto& e : erased) put_tile_head(w, e);
   return std::move(w.buf());
 }
 
@@ -161,13 +168,7 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
   uint64_t ns = r.count(8 + 4 * coord_bytes + 64 + 25);
   m.sparse.resize(ns);
   for (auto& e : m.sparse) {
-    e.cells = r.u64();
-    e.mbr.lo = get_coords(r, m.rank);
-    e.mbr.hi = get_coords(r, m.rank);
-    check_box(r, e.mbr);
-    e.first = get_coords(r, m.rank);
-    e.last = get_coords(r, m.rank);
-    e.coords = get_blob(r);
+    get_tile_head(r, m.rank, &e);
     e.values = get_blob(r);
     e.stats = TileStats::deserialize(r);
     if (e.cells == 0 || e.coords.raw_size != e.cells * coord_bytes ||
@@ -190,13 +191,7 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
     uint64_t ne = r.count(8 + 4 * coord_bytes + 32);
     m.erased.resize(ne);
     for (auto& e : m.erased) {
-      e.cells = r.u64();
-      e.mbr.lo = get_coords(r, m.rank);
-      e.mbr.hi = get_coords(r, m.rank);
-      check_box(r, e.mbr);
-      e.first = get_coords(r, m.rank);
-      e.last = get_coords(r, m.rank);
-      e.coords = get_blob(r);
+      get_tile_head(r, m.rank, &e);
       if (e.cells == 0 || e.coords.raw_size != e.cells * coord_bytes) r.fail("erased tile size does not match its cell count");
     }
   }

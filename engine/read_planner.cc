@@ -468,7 +468,7 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
       if (!e.mbr.contains(c)) continue;
       if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
       auto t = f.sparse_tile(ti, layout_);
-      size_t at = find_cell(*t, e.cells, c);
+      size_t at = find_cell(layout_, *t, e.cells, c);
       if (at != SIZE_MAX) {
         *value = &t->values[at * es_];
         keep->push_back(t);
@@ -479,23 +479,12 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
       const SparseEntry& e = m.erased[ti];
       if (!e.mbr.contains(c)) continue;
       if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
-      if (find_cell(*f.erased_tile(ti, layout_), e.cells, c) != SIZE_MAX) return false;
+      if (find_cell(layout_, *f.erased_tile(ti, layout_), e.cells, c) != SIZE_MAX) return false;
     }
   }
   return false;
 }
 
-size_t ReadPlanner::find_cell(const SparseTileData& t, size_t n, const uint64_t* c) const {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    int cmp = layout_.compare_cells(&t.coords[mid * rank_], c);
-    if (cmp == 0) return mid;
-    if (cmp < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return SIZE_MAX;
-}
 
 void ReadPlanner::read_points(const uint64_t* coords, size_t n, uint8_t* dst) {
   std::vector<std::shared_ptr<const void>> keep;

@@ -60,8 +60,6 @@ class ReadPlanner {
   void run_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   void fill_run(uint8_t* dst, uint64_t n) const;  // n fill values, contiguous
-  // The index of cell c among the n cells of t (global order), or SIZE_MAX.
-  size_t find_cell(const SparseTileData& t, size_t n, const uint64_t* c) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
                    std::vector<std::shared_ptr<const void>>* keep);
 
