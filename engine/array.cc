@@ -228,8 +228,7 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
   // chunks written in order) is appended to it: a series of writes becomes one fragment
   // file, written as it goes, instead of a file each.  Anything else written, read or
   // spilled in between closes it (close_direct), so fragment order stays write order.
-  Coords first(static_cast<size_t>(r)), last(static_cast<size_t>(r));
-  layout.tile_of(box.lo.data(), first.data());
+  Coords last(static_cast<size_t>(r));  // the box's last tile in tile order: its hi corner's
   layout.tile_of(box.hi.data(), last.data());
   const bool append = !opts_.durable_writes && appends_after_direct(box);
   if (!append) {

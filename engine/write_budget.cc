@@ -42,10 +42,14 @@ bool WriteBudget::report(BufferOwner* o, uint64_t bytes) {
 
 BufferOwner* WriteBudget::largest() const {
   std::lock_guard<std::mutex> g(mu_);
+  return largest_locked(running_);
+}
+
+BufferOwner* WriteBudget::largest_locked(const BufferOwner* skip) const {
   BufferOwner* best = nullptr;
   uint64_t most = 0;
   for (const auto& [o, b] : bytes_)
-    if (b > most && o != running_) {
+    if (b > most && o != skip) {
       best = o;
       most = b;
     }
@@ -93,13 +97,7 @@ void WriteBudget::wait_for_room() {
     if (queue_.empty() && !running_) {
       // Nothing on its way: queue the largest buffer.  None, or flushes that do not
       // help (a failing disk keeps its buffer): the writer goes on over the limit.
-      BufferOwner* best = nullptr;
-      uint64_t most = 0;
-      for (const auto& [o, b] : bytes_)
-        if (b > most) {
-          best = o;
-          most = b;
-        }
+      BufferOwner* best = largest_locked(nullptr);
       if (!best || fruitless >= 2) return;
       queue_.push_back(best);
       start_locked();

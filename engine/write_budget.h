@@ -62,6 +62,7 @@ class WriteBudget {
  private:
   void run();
   void start_locked();
+  BufferOwner* largest_locked(const BufferOwner* skip) const;  // mu_ held
   const uint64_t limit_;
   mutable std::mutex mu_;
   std::condition_variable work_, done_;
