@@ -217,6 +217,88 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
   }), &g);
 }
 
+Status Array::write_boxes(const std::vector<Box>& boxes, const void* src) {
+  std::unique_lock<std::mutex> g(mu_);
+  return throttle(guard([&] {
+    require_writable();
+    require_var(false);
+    for (const Box& b : boxes) check_selection(Selection::from_box(b));
+    const size_t es = schema_.elem_size;
+    const auto* p = static_cast<const uint8_t*>(src);
+    if (compact_) {
+      for (const Box& b : boxes) {
+        uint64_t st[kMaxRank];
+        Selection sel = Selection::from_box(b);
+        sel.dense_strides(st);
+        compact_->write(sel, p, st);
+        p += b.cells() * es;
+      }
+      return;
+    }
+    const Layout layout(schema_);
+    const int r = schema_.rank();
+    const uint64_t direct = std::min(opts_.direct_cells, schema_.tile_cells());
+    // The large boxes' pieces, all in one fragment in tile order (the boxes are disjoint).
+    struct Piece {
+      Coords tile;
+      Box piece;
+      const Box* box;
+      const uint8_t* src;
+    };
+    std::vector<Piece> pieces;
+    std::vector<std::pair<const Box*, const uint8_t*>> small;
+    for (const Box& b : boxes) {
+      if (b.cells() >= direct) {
+        spill_blobs_over(b);
+        buffer_->erase_inside(b);  // older buffered cells there are overwritten
+        layout.for_each_tile(b, [&](const Coords& t) {
+          Box piece;
+          if (intersect(layout.tile_box(t.data()), b, &piece)) pieces.push_back({t, std::move(piece), &b, p});
+        });
+      } else {
+        small.push_back({&b, p});
+      }
+      p += b.cells() * es;
+    }
+    close_direct();
+    if (!pieces.empty()) {
+      std::stable_sort(pieces.begin(), pieces.end(),
+                       [&](const Piece& x, const Piece& y) { return layout.compare_tiles(x.tile.data(), y.tile.data()) < 0; });
+      // A fragment holds one data piece per tile: the k-th piece of a tile goes to the
+      // k-th fragment (as many fragments as the most boxes sharing one tile; the boxes
+      // are disjoint, so the fragments' order does not matter).
+      std::vector<std::unique_ptr<FragmentWriter>> layers;
+      const Coords* last_tile = nullptr;
+      size_t k = 0;
+      for (const Piece& pc : pieces) {
+        k = last_tile && *last_tile == pc.tile ? k + 1 : 0;
+        last_tile = &pc.tile;
+        if (k == layers.size()) layers.push_back(make_writer(next_id()));
+        FragmentWriter* w = layers[k].get();
+        uint64_t shape[kMaxRank], sstride[kMaxRank], dstride[kMaxRank], soff = 0;
+        Selection::from_box(*pc.box).dense_strides(sstride);
+        for (int d = 0; d < r; ++d) {
+          shape[d] = pc.piece.hi[d] - pc.piece.lo[d] + 1;
+          soff += (pc.piece.lo[d] - pc.box->lo[d]) * sstride[d];
+        }
+        layout.cell_strides(pc.piece, dstride);
+        std::vector<uint8_t> data(pc.piece.cells() * es);
+        strided_copy(r, shape, pc.src + soff * es, sstride, data.data(), dstride, es);
+        w->add_dense_tile(pc.tile.data(), pc.piece, std::move(data));
+      }
+      for (auto& w : layers) park(std::move(w));
+    }
+    for (const auto& [b, sp] : small) {
+      Selection sel = Selection::from_box(*b);
+      uint64_t st[kMaxRank];
+      sel.dense_strides(st);
+      const bool blob = !opts_.durable_writes && b->cells() >= opts_.blob_min_cells && b->cells() * es <= opts_.blob_bytes;
+      if (blob) buffer_blob(sel, sp, st);
+      else buffer_cells(sel, sp, st);
+    }
+  }), &g);
+}
+
 void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
   const Box& box = sel.bbox();
   // Buffered cells inside the box are older than this write and now overwritten.

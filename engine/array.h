@@ -128,6 +128,11 @@ class Array : public BufferOwner {
   // Writes the selected cells from src (selection row-major order; src_strides in elements
   // per dimension over the selection's ranks, or null for dense).
   Status write(const Selection& sel, const void* src, const uint64_t* src_strides = nullptr);
+  // Disjoint boxes whose cells follow each other in src, each box's row-major (an
+  // irregular HDF5 selection split into boxes): one call, so the large boxes become one
+  // fragment together (as many as the most boxes sharing a tile) instead of one each,
+  // and the others go to the buffer.
+  Status write_boxes(const std::vector<Box>& boxes, const void* src);
   Status write_points(const uint64_t* coords, size_t n, const void* values);
   // The same, taking over `coords` (n * rank words): a large point list is not copied.
   Status write_points(std::vector<uint64_t>&& coords, const void* values);

@@ -221,20 +221,19 @@ void read_selection(tessera::Array& a, const FileSelection& fs, void* packed) {
 
 void write_selection(tessera::Array& a, FileSelection& fs, const void* packed) {
   const auto* in = static_cast<const uint8_t*>(packed);
-  const size_t es = a.schema().elem_size;
   switch (fs.kind) {
     case FileSelection::kNone: return;
     case FileSelection::kSlab: check(a.write(fs.slab, in)); return;
     case FileSelection::kPoints: check(a.write_points(std::move(fs.points), in)); return;
     case FileSelection::kIrregular: {
+      // One engine call for the whole selection: its large boxes become one fragment
+      // (Array::write_boxes), never one each.
       const tessera::Coords E = space_dims(fs.space);
-      size_t pos = 0;
+      std::vector<tessera::Box> boxes;
       for_each_seq(fs.space, 1, [&](size_t off, size_t len) {
-        range_boxes(off, len, E, [&](const tessera::Box& b, uint64_t cells) {
-          check(a.write(tessera::Selection::from_box(b), in + pos * es));
-          pos += cells;
-        });
+        range_boxes(off, len, E, [&](const tessera::Box& b, uint64_t) { boxes.push_back(b); });
       });
+      check(a.write_boxes(boxes, in));
       return;
     }
   }
