@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "vol/object_model.h"
+#include "vol/opt_ops.h"
 
 namespace tessera_vol {
 
@@ -17,23 +18,13 @@ std::string key(uint64_t id) { return "rg/" + hex16(id); }
 }  // namespace
 
 void register_region_ops() {
-  H5E_BEGIN_TRY {
-    // Already registered (the plugin loaded twice): reuse the values.
-    if (H5VLfind_opt_operation(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_PUT, &g_put) < 0 || g_put <= 0)
-      H5VLregister_opt_operation(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_PUT, &g_put);
-    if (H5VLfind_opt_operation(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_GET, &g_get) < 0 || g_get <= 0)
-      H5VLregister_opt_operation(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_GET, &g_get);
-  }
-  H5E_END_TRY;
+  g_put = register_opt_op(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_PUT);
+  g_get = register_opt_op(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_GET);
 }
 
 void unregister_region_ops() {
-  H5E_BEGIN_TRY {
-    if (g_put > 0) H5VLunregister_opt_operation(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_PUT);
-    if (g_get > 0) H5VLunregister_opt_operation(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_GET);
-  }
-  H5E_END_TRY;
-  g_put = g_get = -1;
+  unregister_opt_op(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_PUT, &g_put);
+  unregister_opt_op(H5VL_SUBCLS_OBJECT, TESSERA_OP_REGION_GET, &g_get);
 }
 
 bool is_region_op(int op_type) { return op_type > 0 && (op_type == g_put || op_type == g_get); }

@@ -8,6 +8,7 @@
 #include "vol/dataset_io.h"
 #include "vol/error.h"
 #include "vol/objects.h"
+#include "vol/opt_ops.h"
 #include "vol/selection.h"
 #include "vol/value_filters.h"
 
@@ -91,23 +92,13 @@ void erase(DatasetObj& d, tessera_erase_args_t& a) {
 }  // namespace
 
 void register_sparse_ops() {
-  H5E_BEGIN_TRY {
-    // Already registered (the plugin loaded twice): reuse the values.
-    if (H5VLfind_opt_operation(H5VL_SUBCLS_DATASET, TESSERA_OP_DEFINED, &g_defined) < 0 || g_defined <= 0)
-      H5VLregister_opt_operation(H5VL_SUBCLS_DATASET, TESSERA_OP_DEFINED, &g_defined);
-    if (H5VLfind_opt_operation(H5VL_SUBCLS_DATASET, TESSERA_OP_ERASE, &g_erase) < 0 || g_erase <= 0)
-      H5VLregister_opt_operation(H5VL_SUBCLS_DATASET, TESSERA_OP_ERASE, &g_erase);
-  }
-  H5E_END_TRY;
+  g_defined = register_opt_op(H5VL_SUBCLS_DATASET, TESSERA_OP_DEFINED);
+  g_erase = register_opt_op(H5VL_SUBCLS_DATASET, TESSERA_OP_ERASE);
 }
 
 void unregister_sparse_ops() {
-  H5E_BEGIN_TRY {
-    if (g_defined > 0) H5VLunregister_opt_operation(H5VL_SUBCLS_DATASET, TESSERA_OP_DEFINED);
-    if (g_erase > 0) H5VLunregister_opt_operation(H5VL_SUBCLS_DATASET, TESSERA_OP_ERASE);
-  }
-  H5E_END_TRY;
-  g_defined = g_erase = -1;
+  unregister_opt_op(H5VL_SUBCLS_DATASET, TESSERA_OP_DEFINED, &g_defined);
+  unregister_opt_op(H5VL_SUBCLS_DATASET, TESSERA_OP_ERASE, &g_erase);
 }
 
 bool sparse_op(DatasetObj& d, int op_type, void* args) {
