@@ -56,17 +56,19 @@ bool intersect(const Box& a, const Box& b, Box* out) {
   return true;
 }
 
-void BoundingBox::add(const Box& b) {
+void extend(Box& bb, bool& any, const Box& b) {
   if (!any) {
-    box = b;
+    bb = b;
     any = true;
     return;
   }
   for (int d = 0; d < b.rank(); ++d) {
-    box.lo[d] = std::min(box.lo[d], b.lo[d]);
-    box.hi[d] = std::max(box.hi[d], b.hi[d]);
+    bb.lo[d] = std::min(bb.lo[d], b.lo[d]);
+    bb.hi[d] = std::max(bb.hi[d], b.hi[d]);
   }
 }
+
+void BoundingBox::add(const Box& b) { extend(box, any, b); }
 
 void BoundingBox::add(const uint64_t* cell, int rank) {
   if (!any) {

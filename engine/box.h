@@ -35,6 +35,9 @@ bool intersect(const Box& a, const Box& b, Box* out);
 // Appends to `out` disjoint boxes whose union is a \ b (at most 2*rank boxes).
 void subtract(const Box& a, const Box& b, std::vector<Box>* out);
 
+// Grows bb to cover b; when !any, bb becomes b (and any true).
+void extend(Box& bb, bool& any, const Box& b);
+
 // The bounding box of what is added to it (empty until the first add).
 struct BoundingBox {
   Box box;

@@ -56,17 +56,7 @@ void get_tile_head(ByteReader& r, uint32_t rank, SparseEntry* e) {
 
 }  // namespace
 
-void FragmentMeta::extend_domain(const Box& b) {
-  if (!has_domain) {
-    domain = b;
-    has_domain = true;
-    return;
-  }
-  for (int d = 0; d < b.rank(); ++d) {
-    domain.lo[d] = std::min(domain.lo[d], b.lo[d]);
-    domain.hi[d] = std::max(domain.hi[d], b.hi[d]);
-  }
-}
+void FragmentMeta::extend_domain(const Box& b) { extend(domain, has_domain, b); }
 
 std::vector<uint8_t> FragmentMeta::serialize() const {
   ByteWriter w;
