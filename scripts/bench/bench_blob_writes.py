@@ -36,6 +36,11 @@ if mpi:  # one file, every rank its own random blobs, independent writes
 import h5py
 rng = np.random.default_rng(seed)
 sides = [128, 256, 512, 1024, 2048]  # int32 squares: 64 KiB, 256 KiB, 1 MiB, 4 MiB, 16 MiB
+# Under MPI each rank writes within its own band of rows (so its last blob's newest value
+# is known), at random columns and rows inside it.
+band = S // comm.size if comm else S
+r_lo = band * comm.rank if comm else 0
+sides = [s for s in sides if s <= band]
 f = h5py.File(path, "w", driver="mpio", comm=comm) if mpi else h5py.File(path, "w")
 filt = dict(compression="gzip", compression_opts=gz, shuffle=True) if gz else {}
 d = f.create_dataset("x", shape=(S, S), dtype="i4", chunks=(C, C), **filt)
@@ -48,7 +53,7 @@ t0 = time.perf_counter()
 last = None
 while written < total:
     s = int(rng.choice(sides))
-    r, c = int(rng.integers(0, S - s)), int(rng.integers(0, S - s))
+    r, c = r_lo + int(rng.integers(0, band - s + 1)), int(rng.integers(0, S - s + 1))
     v = np.add(blob[s], written // 4096, out=out[s])
     t = time.perf_counter()
     d[r:r + s, c:c + s] = v
@@ -64,11 +69,10 @@ if comm:
     comm.Barrier()
 t1 = time.perf_counter()
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-ok = True
-if not comm:  # the last blob's middle: the newest value wins (under MPI ranks' blobs overlap)
-    with h5py.File(path, "r") as g:
-        r, c, s, want = last
-        ok = int(g["x"][r + s // 2, c + s // 3]) == want
+# The last blob's middle, after reopening: the newest value won.
+with (h5py.File(path, "r", driver="mpio", comm=comm) if comm else h5py.File(path, "r")) as g:
+    r, c, s, want = last
+    ok = int(g["x"][r + s // 2, c + s // 3]) == want
 res = {"bytes": written, "inside": inside, "total": t1 - t0, "rss": rss, "ok": ok}
 if comm:
     all_ = comm.gather(res)
