@@ -293,7 +293,17 @@ Status Array::write_boxes(const std::vector<Box>& boxes, const void* src) {
         strided_copy(r, shape, pc.src + soff * es, sstride, data.data(), dstride, es);
         w->add_dense_tile(pc.tile.data(), pc.piece, std::move(data));
       }
-      for (auto& w : layers) park(std::move(w));
+      if (opts_.durable_writes && layers.size() > 1) {
+        // One call, one commit: published one by one, a crash between two renames would
+        // keep some of this write's boxes and lose the others.  The publish journal makes
+        // the layers visible together (stage_publish).
+        for (auto& w : layers) complete(std::move(w), /*batch=*/true);
+        materialize_inline();  // a batch of files and records commits through the journal
+        stage_publish(false);
+        finish_publish(false);
+      } else {
+        for (auto& w : layers) park(std::move(w));
+      }
     }
     for (const auto& [b, sp] : small) {
       Selection sel = Selection::from_box(*b);

@@ -293,7 +293,8 @@ class Array : public BufferOwner {
   void require_var(bool var) const;
   void require_writable() const;
   // Completes a writer: durable publish (durable_writes) or finish into unpublished_.
-  void complete(std::unique_ptr<FragmentWriter> w);
+  // batch: into unpublished_ even in durable mode (the caller publishes them together).
+  void complete(std::unique_ptr<FragmentWriter> w, bool batch = false);
   // Deferred mode: lets a dense writer keep filtering in the background.
   void park(std::unique_ptr<FragmentWriter> w);
   void finish_parked();
@@ -329,7 +330,7 @@ class Array : public BufferOwner {
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
   // --- where the schema and inline fragments live (array_store.h)
   std::unique_ptr<FragmentWriter> make_writer(FragmentId id);
-  void add_inline(std::vector<uint8_t> bytes);
+  void add_inline(std::vector<uint8_t> bytes, bool batch = false);  // batch: as complete()
   void materialize_inline();  // a batch mixing files and inline records goes all to files
 
   // A compact array (schema_.compact) is its sibling implementation: every operation is

@@ -33,14 +33,14 @@ void Array::discard_unpublished() {
   });
 }
 
-void Array::complete(std::unique_ptr<FragmentWriter> w) {
+void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
   std::string tmp = w->finish();
   if (tmp.empty()) {
-    add_inline(w->take_inline());
+    add_inline(w->take_inline(), batch);
     return;
   }
   auto f = Fragment::open(tmp, ctx_);
-  if (opts_.durable_writes) {
+  if (opts_.durable_writes && !batch) {
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
     sync_dir(frag_dir_);
     f->set_path(w->final_path());
