@@ -49,7 +49,9 @@ std::string real_path(const std::string& name) {
 
 std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned flags, hid_t fcpl, hid_t fapl) {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
-  (void)file_options(fapl);  // a bad setting fails before anything is created
+  // A bad setting fails before anything is created; the process-wide ones (pools, tile
+  // cache, write budget) are taken before the container's first use of them.
+  tessera::configure_process(file_options(fapl));
   bool temporary = false;
   const std::string path = container_path(name, fapl, &temporary);  // the driver decides (file_settings.h)
   std::string real = real_path(path);
@@ -116,6 +118,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
     check(tessera::Status(tessera::Errc::kNotFound, "unable to open file: name = '" + name +
                                                         "', errno = 2 (an in-memory file without backing store)"));
   }
+  tessera::configure_process(file_options(fapl));  // as in create(): before the container
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
   f->locking_ = LockingFlags::of(fapl);
