@@ -77,7 +77,7 @@ void Array::open_impl(bool writable, const Schema* known) {
   writable_ = writable;
   schema_ = store_->open(writable_, known, &extent_id_);
   buffer_ = std::make_unique<WriteBuffer>(schema_);
-  blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent);
+  blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
   if (schema_.compact) {
@@ -382,7 +382,7 @@ void Array::buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t
   uint64_t shape[kMaxRank], dstride[kMaxRank];
   for (int d = 0; d < r; ++d) shape[d] = box.hi[d] - box.lo[d] + 1;
   layout.cell_strides(box, dstride);
-  std::vector<uint8_t> cells = BlobBuffer::take(box.cells() * schema_.elem_size);
+  std::vector<uint8_t> cells = ctx_->blob_memory().take(box.cells() * schema_.elem_size);
   strided_copy(r, shape, src, sstride, cells.data(), dstride, schema_.elem_size);
   blobs_->add(box, std::move(cells));
   maybe_spill();
@@ -548,7 +548,7 @@ void Array::flush_in_background() noexcept {
       buf = std::move(buffer_);
       buffer_ = std::move(fresh);
       blobs = std::move(blobs_);
-      blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent);
+      blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
       inflight_ = true;
       inflight_bytes_ = buf->bytes() + blobs->bytes();
     });

@@ -1,9 +1,7 @@
-// blob_buffer.cc — the Z-order tile index of buffered blobs and the recycled blob memory
-// (blob_buffer.h).
+// blob_buffer.cc — the Z-order tile index of buffered blobs (blob_buffer.h).
 #include "engine/blob_buffer.h"
 
 #include <algorithm>
-#include <mutex>
 
 namespace tessera {
 
@@ -13,49 +11,10 @@ namespace {
 // index entry per tile: it goes to the always-tested list instead.
 constexpr uint64_t kMaxIndexedTiles = 256;
 
-// Spilled blobs' memory, for the next blobs of any array of the process.
-struct Recycler {
-  std::mutex mu;
-  std::multimap<size_t, std::vector<uint8_t>> free;  // by capacity
-  uint64_t bytes = 0;
-};
-
-Recycler& recycler() {
-  static Recycler* r = new Recycler();  // never destroyed: arrays may outlive statics
-  return *r;
-}
-
-void give(std::vector<uint8_t>&& v) {
-  Recycler& r = recycler();
-  std::lock_guard<std::mutex> g(r.mu);
-  if (r.bytes + v.capacity() > BlobBuffer::kRecycleBytes) return;  // freed with v
-  r.bytes += v.capacity();
-  const size_t cap = v.capacity();
-  r.free.emplace(cap, std::move(v));
-}
-
 }  // namespace
 
-std::vector<uint8_t> BlobBuffer::take(size_t n) {
-  {
-    Recycler& r = recycler();
-    std::lock_guard<std::mutex> g(r.mu);
-    // The smallest kept vector that holds n bytes, if it does not waste more than half.
-    auto it = r.free.lower_bound(n);
-    if (it != r.free.end() && it->first / 2 <= n) {
-      std::vector<uint8_t> v = std::move(it->second);
-      r.bytes -= it->first;
-      r.free.erase(it);
-      // Shrinking keeps the capacity and writes nothing; growing within it zeroes only
-      // the part beyond the old size.
-      v.resize(n);
-      return v;
-    }
-  }
-  return std::vector<uint8_t>(n);
-}
-
-BlobBuffer::BlobBuffer(Coords tile_extent) : tile_extent_(std::move(tile_extent)) {
+BlobBuffer::BlobBuffer(Coords tile_extent, BlobMemory* memory)
+    : tile_extent_(std::move(tile_extent)), memory_(memory) {
   const unsigned r = static_cast<unsigned>(std::max<size_t>(1, tile_extent_.size()));
   bits_ = 64 / r;
 }
@@ -168,8 +127,8 @@ bool BlobBuffer::covers_any(const uint64_t* coords, size_t n, int rank) const {
 }
 
 void BlobBuffer::clear() {
-  for (Blob& b : blobs_)
-    if (b.cells.capacity() >= (64 << 10)) give(std::move(b.cells));
+  if (memory_)
+    for (Blob& b : blobs_) memory_->give(std::move(b.cells));
   std::vector<Blob>().swap(blobs_);
   index_.clear();
   wide_.clear();

@@ -13,13 +13,13 @@
 // the index, not a pass over every blob — with thousands of small blobs buffered, a point
 // read used to test each of them.
 //
-// Blob memory is recycled (take/give): a 16 MiB blob in fresh memory costs 4,096 page
-// faults, which made copying a write into the buffer as slow as writing it to a file.
+// A spilled blob's memory goes back to the context's BlobMemory for the next blobs.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <vector>
 
+#include "engine/blob_memory.h"
 #include "engine/box.h"
 
 namespace tessera {
@@ -31,16 +31,11 @@ struct Blob {
 
 class BlobBuffer {
  public:
-  explicit BlobBuffer(Coords tile_extent);
+  // memory: where spilled blobs' memory goes (null: freed).
+  BlobBuffer(Coords tile_extent, BlobMemory* memory);
   ~BlobBuffer();
   BlobBuffer(const BlobBuffer&) = delete;
   BlobBuffer& operator=(const BlobBuffer&) = delete;
-
-  // Memory for a blob of n bytes, recycled from blobs spilled before when there is some
-  // of a fitting size (its contents are garbage: the caller overwrites all n bytes).
-  static std::vector<uint8_t> take(size_t n);
-  // How many bytes of spilled blobs are kept for reuse, at most (process-wide).
-  static constexpr uint64_t kRecycleBytes = uint64_t{64} << 20;
 
   void add(Box box, std::vector<uint8_t> cells);
   const std::vector<Blob>& blobs() const { return blobs_; }  // oldest first
@@ -64,6 +59,7 @@ class BlobBuffer {
   uint64_t morton(const uint64_t* tile) const;
 
   Coords tile_extent_;
+  BlobMemory* memory_;
   unsigned bits_;  // bits of each dimension's tile coordinate in a key
   std::vector<Blob> blobs_;
   std::multimap<uint64_t, size_t> index_;  // Z-order code of a tile -> a blob touching it

@@ -37,7 +37,7 @@ TEST(BlobBuffer, IndexFindsWhatALinearPassFinds) {
       const uint64_t tiles = huge && d == 0 ? (uint64_t{1} << (64 / rank)) + rng.below(1000) : rng.range(1, 50);
       extent.push_back(std::min<uint64_t>(tile.back() * tiles, uint64_t{1} << 62));
     }
-    BlobBuffer bb(tile);
+    BlobBuffer bb(tile, nullptr);
     std::vector<Box> model;
     const int n = static_cast<int>(rng.range(0, 80));
     for (int i = 0; i < n; ++i) {
@@ -48,7 +48,7 @@ TEST(BlobBuffer, IndexFindsWhatALinearPassFinds) {
         b.lo[0] = extent[0] - 1 - side;
         b.hi[0] = extent[0] - 1;
       }
-      bb.add(b, BlobBuffer::take(8));
+      bb.add(b, std::vector<uint8_t>(8));
       model.push_back(b);
     }
     ASSERT_EQ(bb.blobs().size(), model.size());
@@ -78,34 +78,39 @@ TEST(BlobBuffer, IndexFindsWhatALinearPassFinds) {
   }
 }
 
-TEST(BlobBuffer, SpilledMemoryIsReusedWithinItsBound) {
-  Coords tile{64, 64};
-  // Odd sizes: other tests of this process may have left blobs of round sizes behind.
-  constexpr size_t kOdd = 3000001;
-  std::vector<uint8_t> v = BlobBuffer::take(kOdd);
-  ASSERT_EQ(v.size(), kOdd);
-  const uint8_t* mem = v.data();
+// Spilled blobs' memory is reused for the next blobs, counts against the write budget,
+// stays within a quarter of its limit, and goes when the budget asks for room.
+TEST(BlobBuffer, SpilledMemoryIsReusedWithinTheBudget) {
+  WriteBudget budget(uint64_t{64} << 20);
+  BlobMemory mem(budget);
+  const Coords tile{64, 64};
+  constexpr size_t kSize = 3000001;
+  std::vector<uint8_t> v = mem.take(kSize);
+  ASSERT_EQ(v.size(), kSize);
+  const uint8_t* at = v.data();
   {
-    BlobBuffer bb(tile);
+    BlobBuffer bb(tile, &mem);
     bb.add(Box({0, 0}, {511, 511}), std::move(v));
   }  // destroyed: its blob's memory is kept
-  std::vector<uint8_t> again = BlobBuffer::take(kOdd - 1);
-  EXPECT_EQ(again.data(), mem);
-  EXPECT_EQ(again.size(), kOdd - 1);
+  EXPECT_GE(mem.kept(), kSize);
+  EXPECT_EQ(budget.used(), mem.kept());  // counted like a write buffer
+  std::vector<uint8_t> again = mem.take(kSize - 1);
+  EXPECT_EQ(again.data(), at);
+  EXPECT_EQ(again.size(), kSize - 1);
+  EXPECT_EQ(mem.kept(), 0u);
+  EXPECT_EQ(budget.used(), 0u);
   // Too large a kept vector for a small blob is not handed out (it would waste memory).
-  {
-    BlobBuffer bb(tile);
-    bb.add(Box({0, 0}, {511, 511}), std::move(again));
-  }
-  std::vector<uint8_t> small = BlobBuffer::take(4096);
-  EXPECT_NE(small.data(), mem);
-  // What is kept never exceeds the bound: a blob larger than it is freed, not kept.
-  {
-    BlobBuffer bb(tile);
-    bb.add(Box({0, 0}, {0, 0}), std::vector<uint8_t>(BlobBuffer::kRecycleBytes + 1));
-  }
-  std::vector<uint8_t> big = BlobBuffer::take(BlobBuffer::kRecycleBytes);
-  EXPECT_EQ(big.size(), BlobBuffer::kRecycleBytes);
+  mem.give(std::move(again));
+  std::vector<uint8_t> small = mem.take(4096);
+  EXPECT_NE(small.data(), at);
+  // Nothing beyond a quarter of the limit is kept.
+  for (int i = 0; i < 8; ++i) mem.give(std::vector<uint8_t>(4 << 20));
+  EXPECT_LE(mem.kept(), budget.limit() / 4);
+  EXPECT_GT(mem.kept(), 0u);
+  // The budget asks for room: everything kept goes.
+  mem.flush_in_background();
+  EXPECT_EQ(mem.kept(), 0u);
+  EXPECT_EQ(budget.used(), 0u);
 }
 
 }  // namespace
