@@ -11,7 +11,7 @@ bytes / time from the first write to the durable close.  1, 2 and 4 writers run 
 each connector runs in its own child processes.  --gzip N gives the dataset shuffle +
 deflate level N, as NDBlaze's store compresses its cuboids.
 
-  scripts/tessera-env run .venv/bin/python scripts/bench/bench_blob_writes.py [--quick] [--gzip N] [--mpi]
+  scripts/tessera-env run .venv/bin/python scripts/bench/bench_blob_writes.py [--quick] [--gzip N] [--mpi] [--repeat N]
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="S=4096, 0.125 GiB, 1 and 2 writers")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--mpi", action="store_true", help="the writers are MPI ranks writing one file (mpio)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per side and writer count, alternating which side goes first; medians reported")
     ap.add_argument("--gzip", type=int, default=0, help="deflate level of the dataset (with shuffle); 0: no filter")
     a = ap.parse_args()
     if a.quick:
@@ -141,9 +144,13 @@ def main() -> None:
     print(f"{'':10}" + "".join(f"{'native':>11}{'tessera':>11}{'ratio':>12}" for _ in range(3)))
     try:
         for k in [int(x) for x in a.writers.split(",")]:
-            n = run(True, k, a, where)
-            t = run(False, k, a, where)
-            bad += (not n["ok"]) + (not t["ok"])
+            ns, ts = [], []
+            for i in range(a.repeat):  # the machine's load drifts: alternate, take medians
+                for native in ((True, False) if i % 2 == 0 else (False, True)):
+                    (ns if native else ts).append(run(native, k, a, where))
+            bad += sum(not x["ok"] for x in ns + ts)
+            n = {key: statistics.median(x[key] for x in ns) for key in ("perceived", "sustained", "rss")}
+            t = {key: statistics.median(x[key] for x in ts) for key in ("perceived", "sustained", "rss")}
             row = f"{k:>8}{'':2}"
             for key in ("perceived", "sustained", "rss"):
                 row += f"{n[key]:11.1f}{t[key]:11.1f}{n[key] / t[key] if key == 'rss' else t[key] / n[key]:12.2f}"
