@@ -1,7 +1,6 @@
 // container_view.cc — container_view.h.
 #include "tools/tessera/container_view.h"
 
-#include <set>
 
 #include "engine/file_io.h"
 #include "tools/tessera/command.h"
@@ -49,41 +48,47 @@ void ContainerView::walk() {
   if (!root) fail("'" + path_ + "': the catalog holds no root group (object 1)");
   objects_.push_back(ObjectView{tessera_vol::kRootOid, root->type, "/", {}, *root});
   by_oid_[tessera_vol::kRootOid] = 0;
-  // Depth first, names in order: the first path found is each object's path.
-  std::vector<std::pair<uint64_t, std::string>> stack{{tessera_vol::kRootOid, "/"}};
-  std::set<uint64_t> walked;
+  // Depth first, names in order (as H5Ovisit walks): the first path found is each
+  // object's path, its other hard links are aliases.
+  struct Frame {
+    uint64_t group;
+    std::string path;
+    std::vector<std::pair<std::string, std::string>> links;
+    size_t next = 0;
+  };
+  auto frame = [&](uint64_t group, const std::string& p) {
+    return Frame{group, p, cat.scan("l/" + tessera_vol::hex16(group) + "/"), 0};
+  };
+  std::vector<Frame> stack;
+  stack.push_back(frame(tessera_vol::kRootOid, "/"));
   while (!stack.empty()) {
-    auto [group, gpath] = stack.back();
-    stack.pop_back();
-    if (!walked.insert(group).second) continue;
-    const std::string prefix = "l/" + tessera_vol::hex16(group) + "/";
-    auto links = cat.scan(prefix);
-    std::vector<std::pair<uint64_t, std::string>> children;
-    for (auto& [key, value] : links) {
-      const std::string name = key.substr(prefix.size());
-      const std::string p = (gpath == "/" ? "/" : gpath + "/") + name;
-      LinkRecord l = LinkRecord::deserialize(value);
-      if (l.type == H5L_TYPE_HARD) {
-        auto it = by_oid_.find(l.target);
-        if (it != by_oid_.end()) {
-          objects_[it->second].aliases.push_back(p);
-          continue;
-        }
-        auto r = record(l.target);
-        if (!r) fail("'" + path_ + "': link '" + p + "' names object " + std::to_string(l.target) +
-                     ", which the catalog does not hold (run tessera verify)");
-        by_oid_[l.target] = objects_.size();
-        objects_.push_back(ObjectView{l.target, r->type, p, {}, *r});
-        if (r->type == ObjType::kGroup) children.emplace_back(l.target, p);
-      } else if (l.type == H5L_TYPE_SOFT) {
-        links_.push_back(LinkView{p, l.type, l.soft_path});
-      } else {
-        links_.push_back(LinkView{p, l.type, l.soft_path + ":" + l.ext_obj});
-      }
+    Frame& top = stack.back();
+    if (top.next == top.links.size()) {
+      stack.pop_back();
+      continue;
     }
-    for (auto it = children.rbegin(); it != children.rend(); ++it) stack.push_back(*it);
+    auto& [key, value] = top.links[top.next++];
+    const std::string name = key.substr(2 + 16 + 1);
+    const std::string p = (top.path == "/" ? "/" : top.path + "/") + name;
+    LinkRecord l = LinkRecord::deserialize(value);
+    if (l.type == H5L_TYPE_HARD) {
+      auto it = by_oid_.find(l.target);
+      if (it != by_oid_.end()) {
+        objects_[it->second].aliases.push_back(p);
+        continue;
+      }
+      auto r = record(l.target);
+      if (!r) fail("'" + path_ + "': link '" + p + "' names object " + std::to_string(l.target) +
+                   ", which the catalog does not hold (run tessera verify)");
+      by_oid_[l.target] = objects_.size();
+      objects_.push_back(ObjectView{l.target, r->type, p, {}, *r});
+      if (r->type == ObjType::kGroup) stack.push_back(frame(l.target, p));  // `top` is not used after this
+    } else if (l.type == H5L_TYPE_SOFT) {
+      links_.push_back(LinkView{p, l.type, l.soft_path});
+    } else {
+      links_.push_back(LinkView{p, l.type, l.soft_path + ":" + l.ext_obj});
+    }
   }
-  // Keep path order for printing (depth-first by name already; the root first).
 }
 
 const ObjectView* ContainerView::find(uint64_t oid) const {
