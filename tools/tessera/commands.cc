@@ -8,6 +8,8 @@ Runner setup_fragments(CLI::App&);
 Runner setup_consolidate(CLI::App&);
 Runner setup_vacuum(CLI::App&);
 Runner setup_verify(CLI::App&);
+Runner setup_export(CLI::App&);
+Runner setup_import(CLI::App&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
@@ -18,6 +20,8 @@ const std::vector<Command>& commands() {
        setup_consolidate},
       {"vacuum", "Remove the fragments consolidation replaced (safe while readers are at work)", setup_vacuum},
       {"verify", "Check every checksum and that every committed piece is present", setup_verify},
+      {"export", "Write a container's contents to a native HDF5 file", setup_export},
+      {"import", "Make a container from a native HDF5 file", setup_import},
   };
   return kCommands;
 }

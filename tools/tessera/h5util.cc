@@ -137,3 +137,40 @@ std::string h5_error_message() {
 }
 
 }  // namespace tool
+
+#include <unistd.h>
+
+#include "engine/file_io.h"
+#include "tools/tessera/command.h"
+
+namespace tool {
+
+Hid tessera_fapl() {
+  static hid_t vol = [] {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = '\0';
+      const std::string plugins = tessera::join_path(tessera::parent_dir(tessera::parent_dir(exe)), "plugins");
+      if (tessera::path_exists(tessera::join_path(plugins, "libtessera.so"))) H5PLprepend(plugins.c_str());
+    }
+    hid_t id;
+    H5E_BEGIN_TRY { id = H5VLregister_connector_by_name("tessera", H5P_DEFAULT); }
+    H5E_END_TRY
+    return id;
+  }();
+  if (vol < 0)
+    fail("the tessera HDF5 connector could not be loaded (no libtessera.so in <build>/plugins beside this "
+         "program, nor in HDF5_PLUGIN_PATH)");
+  Hid fapl(H5Pcreate(H5P_FILE_ACCESS));
+  if (!fapl.valid() || H5Pset_vol(fapl, vol, nullptr) < 0) fail("cannot select the tessera connector: " + h5_error_message());
+  return fapl;
+}
+
+Hid native_fapl() {
+  Hid fapl(H5Pcreate(H5P_FILE_ACCESS));
+  if (!fapl.valid() || H5Pset_vol(fapl, H5VL_NATIVE, nullptr) < 0) fail("cannot select HDF5's native connector");
+  return fapl;
+}
+
+}  // namespace tool

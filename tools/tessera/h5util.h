@@ -54,3 +54,13 @@ std::vector<std::string> filter_texts(hid_t dcpl);
 std::string h5_error_message();
 
 }  // namespace tool
+
+namespace tool {
+
+// File access property lists selecting a connector: tessera's (loaded from the build's
+// plugins/ beside this program's tools/, else from HDF5_PLUGIN_PATH) or HDF5's native
+// one.  Throw Failure when the connector cannot be loaded.
+Hid tessera_fapl();
+Hid native_fapl();
+
+}  // namespace tool

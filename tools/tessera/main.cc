@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+#include <hdf5.h>
+
 #include "tools/tessera/command.h"
 
 namespace tool {
@@ -38,6 +40,9 @@ int main(int argc, char** argv) {
     app.exit(e);
     return tool::kUsage;
   }
+  // Errors are reported by the tool, with HDF5's innermost message (h5util.h): no stacks
+  // printed by the library on the way.
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   try {
     for (auto& [sub, run] : subs)
       if (sub->parsed()) return run();
