@@ -149,3 +149,29 @@ def test_errors_carry_the_engines_message(tessera_env, tmp_path):
     with pytest.raises(tessera.TesseraError, match="not a tessera container"):
         tessera.verify(native)
     assert tessera.tool_path().endswith("tessera")
+
+
+def test_export_and_import_from_python(tessera_env, tmp_path):
+    path = tmp_path / "c.h5"
+    model = np.zeros((128, 96), dtype="<i4")
+    _write(path, model, 2, np.random.default_rng(4))
+    out = tmp_path / "n.h5"
+    with h5py.File(path, "r") as f:
+        assert "exported" in tessera.export(f, out)
+    env = dict(os.environ)
+    env.pop("HDF5_VOL_CONNECTOR", None)
+    env.pop("LD_PRELOAD", None)
+    import subprocess, sys
+    check = ("import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'r'); "
+             "print(f['g/d'].shape, int(f['g/d'][...].sum()), f['g/d'].attrs['n'], f.get('s', getlink=True).path)")
+    native = subprocess.run([sys.executable, "-c", check, str(out)], env=env, capture_output=True, text=True, check=True)
+    assert native.stdout.split() == ["(128,", "96)", str(int(model.sum())), "2", "/g/d"]
+    with pytest.raises(tessera.TesseraError, match="exists"):
+        tessera.export(path, out)
+    tessera.export(path, out, force=True)
+    again = tmp_path / "again.h5"
+    assert "imported" in tessera.import_(out, again)
+    with h5py.File(again, "r") as f:
+        np.testing.assert_array_equal(f["g/d"][...], model)
+    with pytest.raises(tessera.TesseraError, match="is a tessera container"):
+        tessera.import_(again, tmp_path / "x.h5")

@@ -6,6 +6,7 @@ and vacuum containers.
     tessera.fragments(f["frames"])                          # [Fragment(...), ...]
     report = tessera.verify("run.h5");  report.ok, report.problems
     tessera.consolidate("run.h5");  tessera.vacuum("run.h5")
+    tessera.export("run.h5", "run-native.h5");  tessera.import_("native.h5", "run2.h5")
 
 Each function takes a path (str or os.PathLike) or an h5py object (a file, group or
 dataset of a container opened through the tessera connector).  An h5py file open for
@@ -34,7 +35,7 @@ from . import TesseraError
 
 __all__ = [
     "AttributeInfo", "ArrayInfo", "ObjectInfo", "LinkInfo", "ContainerInfo", "Fragment", "VerifyReport",
-    "info", "fragments", "consolidate", "vacuum", "verify", "tool_path",
+    "info", "fragments", "consolidate", "vacuum", "verify", "export", "import_", "tool_path",
 ]
 
 PathOrObject = Union[str, "os.PathLike[str]", Any]  # Any: an h5py File, Group or Dataset
@@ -331,3 +332,21 @@ def verify(obj: PathOrObject) -> VerifyReport:
     j = _json(["-q", "verify", path], "verify", ok_codes=(0, 1))
     return VerifyReport(container=j["container"], ok=j["ok"], problems=tuple(j["problems"]), notes=tuple(j["notes"]),
                         checked=dict(j["checked"]))
+
+
+def export(obj: PathOrObject, out: Union[str, "os.PathLike[str]"], force: bool = False) -> str:
+    """Writes a container's contents to a native HDF5 file (`tessera export`): groups,
+    links, attributes, committed datatypes, datasets with their chunking, filters and
+    fill values, and their data.  force=True replaces `out` if it exists.  Returns the
+    tool's report."""
+    path, _, _ = _target(obj, "export")
+    args = ["export", path, os.fspath(out)] + (["--force"] if force else [])
+    return _run(["-q"] + args, "export").stdout
+
+
+def import_(native: Union[str, "os.PathLike[str]"], container: Union[str, "os.PathLike[str]"],
+            force: bool = False) -> str:
+    """Makes a container from a native HDF5 file (`tessera import`), everything it holds.
+    force=True replaces an existing container.  Returns the tool's report."""
+    args = ["import", os.fspath(native), os.fspath(container)] + (["--force"] if force else [])
+    return _run(["-q"] + args, "import_").stdout
