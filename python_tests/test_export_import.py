@@ -67,14 +67,7 @@ def tool(*args, check=0):
     return p
 
 
-def first_diff(a: str, b: str) -> str:
-    la, lb = a.splitlines(), b.splitlines()
-    for i in range(max(len(la), len(lb))):
-        x = la[i] if i < len(la) else "<end>"
-        y = lb[i] if i < len(lb) else "<end>"
-        if x != y:
-            return f"line {i + 1}: {x!r} vs {y!r}"
-    return ""
+first_diff = conformance_examples._first_diff  # "line N: native `…` vs tessera `…`"
 
 
 def check_roundtrip(native: Path, work: Path) -> None:

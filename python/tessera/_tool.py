@@ -287,10 +287,14 @@ def fragments(obj: PathOrObject, dataset: Optional[str] = None, include_replaced
     return out
 
 
-def _writer_check(f, what: str) -> None:
+def _writer_args(obj: PathOrObject, dataset: Optional[str], what: str) -> List[str]:
+    """[what, container, (dataset)] for a command that takes the writer lock."""
+    path, name, f = _target(obj, what)
     if f is not None and f.mode == "r+":
         raise TesseraError(f"tessera.{what}: {f.filename!r} is open for writing in this process, and {what} needs "
                            "the container's writer lock: close the file (or open it read-only) first")
+    ds = dataset if dataset is not None else name
+    return [what, path] + ([ds] if ds is not None else [])
 
 
 def consolidate(obj: PathOrObject, dataset: Optional[str] = None, size_tiered: bool = False,
@@ -300,12 +304,7 @@ def consolidate(obj: PathOrObject, dataset: Optional[str] = None, size_tiered: b
     `ratio` of each other.  Reads return the same before and after.  The merged
     fragments are kept until vacuum().  An h5py dataset (or `dataset`) limits it to one
     dataset.  Returns the tool's report (one line per dataset)."""
-    path, name, f = _target(obj, "consolidate")
-    _writer_check(f, "consolidate")
-    args = ["consolidate", path]
-    ds = dataset if dataset is not None else name
-    if ds is not None:
-        args.append(ds)
+    args = _writer_args(obj, dataset, "consolidate")
     if size_tiered:
         args += ["--size-tiered", "--min-run", str(int(min_run)), "--ratio", repr(float(ratio))]
     return _run(["-q"] + args, "consolidate").stdout
@@ -314,13 +313,7 @@ def consolidate(obj: PathOrObject, dataset: Optional[str] = None, size_tiered: b
 def vacuum(obj: PathOrObject, dataset: Optional[str] = None) -> str:
     """Removes the fragments a consolidation replaced (`tessera vacuum`); safe while other
     processes read the container.  Returns the tool's report."""
-    path, name, f = _target(obj, "vacuum")
-    _writer_check(f, "vacuum")
-    args = ["vacuum", path]
-    ds = dataset if dataset is not None else name
-    if ds is not None:
-        args.append(ds)
-    return _run(["-q"] + args, "vacuum").stdout
+    return _run(["-q"] + _writer_args(obj, dataset, "vacuum"), "vacuum").stdout
 
 
 def verify(obj: PathOrObject) -> VerifyReport:

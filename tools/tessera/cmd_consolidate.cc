@@ -191,8 +191,7 @@ int run(const Args& args) {
 
 Runner setup_consolidate(CLI::App& sub) {
   auto args = std::make_shared<Args>();
-  sub.add_option("CONTAINER", args->container, "The container (no other process may have it open for writing)")
-      ->required();
+  container_arg(sub, args->container, "The container (no other process may have it open for writing)");
   sub.add_option("DATASET", args->dataset, "Only this dataset (default: every dataset)");
   sub.add_flag("--size-tiered", args->size_tiered,
                "Merge only runs of fragments of similar size (LSM style) instead of all into one");

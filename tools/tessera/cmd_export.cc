@@ -115,20 +115,19 @@ int run(const Args& a, bool to_native) {
 
 }  // namespace
 
-Runner setup_export(CLI::App& sub) {
+Runner setup_convert(CLI::App& sub, bool to_native) {
   auto args = std::make_shared<Args>();
-  sub.add_option("CONTAINER", args->from, "The tessera container")->required();
-  sub.add_option("OUT", args->to, "The native HDF5 file to write")->required();
-  sub.add_flag("--force", args->force, "Replace OUT if it exists");
-  return [args] { return run(*args, true); };
+  sub.add_option(to_native ? "CONTAINER" : "IN", args->from,
+                 to_native ? "The tessera container" : "The native HDF5 file")
+      ->required();
+  sub.add_option(to_native ? "OUT" : "CONTAINER", args->to,
+                 to_native ? "The native HDF5 file to write" : "The tessera container to create")
+      ->required();
+  sub.add_flag("--force", args->force, "Replace the target if it exists");
+  return [args, to_native] { return run(*args, to_native); };
 }
 
-Runner setup_import(CLI::App& sub) {
-  auto args = std::make_shared<Args>();
-  sub.add_option("IN", args->from, "The native HDF5 file")->required();
-  sub.add_option("CONTAINER", args->to, "The tessera container to create")->required();
-  sub.add_flag("--force", args->force, "Replace CONTAINER if it exists");
-  return [args] { return run(*args, false); };
-}
+Runner setup_export(CLI::App& sub) { return setup_convert(sub, true); }
+Runner setup_import(CLI::App& sub) { return setup_convert(sub, false); }
 
 }  // namespace tool

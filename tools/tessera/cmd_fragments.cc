@@ -102,9 +102,9 @@ int run(const Args& args) {
 
 Runner setup_fragments(CLI::App& sub) {
   auto args = std::make_shared<Args>();
-  sub.add_option("CONTAINER", args->container, "The container")->required();
+  container_arg(sub, args->container);
   sub.add_option("DATASET", args->dataset, "The dataset (a path inside the container)")->required();
-  sub.add_flag("--json", args->json, "One JSON document on stdout instead of a table");
+  json_flag(sub, args->json);
   sub.add_flag("--all", args->all, "Also the replaced fragments kept until a vacuum");
   return [args] { return run(*args); };
 }

@@ -331,9 +331,9 @@ int run(const Args& args) {
 
 Runner setup_info(CLI::App& sub) {
   auto args = std::make_shared<Args>();
-  sub.add_option("CONTAINER", args->container, "The container (the name given to H5Fcreate)")->required();
+  container_arg(sub, args->container, "The container (the name given to H5Fcreate)");
   sub.add_option("OBJECT", args->object, "Only this object (a path inside the container)");
-  sub.add_flag("--json", args->json, "One JSON document on stdout instead of text");
+  json_flag(sub, args->json);
   return [args] { return run(*args); };
 }
 

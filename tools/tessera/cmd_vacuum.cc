@@ -55,8 +55,7 @@ int run(const Args& args) {
 
 Runner setup_vacuum(CLI::App& sub) {
   auto args = std::make_shared<Args>();
-  sub.add_option("CONTAINER", args->container, "The container (readers may have it open; writers may not)")
-      ->required();
+  container_arg(sub, args->container, "The container (readers may have it open; writers may not)");
   sub.add_option("DATASET", args->dataset, "Only this dataset (default: every dataset)");
   return [args] { return run(*args); };
 }

@@ -249,8 +249,8 @@ int run(const Args& args) {
 
 Runner setup_verify(CLI::App& sub) {
   auto args = std::make_shared<Args>();
-  sub.add_option("CONTAINER", args->container, "The container")->required();
-  sub.add_flag("--json", args->json, "One JSON document on stdout instead of text");
+  container_arg(sub, args->container);
+  json_flag(sub, args->json);
   return [args] { return run(*args); };
 }
 

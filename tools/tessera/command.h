@@ -42,6 +42,14 @@ struct Command {
 // The table of subcommands, in the order `tessera --help` lists them (commands.cc).
 const std::vector<Command>& commands();
 
+// The arguments most subcommands share.
+inline void container_arg(CLI::App& sub, std::string& v, const char* help = "The container") {
+  sub.add_option("CONTAINER", v, help)->required();
+}
+inline void json_flag(CLI::App& sub, bool& v) {
+  sub.add_flag("--json", v, "One JSON document on stdout instead of text");
+}
+
 // Options every subcommand has (main.cc sets them before running it).
 struct Global {
   bool quiet = false;  // no progress bars

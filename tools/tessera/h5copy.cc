@@ -39,45 +39,38 @@ std::string child_path(const std::string& group, const std::string& name) {
   return group == "/" ? "/" + name : group + "/" + name;
 }
 
-// True when a type holds variable-length data anywhere (sequences or strings).
-bool has_vlen(hid_t t) {
+// True when `leaf` holds for the type or any type inside it (compound members, array and
+// sequence elements).
+template <class Leaf>
+bool type_holds(hid_t t, Leaf leaf) {
+  if (leaf(t)) return true;
   switch (H5Tget_class(t)) {
-    case H5T_VLEN: return true;
-    case H5T_STRING: return H5Tis_variable_str(t) > 0;
     case H5T_COMPOUND: {
       const int n = H5Tget_nmembers(t);
       for (int i = 0; i < n; ++i) {
         Hid m(H5Tget_member_type(t, static_cast<unsigned>(i)));
-        if (m.valid() && has_vlen(m)) return true;
-      }
-      return false;
-    }
-    case H5T_ARRAY: {
-      Hid b(H5Tget_super(t));
-      return b.valid() && has_vlen(b);
-    }
-    default: return false;
-  }
-}
-
-bool has_reference(hid_t t) {
-  switch (H5Tget_class(t)) {
-    case H5T_REFERENCE: return true;
-    case H5T_COMPOUND: {
-      const int n = H5Tget_nmembers(t);
-      for (int i = 0; i < n; ++i) {
-        Hid m(H5Tget_member_type(t, static_cast<unsigned>(i)));
-        if (m.valid() && has_reference(m)) return true;
+        if (m.valid() && type_holds(m, leaf)) return true;
       }
       return false;
     }
     case H5T_ARRAY:
     case H5T_VLEN: {
       Hid b(H5Tget_super(t));
-      return b.valid() && has_reference(b);
+      return b.valid() && type_holds(b, leaf);
     }
     default: return false;
   }
+}
+
+// Variable-length data anywhere (sequences or strings): converted through memory.
+bool has_vlen(hid_t t) {
+  return type_holds(t, [](hid_t x) {
+    return H5Tget_class(x) == H5T_VLEN || (H5Tget_class(x) == H5T_STRING && H5Tis_variable_str(x) > 0);
+  });
+}
+
+bool has_reference(hid_t t) {
+  return type_holds(t, [](hid_t x) { return H5Tget_class(x) == H5T_REFERENCE; });
 }
 
 // Names of a group's links (or an object's attributes) in the order to copy them:
@@ -89,6 +82,23 @@ herr_t collect_name(hid_t, const char* name, const H5L_info2_t*, void* data) {
 herr_t collect_attr(hid_t, const char* name, const H5A_info_t*, void* data) {
   static_cast<std::vector<std::string>*>(data)->push_back(name);
   return 0;
+}
+
+// Names listed by iterate(index, &names) in creation order where it is tracked (and the
+// index can be used), else in name order.
+template <class Iterate>
+std::vector<std::string> ordered_names(bool tracked, Iterate iterate, const std::string& what) {
+  std::vector<std::string> names;
+  herr_t rc = -1;
+  if (tracked) {
+    H5E_BEGIN_TRY { rc = iterate(H5_INDEX_CRT_ORDER, &names); }
+    H5E_END_TRY
+  }
+  if (rc < 0) {
+    names.clear();
+    ok_herr(iterate(H5_INDEX_NAME, &names), what);
+  }
+  return names;
 }
 
 // The shape of slabs: whole chunks (or whole rows), grown along the fastest dimensions
@@ -219,17 +229,12 @@ class Copier {
     Hid gcpl(ok(H5Gget_create_plist(sg), "reading the creation properties of '" + path + "'"));
     unsigned order = 0;
     H5Pget_link_creation_order(gcpl, &order);
-    std::vector<std::string> names;
-    herr_t rc = -1;
-    if (order & H5P_CRT_ORDER_TRACKED) {
-      H5E_BEGIN_TRY { rc = H5Literate2(sg, H5_INDEX_CRT_ORDER, H5_ITER_INC, nullptr, collect_name, &names); }
-      H5E_END_TRY
-    }
-    if (rc < 0) {
-      names.clear();
-      ok_herr(H5Literate2(sg, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names),
-              "listing the links of '" + path + "'");
-    }
+    auto names = ordered_names(
+        order & H5P_CRT_ORDER_TRACKED,
+        [&](H5_index_t idx, std::vector<std::string>* n) {
+          return H5Literate2(sg, idx, H5_ITER_INC, nullptr, collect_name, n);
+        },
+        "listing the links of '" + path + "'");
     for (const std::string& name : names) copy_link(sg, dg, path, name);
   }
 
@@ -339,17 +344,12 @@ class Copier {
     Hid ocpl(create_plist(so));
     unsigned order = 0;
     if (ocpl.valid()) H5Pget_attr_creation_order(ocpl, &order);
-    std::vector<std::string> names;
-    herr_t rc = -1;
-    if (order & H5P_CRT_ORDER_TRACKED) {
-      H5E_BEGIN_TRY { rc = H5Aiterate2(so, H5_INDEX_CRT_ORDER, H5_ITER_INC, nullptr, collect_attr, &names); }
-      H5E_END_TRY
-    }
-    if (rc < 0) {
-      names.clear();
-      ok_herr(H5Aiterate2(so, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_attr, &names),
-              "listing the attributes of '" + path + "'");
-    }
+    auto names = ordered_names(
+        order & H5P_CRT_ORDER_TRACKED,
+        [&](H5_index_t idx, std::vector<std::string>* n) {
+          return H5Aiterate2(so, idx, H5_ITER_INC, nullptr, collect_attr, n);
+        },
+        "listing the attributes of '" + path + "'");
     for (const std::string& name : names) {
       const std::string what = "attribute '" + name + "' of '" + path + "'";
       Hid sa(ok(H5Aopen(so, name.c_str(), H5P_DEFAULT), "opening " + what));
