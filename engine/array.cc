@@ -85,8 +85,9 @@ void Array::open_impl(bool writable, const Schema* known) {
     compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
     return;
   }
-  // A shadow rank never recovers: rank 0 recovered every array at file open.
-  if (store_->dir_exists() && !opts_.shadow) recover_journal();
+  // A shadow rank never recovers: rank 0 recovered every array at file open.  A view as
+  // of a past commit has no unfinished publish to see.
+  if (store_->dir_exists() && !opts_.shadow && !opts_.as_of_ts) recover_journal();
   load_fragments();
   if (apply_extent_commits() && writable_ && !opts_.shadow) store_->store_schema(schema_, extent_id_, true);  // repair
 }
@@ -125,6 +126,9 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
     if (!FragmentId::parse(name.substr(0, 43), &id)) continue;
+    // As of a past commit: what that commit's catalog records, or (never recorded) what
+    // its time covers.  A consolidation's later result holds exactly its inputs' cells.
+    if (opts_.as_of_ts && !recorded.count(id) && id.ts > opts_.as_of_ts) continue;
     std::string path = join_path(frag_dir_, name);
     if (auto known = frags_.find(path)) {
       all->push_back(known);
@@ -158,7 +162,8 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     if (!listed.count(id) && !replaced.count(id)) {
       *problem = "fragment '" + join_path(frag_dir_, FragmentWriter::file_name(id)) +
                  "' is missing: the catalog records it as published (" + std::to_string(size) +
-                 " bytes) and no newer fragment replaces it";
+                 " bytes) and no newer fragment replaces it" +
+                 (opts_.as_of_ts ? " (a vacuum removed what this past commit needs)" : "");
       return false;
     }
   if (writable_ && !opts_.shadow) {

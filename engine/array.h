@@ -74,6 +74,10 @@ struct ArrayOptions {
   // reads) instead of removing them at once; vacuum() removes them later (the `tessera`
   // tool's consolidate and vacuum).  Opening an array never removes replaced fragments.
   bool keep_replaced = false;
+  // Read-only, as of a past commit (history.h; Container::open_as_of fills it in): the
+  // commit's time.  Fragment files count only if the (as-of) catalog records them, or
+  // never recorded any and their timestamp is at most this; no journal is rolled.
+  uint64_t as_of_ts = 0;
   // The pools and the tile cache the array works with (context.h); null: the process's.
   std::shared_ptr<Context> context;
   // The environment's settings (EngineOptions::from_env, options.h); throws Error for a

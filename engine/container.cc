@@ -6,6 +6,7 @@
 
 #include "engine/checksum.h"
 #include "engine/file_io.h"
+#include "engine/history.h"
 #include "engine/options.h"
 
 namespace tessera {
@@ -94,6 +95,25 @@ Status Container::open(const std::string& path, bool writable, std::unique_ptr<C
     c->path_ = path;
     c->writable_ = writable;
     c->catalog_ = Catalog::open(path, writable ? Catalog::Mode::kReadWrite : Catalog::Mode::kReadOnly, false);
+    c->init_budget();
+    *out = std::move(c);
+  });
+}
+
+Status Container::open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out) {
+  std::unique_ptr<Container> live;
+  Status st = open(path, false, &live);
+  if (!st.ok()) return st;
+  CommitInfo commit;
+  st = find_commit(live->catalog(), when, &commit);
+  if (!st.ok()) return Status(st.code(), "container '" + path + "': " + st.message());
+  return guard([&] {
+    std::unique_ptr<Container> c(new Container());
+    c->path_ = path;
+    c->writable_ = false;
+    c->as_of_seq_ = commit.seq;
+    c->as_of_ts_ = commit.ts_ns;
+    c->catalog_ = Catalog::open_as_of(path, commit.seq);
     c->init_budget();
     *out = std::move(c);
   });
@@ -227,11 +247,18 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
   // Parallel files publish only through epoch journals, and only rank 0's catalog
   // persists: no inline fragments there.
   if (o.collective) o.inline_fragment_bytes = 0;
+  o.as_of_ts = as_of_ts_;
   const std::string prefix = array_prefix(id);
   if (!known && !catalog_->contains(prefix + "schema")) {
     std::string dir = array_dir(id);
     // An array of an older container keeps its schema in its directory.
-    if (path_exists(join_path(dir, "schema"))) return Array::open(dir, writable && writable_, o, out);
+    if (path_exists(join_path(dir, "schema"))) {
+      if (as_of_ts_)  // its schema file holds only the current extent
+        return Status(Errc::kUnsupported, "array " + std::to_string(id) + " of '" + path_ +
+                                              "' keeps its schema in a file (a parallel file's array, or an older "
+                                              "container): it cannot be read as of a past commit");
+      return Array::open(dir, writable && writable_, o, out);
+    }
     return Status(Errc::kNotFound, "array " + std::to_string(id) + " has no schema record in the catalog '" +
                                        catalog_->log_path() + "'");
   }

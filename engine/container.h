@@ -24,6 +24,13 @@ class Container {
   enum class CreateMode { kTruncate, kExclusive };
   static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out);
   static Status open(const std::string& path, bool writable, std::unique_ptr<Container>* out);
+  // Read-only, as of a past commit (history.h): `when` as find_commit takes it ("12",
+  // "@<ns>", "2026-11-26T10:41:09Z").  The catalog is the one of that moment and every
+  // array opened shows what that commit left (ArrayOptions::as_of_ts).
+  static Status open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out);
+  // The commit an as-of container shows (seq 0: the live container).
+  uint64_t as_of_commit() const { return as_of_seq_; }
+  uint64_t as_of_time() const { return as_of_ts_; }
   // MPI ranks other than 0 of a parallel file: a writable view whose catalog is a shadow
   // (catalog.h) and whose array creation/removal only allocates ids — rank 0 runs the same
   // calls and does the disk work.  Rank 0 must have created or opened the container first.
@@ -83,6 +90,7 @@ class Container {
   std::string path_;
   bool writable_ = false;
   bool shadow_ = false;
+  uint64_t as_of_seq_ = 0, as_of_ts_ = 0;
   // Arrays get their directory and schema file at creation, as before catalog-bound
   // arrays existed (parallel files: the epoch protocol publishes files only).
   bool file_arrays_ = false;
