@@ -309,6 +309,7 @@ Status Container::recover_arrays() {
 Status Container::remove_array(uint64_t id) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
+    const bool bound = catalog_->contains(array_prefix(id) + "schema");
     CatalogBatch b;
     uint64_t freed = 0;
     for (auto& [key, value] : catalog_->scan(array_prefix(id))) {
@@ -317,9 +318,42 @@ Status Container::remove_array(uint64_t id) {
     }
     catalog_->commit(b);
     budget_->used -= std::min<uint64_t>(budget_->used.load(), freed);
-    if (!shadow_) remove_tree(array_dir(id));
+    // A catalog-bound array's files stay until a vacuum (vacuum_removed): reads as of
+    // earlier commits still need them (history.h).  Ids are never handed out twice.
+    if (!shadow_ && !bound) remove_tree(array_dir(id));
     std::lock_guard<std::mutex> g(*dirs_mu_);
     dirs_->erase(id);
+  });
+}
+
+Status Container::vacuum_removed(uint64_t* arrays, uint64_t* bytes) {
+  *arrays = *bytes = 0;
+  return guard([&] {
+    if (!writable_ || shadow_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
+    const std::string root = join_path(path_, kArraysDir);
+    for (const std::string& name : list_dir(root)) {
+      char* end = nullptr;
+      const uint64_t id = std::strtoull(name.c_str(), &end, 16);
+      if (name.size() != 16 || !end || *end) continue;
+      const std::string dir = array_dir(id);
+      if (catalog_->contains(array_prefix(id) + "schema") || path_exists(join_path(dir, "schema"))) continue;
+      std::vector<std::string> files;
+      std::vector<std::string> stack{dir};
+      while (!stack.empty()) {
+        std::string d = stack.back();
+        stack.pop_back();
+        for (const std::string& e : list_dir(d)) {
+          const std::string p = join_path(d, e);
+          if (is_directory(p)) stack.push_back(p);
+          else *bytes += File::open_read(p).size();
+        }
+      }
+      remove_tree(dir);
+      ++*arrays;
+      std::lock_guard<std::mutex> g(*dirs_mu_);
+      dirs_->erase(id);
+    }
+    sync_dir(root);
   });
 }
 

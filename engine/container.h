@@ -75,8 +75,12 @@ class Container {
   // Another process on this node ran the syncfs that covers this container (MPI commit).
   void note_synced() { *unsynced_arrays_ = false; }
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
-  // Removes the array's records and its directory (if any).
+  // Removes the array's records; its directory goes too, except for an array kept in
+  // the catalog, whose files stay for reads as of earlier commits until vacuum_removed.
   Status remove_array(uint64_t id);
+  // Removes the directories of removed arrays (no schema record, no schema file): what
+  // only reads of the past still needed (`tessera vacuum`).  Needs the writer.
+  Status vacuum_removed(uint64_t* arrays, uint64_t* bytes);
   // Finishes every array's crash recovery now (publish journals rolled forward or back,
   // orphan temporary fragments removed) instead of at each array's first open.  A
   // parallel file's rank 0 calls it at open, so that the ranks may later open arrays

@@ -111,13 +111,18 @@ class Verifier {
       p.label = "array " + hex16(id);
       const std::string frag = join_path(p.dir, kFragDir);
       if (!p.in_catalog && !path_exists(join_path(p.dir, kSchemaFile))) {
-        if (p.inl.empty() && p.recorded.empty() && id >= next) {
+        if (!p.inl.empty() || !p.recorded.empty()) {
+          r_.problems.push_back(p.label + ": its schema is missing (no catalog record 'arr/" + hex16(id) +
+                                "/schema', no file '" + join_path(p.dir, kSchemaFile) + "')");
+        } else if (id >= next) {
           r_.notes.push_back(p.label + ": directory '" + p.dir +
                              "' was left by a writer that crashed before its first flush (the next dataset "
                              "created replaces it)");
         } else {
-          r_.problems.push_back(p.label + ": its schema is missing (no catalog record 'arr/" + hex16(id) +
-                                "/schema', no file '" + join_path(p.dir, kSchemaFile) + "')");
+          // A dataset that is deleted: its files are kept for reads of earlier commits.
+          // (A dataset whose array is gone is the object check's to report.)
+          r_.notes.push_back(p.label + ": the files of a deleted dataset, kept for reads as of earlier commits "
+                                       "until `tessera vacuum`");
         }
         continue;
       }

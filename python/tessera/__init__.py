@@ -153,3 +153,5 @@ def erase(dset, key=()):
 from ._tool import *  # noqa: E402,F401,F403  info, fragments, consolidate, vacuum, verify (docs/tool.md)
 from ._tool import __all__ as _tool_all  # noqa: E402
 __all__ += _tool_all
+from ._history import Commit, commits, open_as_of  # noqa: E402  time travel (docs/tool.md)
+__all__ += ["Commit", "commits", "open_as_of"]

@@ -25,7 +25,7 @@ namespace tool {
 namespace {
 
 struct Args {
-  std::string from, to;
+  std::string from, to, as_of;
   bool force = false;
 };
 
@@ -64,7 +64,9 @@ int run(const Args& a, bool to_native) {
     if (!to_native && !tessera::Container::is_container(a.to) && tessera::is_directory(a.to))
       fail("'" + a.to + "' is a directory but not a tessera container; refusing to replace it");
   }
-  Hid src_fapl = to_native ? tessera_fapl() : native_fapl();
+  if (!a.as_of.empty() && a.as_of.find_first_of(" \t,") != std::string::npos)
+    fail("--as-of " + a.as_of + ": write a time without blanks (2026-11-26T10:41:09Z)", kUsage);
+  Hid src_fapl = to_native ? tessera_fapl(a.as_of.empty() ? "" : "as_of=" + a.as_of) : native_fapl();
   Hid dst_fapl = to_native ? native_fapl() : tessera_fapl();
   Hid src(H5Fopen(a.from.c_str(), H5F_ACC_RDONLY, src_fapl));
   if (!src.valid()) fail("opening '" + a.from + "': " + h5_error_message());
@@ -124,6 +126,7 @@ Runner setup_convert(CLI::App& sub, bool to_native) {
                  to_native ? "The native HDF5 file to write" : "The tessera container to create")
       ->required();
   sub.add_flag("--force", args->force, "Replace the target if it exists");
+  if (to_native) as_of_option(sub, args->as_of);
   return [args, to_native] { return run(*args, to_native); };
 }
 

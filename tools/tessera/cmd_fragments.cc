@@ -14,6 +14,7 @@ namespace {
 
 struct Args {
   std::string container, dataset;
+  std::string as_of;
   bool json = false, all = false;
 };
 
@@ -53,7 +54,7 @@ void json_fragment(Json& j, const tessera::FragmentInfo& f, bool replaced) {
 }
 
 int run(const Args& args) {
-  auto v = ContainerView::open(args.container, false);
+  auto v = ContainerView::open(args.container, false, args.as_of);
   const ObjectView& o = v->resolve(args.dataset);
   if (o.type != tessera_vol::ObjType::kDataset) fail("'" + args.dataset + "' is a group or datatype, not a dataset");
   auto a = v->open_array(o, false);
@@ -105,6 +106,7 @@ Runner setup_fragments(CLI::App& sub) {
   container_arg(sub, args->container);
   sub.add_option("DATASET", args->dataset, "The dataset (a path inside the container)")->required();
   json_flag(sub, args->json);
+  as_of_option(sub, args->as_of);
   sub.add_flag("--all", args->all, "Also the replaced fragments kept until a vacuum");
   return [args] { return run(*args); };
 }

@@ -195,11 +195,12 @@ void json_dataset(Json& j, const DatasetSummary& s) {
 
 struct Args {
   std::string container, object;
+  std::string as_of;
   bool json = false;
 };
 
 int run(const Args& args) {
-  auto v = ContainerView::open(args.container, false);
+  auto v = ContainerView::open(args.container, false, args.as_of);
   // The objects to show: all, or the named one and (for a group) those under it.
   std::vector<const ObjectView*> shown;
   std::vector<const LinkView*> links;
@@ -334,6 +335,7 @@ Runner setup_info(CLI::App& sub) {
   container_arg(sub, args->container, "The container (the name given to H5Fcreate)");
   sub.add_option("OBJECT", args->object, "Only this object (a path inside the container)");
   json_flag(sub, args->json);
+  as_of_option(sub, args->as_of);
   return [args] { return run(*args); };
 }
 

@@ -7,7 +7,9 @@
 // any file is unlinked; a reader that has a fragment open keeps reading it; a reader that
 // lists a fragment the vacuum then removes lists again and finds its replacement.  A
 // writer must not have the container open (the writer lock is taken, as by any writer).
-// What it gives up: reads as of a time before the removed fragments' consolidation.
+// Without DATASET it also removes the files of deleted datasets (kept for reads of the
+// past); --history removes the catalog's archived logs.  What it gives up: reads as of a
+// commit that needed what it removed (they fail naming the missing file).
 #include <cstdio>
 
 #include "tools/tessera/command.h"
@@ -21,6 +23,7 @@ namespace {
 
 struct Args {
   std::string container, dataset;
+  bool history = false;
 };
 
 int run(const Args& args) {
@@ -48,6 +51,20 @@ int run(const Args& args) {
   bar.finish();
   std::printf("removed %llu replaced fragment(s), %s\n", static_cast<unsigned long long>(fragments),
               human_bytes(bytes).c_str());
+  if (args.dataset.empty()) {  // the files of deleted datasets, kept for reads of the past
+    uint64_t arrays = 0, removed = 0;
+    st = v->container().vacuum_removed(&arrays, &removed);
+    if (!st.ok()) fail("removing deleted datasets' files: " + st.message());
+    if (arrays)
+      std::printf("removed the files of %llu deleted dataset(s), %s\n", static_cast<unsigned long long>(arrays),
+                  human_bytes(removed).c_str());
+  }
+  if (args.history) {
+    const uint64_t n = v->container().catalog().drop_history();
+    std::printf("removed the catalog's archived logs, %s: reads as of commits before its last compaction are "
+                "no longer possible\n",
+                human_bytes(n).c_str());
+  }
   return kOk;
 }
 
@@ -56,7 +73,9 @@ int run(const Args& args) {
 Runner setup_vacuum(CLI::App& sub) {
   auto args = std::make_shared<Args>();
   container_arg(sub, args->container, "The container (readers may have it open; writers may not)");
-  sub.add_option("DATASET", args->dataset, "Only this dataset (default: every dataset)");
+  sub.add_option("DATASET", args->dataset, "Only this dataset (default: every dataset, and deleted datasets' files)");
+  sub.add_flag("--history", args->history,
+               "Also remove the catalog's archived logs (reads as of commits before its last compaction end)");
   return [args] { return run(*args); };
 }
 

@@ -50,6 +50,12 @@ inline void json_flag(CLI::App& sub, bool& v) {
   sub.add_flag("--json", v, "One JSON document on stdout instead of text");
 }
 
+inline void as_of_option(CLI::App& sub, std::string& v) {
+  sub.add_option("--as-of", v,
+                 "Read the container as it was at a past commit: its number (tessera commits), @<ns> or a UTC "
+                 "time like 2026-11-26T10:41:09Z");
+}
+
 // Options every subcommand has (main.cc sets them before running it).
 struct Global {
   bool quiet = false;  // no progress bars

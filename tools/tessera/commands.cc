@@ -10,6 +10,7 @@ Runner setup_vacuum(CLI::App&);
 Runner setup_verify(CLI::App&);
 Runner setup_export(CLI::App&);
 Runner setup_import(CLI::App&);
+Runner setup_commits(CLI::App&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
@@ -22,6 +23,7 @@ const std::vector<Command>& commands() {
       {"verify", "Check every checksum and that every committed piece is present", setup_verify},
       {"export", "Write a container's contents to a native HDF5 file", setup_export},
       {"import", "Make a container from a native HDF5 file", setup_import},
+      {"commits", "The container's commits (flushes), oldest first: what --as-of can read", setup_commits},
   };
   return kCommands;
 }

@@ -12,7 +12,7 @@ using tessera_vol::LinkRecord;
 using tessera_vol::ObjectRecord;
 using tessera_vol::ObjType;
 
-std::unique_ptr<ContainerView> ContainerView::open(const std::string& path, bool writable) {
+std::unique_ptr<ContainerView> ContainerView::open(const std::string& path, bool writable, const std::string& as_of) {
   if (!tessera::path_exists(path)) fail("'" + path + "': no such file or directory");
   if (!tessera::Container::is_container(path)) {
     if (!tessera::is_directory(path))
@@ -21,7 +21,8 @@ std::unique_ptr<ContainerView> ContainerView::open(const std::string& path, bool
   }
   auto v = std::unique_ptr<ContainerView>(new ContainerView());
   v->path_ = path;
-  tessera::Status st = tessera::Container::open(path, writable, &v->c_);
+  tessera::Status st = as_of.empty() ? tessera::Container::open(path, writable, &v->c_)
+                                     : tessera::Container::open_as_of(path, as_of, &v->c_);
   if (!st.ok()) {
     if (st.code() == tessera::Errc::kBusy)
       fail("'" + path + "' is open for writing by another process (" + st.message() + "); try again once it is closed");

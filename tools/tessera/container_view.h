@@ -46,7 +46,8 @@ class ContainerView {
  public:
   // Opens the container: read-only (no lock: works while another process writes it) or
   // writable (takes the writer lock; fails when a writer has it open).  Throws Failure.
-  static std::unique_ptr<ContainerView> open(const std::string& path, bool writable);
+  // as_of (not empty): read-only, as of that past commit (engine/history.h).
+  static std::unique_ptr<ContainerView> open(const std::string& path, bool writable, const std::string& as_of = "");
 
   const std::string& path() const { return path_; }
   tessera::Container& container() { return *c_; }

@@ -138,6 +138,7 @@ std::string h5_error_message() {
 
 }  // namespace tool
 
+#include <H5VLconnector.h>
 #include <unistd.h>
 
 #include "engine/file_io.h"
@@ -145,7 +146,7 @@ std::string h5_error_message() {
 
 namespace tool {
 
-Hid tessera_fapl() {
+Hid tessera_fapl(const std::string& settings) {
   static hid_t vol = [] {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -163,7 +164,12 @@ Hid tessera_fapl() {
     fail("the tessera HDF5 connector could not be loaded (no libtessera.so in <build>/plugins beside this "
          "program, nor in HDF5_PLUGIN_PATH)");
   Hid fapl(H5Pcreate(H5P_FILE_ACCESS));
-  if (!fapl.valid() || H5Pset_vol(fapl, vol, nullptr) < 0) fail("cannot select the tessera connector: " + h5_error_message());
+  void* info = nullptr;
+  if (!settings.empty() && H5VLconnector_str_to_info(settings.c_str(), vol, &info) < 0)
+    fail("tessera settings '" + settings + "': " + h5_error_message());
+  herr_t rc = fapl.valid() ? H5Pset_vol(fapl, vol, info) : -1;
+  if (info) H5VLfree_connector_info(vol, info);
+  if (rc < 0) fail("cannot select the tessera connector: " + h5_error_message());
   return fapl;
 }
 

@@ -60,7 +60,9 @@ namespace tool {
 // File access property lists selecting a connector: tessera's (loaded from the build's
 // plugins/ beside this program's tools/, else from HDF5_PLUGIN_PATH) or HDF5's native
 // one.  Throw Failure when the connector cannot be loaded.
-Hid tessera_fapl();
+// settings: the connector's settings for this open ("as_of=12"), as after its name in
+// HDF5_VOL_CONNECTOR.
+Hid tessera_fapl(const std::string& settings = "");
 Hid native_fapl();
 
 }  // namespace tool
