@@ -135,7 +135,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--filter", choices=["none", "gzip"], default="none")
     ap.add_argument("--dir", type=Path, default=None, help="where the files go (default: a temporary directory)")
-    ap.add_argument("--json", type=Path, default=None, help="append one JSON record to this file")
+    build = Path(os.environ.get("TESSERA_BUILD_DIR", Path(__file__).resolve().parent.parent.parent / "build"))
+    ap.add_argument("--json", type=Path, default=build / "bench-logs" / time.strftime("export-import-%Y%m%d-%H%M%S.jsonl"),
+                    help="append one JSON record to this file (default: <build>/bench-logs/, where "
+                         "scripts/bench/report reads it)")
     a = ap.parse_args()
     if os.environ.get("HDF5_VOL_CONNECTOR", "").split(" ")[0] != "tessera":
         sys.exit("bench_export_import: run under scripts/tessera-env (HDF5_VOL_CONNECTOR=tessera)")
@@ -184,6 +187,7 @@ def main():
                 line += f"   = {rec[k + '_vs_write']:.2f} x write, {rec[k + '_vs_copy']:.2f} x copy"
             print(line)
         if a.json:
+            a.json.parent.mkdir(parents=True, exist_ok=True)
             with open(a.json, "a") as f:
                 f.write(json.dumps(rec) + "\n")
         print("JSON " + json.dumps(rec))
