@@ -78,6 +78,7 @@ void Array::open_impl(bool writable, const Schema* known) {
   writable_ = writable;
   schema_ = store_->open(writable_, known, &extent_id_);
   buffer_ = std::make_unique<WriteBuffer>(schema_);
+  blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(heap_dir_);
   if (schema_.compact) {
@@ -248,7 +249,13 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     const uint64_t bytes = sel.cells() * schema_.elem_size;
     const bool blob_size = sel.is_box() && !opts_.durable_writes && sel.cells() >= opts_.blob_min_cells &&
                            bytes <= opts_.blob_bytes;
-    if (sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) {
+    const bool large = sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells());
+    // A large box of a filtered array, out of tile order, is a blob too: its filtering
+    // then runs in a background flush instead of inside this call, and rewrites of its
+    // tiles before the flush are merged before they are compressed.  Unfiltered, writing
+    // it at once costs no more than copying it into memory (docs/benchmarks.md).
+    const bool filtered_blob = large && blob_size && !schema_.filters.empty() && !appends_after_direct(sel.bbox());
+    if (large && !filtered_blob) {
       // Large boxes go to a dense fragment, appended to the open one while they come in
       // tile order (frames, rows written in order: one fragment, written as it goes).
       spill_blobs_over(sel.bbox());
@@ -333,7 +340,17 @@ Status Array::write_boxes(const std::vector<Box>& boxes, const void* src) {
         strided_copy(r, shape, pc.src + soff * es, sstride, data.data(), dstride, es);
         w->add_dense_tile(pc.tile.data(), pc.piece, std::move(data));
       }
-      for (auto& w : layers) park(std::move(w));
+      if (opts_.durable_writes && layers.size() > 1) {
+        // One call, one commit: published one by one, a crash between two renames would
+        // keep some of this write's boxes and lose the others.  The publish journal makes
+        // the layers visible together (stage_publish).
+        for (auto& w : layers) complete(std::move(w), /*batch=*/true);
+        materialize_inline();  // a batch of files and records commits through the journal
+        stage_publish(false);
+        finish_publish(false);
+      } else {
+        for (auto& w : layers) park(std::move(w));
+      }
     }
     for (const auto& [b, sp] : small) {
       Selection sel = Selection::from_box(*b);
@@ -412,7 +429,7 @@ void Array::buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t
   uint64_t shape[kMaxRank], dstride[kMaxRank];
   for (int d = 0; d < r; ++d) shape[d] = box.hi[d] - box.lo[d] + 1;
   layout.cell_strides(box, dstride);
-  std::vector<uint8_t> cells(box.cells() * schema_.elem_size);
+  std::vector<uint8_t> cells = ctx_->blob_memory().take(box.cells() * schema_.elem_size);
   strided_copy(r, shape, src, sstride, cells.data(), dstride, schema_.elem_size);
   blobs_->add(box, std::move(cells));
   maybe_spill();
@@ -578,13 +595,24 @@ void Array::flush_in_background() noexcept {
       buf = std::move(buffer_);
       buffer_ = std::move(fresh);
       blobs = std::move(blobs_);
-      blobs_ = std::make_unique<BlobBuffer>();
+      blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
       inflight_ = true;
       inflight_bytes_ = buf->bytes() + blobs->bytes();
     });
     if (!st.ok() && bg_error_.ok()) bg_error_ = st;
     report_bytes();
     if (!buf) return;
+  }
+  {
+    // Where the flush's writes lie: reads elsewhere need not wait for it (finish_parked_for).
+    BoundingBox bounds;
+    for (const Blob& b : blobs->blobs()) bounds.add(b.box);
+    const int r = schema_.rank();
+    const uint64_t* cs = buf->coords().data();
+    for (size_t k = 0; k < buf->cells(); ++k) bounds.add(cs + k * static_cast<size_t>(r), r);
+    std::lock_guard<std::mutex> g(mu_);
+    inflight_bounds_ = std::move(bounds);
+    inflight_cv_.notify_all();
   }
   Status st = guard([&] { fill_spill(*buf, *blobs, *w); });
   std::lock_guard<std::mutex> g(mu_);
@@ -595,6 +623,7 @@ void Array::flush_in_background() noexcept {
   blobs.reset();
   inflight_ = false;
   inflight_bytes_ = 0;
+  inflight_bounds_ = BoundingBox();
   report_bytes();
   inflight_cv_.notify_all();
 }
@@ -638,7 +667,7 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
       else sel.dense_strides(dstride);
       return compact_->read(sel, static_cast<uint8_t*>(dst), dstride);
     }
-    finish_parked();
+    finish_parked_for(sel.empty() ? Box() : sel.bbox());
     buffer_->normalize();
     ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
@@ -651,7 +680,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
     require_var(false);
     check_points(coords, n);
     if (compact_) return compact_->read_points(coords, n, static_cast<uint8_t*>(dst));
-    finish_parked();
+    finish_parked_for(points_bounds(coords, n));
     buffer_->normalize();
     ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));

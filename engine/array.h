@@ -51,7 +51,7 @@ struct ArrayOptions {
   // Deferred mode: box writes of at least blob_min_cells cells and at most blob_bytes bytes
   // are buffered whole (blob_buffer.h) instead of as cells or a fragment of their own.
   uint64_t blob_min_cells = 64;
-  uint64_t blob_bytes = 4 << 20;
+  uint64_t blob_bytes = 16 << 20;
   // MPI (docs/parallel.md).  collective: fragments are published only by epoch commits
   // (stage_prepared with an epoch) and whatever is unpublished when the array is destroyed
   // is discarded, never published on its own.  shadow: another rank (0) owns journal
@@ -324,10 +324,15 @@ class Array : public BufferOwner {
   void require_var(bool var) const;
   void require_writable() const;
   // Completes a writer: durable publish (durable_writes) or finish into unpublished_.
-  void complete(std::unique_ptr<FragmentWriter> w);
+  // batch: into unpublished_ even in durable mode (the caller publishes them together).
+  void complete(std::unique_ptr<FragmentWriter> w, bool batch = false);
   // Deferred mode: lets a dense writer keep filtering in the background.
   void park(std::unique_ptr<FragmentWriter> w);
   void finish_parked();
+  // finish_parked for a read of `region` only: the flush in flight is waited for only when
+  // its writes may lie there (its bounds are not known yet, or they meet the region).
+  void finish_parked_for(const Box& region);
+  Box points_bounds(const uint64_t* coords, size_t n) const;
   // Direct chunk writes (array_chunks.cc): the open fragment they append to, closed
   // (parked) before anything else writes or reads, so fragment order stays write order.
   void close_direct();
@@ -356,7 +361,7 @@ class Array : public BufferOwner {
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
   // --- where the schema and inline fragments live (array_store.h)
   std::unique_ptr<FragmentWriter> make_writer(FragmentId id);
-  void add_inline(std::vector<uint8_t> bytes);
+  void add_inline(std::vector<uint8_t> bytes, bool batch = false);  // batch: as complete()
   void materialize_inline();  // a batch mixing files and inline records goes all to files
 
   // A compact array (schema_.compact) is its sibling implementation: every operation is
@@ -373,13 +378,16 @@ class Array : public BufferOwner {
   ArrayOptions opts_;
   Schema schema_;
   std::unique_ptr<WriteBuffer> buffer_;
-  std::unique_ptr<BlobBuffer> blobs_ = std::make_unique<BlobBuffer>();
+  std::unique_ptr<BlobBuffer> blobs_;  // made with the schema (open_impl)
   std::vector<uint8_t> scratch_;  // write_dense: pieces gathered for unfiltered tiles
   // A background flush's state (flush_in_background): writing a swapped-out buffer of
   // inflight_bytes_ bytes; its cells are in no fragment yet, so reads and everything that
   // lists fragments wait for it (finish_inflight).
   bool inflight_ = false;
   uint64_t inflight_bytes_ = 0;
+  // The bounding box of the flush in flight's cells and blobs, once the flusher computed
+  // it (outside the lock: a scattered buffer has millions of cells); !any until then.
+  BoundingBox inflight_bounds_;
   std::condition_variable_any inflight_cv_;
   Status bg_error_;
   std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells

@@ -45,13 +45,13 @@ std::unique_ptr<FragmentWriter> Array::make_writer(FragmentId id) {
 
 // A finished in-memory fragment: durable mode commits its record (and syncs the catalog)
 // now; deferred mode publishes it with the flush's catalog batch.
-void Array::add_inline(std::vector<uint8_t> bytes) {
+void Array::add_inline(std::vector<uint8_t> bytes, bool batch) {
   auto sp = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
   auto f = Fragment::open_inline("(unpublished inline fragment)", sp, ctx_);
   const std::string key = store_->inline_key(f->meta().id);
   f->set_path(store_->inline_label(key));
   store_->count_inline(static_cast<int64_t>(sp->size()));
-  if (opts_.durable_writes) {
+  if (opts_.durable_writes && !batch) {
     CatalogBatch b;
     b.put(key, std::string(sp->begin(), sp->end()));
     store_->commit(std::move(b), /*sync=*/true);

@@ -33,14 +33,14 @@ void Array::discard_unpublished() {
   });
 }
 
-void Array::complete(std::unique_ptr<FragmentWriter> w) {
+void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
   std::string tmp = w->finish();
   if (tmp.empty()) {
-    add_inline(w->take_inline());
+    add_inline(w->take_inline(), batch);
     return;
   }
   auto f = Fragment::open(tmp, ctx_);
-  if (opts_.durable_writes) {
+  if (opts_.durable_writes && !batch) {
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
     sync_dir(frag_dir_);
     f->set_path(w->final_path());
@@ -68,6 +68,21 @@ void Array::park(std::unique_ptr<FragmentWriter> w) {
 
 void Array::finish_parked() {
   finish_inflight();  // its fragment is older than what follows, and not listed yet
+  finish_parked_for(Box());
+}
+
+Box Array::points_bounds(const uint64_t* coords, size_t n) const {
+  BoundingBox b;
+  for (size_t i = 0; i < n; ++i) b.add(coords + i * static_cast<size_t>(schema_.rank()), schema_.rank());
+  return b.any ? b.box : Box();
+}
+
+void Array::finish_parked_for(const Box& region) {
+  // A read elsewhere does not wait for a flush in flight: what the flush holds is in no
+  // listed fragment yet, but none of it lies in the region, and fragments are listed by
+  // id (fragment_set.h), so the flushed one still lands below newer ones later.
+  while (inflight_ && (!inflight_bounds_.any || region.lo.empty() || inflight_bounds_.box.intersects(region)))
+    inflight_cv_.wait(mu_);
   close_direct();
   while (!parked_.empty()) {
     auto front = std::move(parked_.front());

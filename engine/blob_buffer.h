@@ -6,10 +6,20 @@
 // piece (Array::fill_spill).  Blobs are newer than every fragment and older than every
 // buffered cell written after them (cells a blob covers are dropped when it arrives), and
 // among themselves the later wins; reads apply them in that order (read_planner.h).
+//
+// The blobs are indexed by the tiles they touch, keyed by the tiles' Z-order (Morton)
+// code, as NDBlaze keys its cuboids: a box's tiles lie between the codes of its first and
+// last tile, so finding the blobs over a read, a point or a newer write is one range of
+// the index, not a pass over every blob — with thousands of small blobs buffered, a point
+// read used to test each of them.
+//
+// A spilled blob's memory goes back to the context's BlobMemory for the next blobs.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <vector>
 
+#include "engine/blob_memory.h"
 #include "engine/box.h"
 
 namespace tessera {
@@ -21,34 +31,39 @@ struct Blob {
 
 class BlobBuffer {
  public:
-  void add(Box box, std::vector<uint8_t> cells) {
-    bytes_ += cells.size() + sizeof(Blob);
-    cells_ += box.cells();
-    blobs_.push_back({std::move(box), std::move(cells)});
-  }
+  // memory: where spilled blobs' memory goes (null: freed).
+  BlobBuffer(Coords tile_extent, BlobMemory* memory);
+  ~BlobBuffer();
+  BlobBuffer(const BlobBuffer&) = delete;
+  BlobBuffer& operator=(const BlobBuffer&) = delete;
+
+  void add(Box box, std::vector<uint8_t> cells);
   const std::vector<Blob>& blobs() const { return blobs_; }  // oldest first
   bool empty() const { return blobs_.empty(); }
   uint64_t bytes() const { return bytes_; }
   uint64_t cells() const { return cells_; }
-  bool intersects(const Box& b) const {
-    for (const Blob& x : blobs_)
-      if (x.box.intersects(b)) return true;
-    return false;
-  }
+
+  // The indexes (into blobs(), ascending: oldest first) of the blobs intersecting q.
+  std::vector<size_t> over(const Box& q) const;
+  bool intersects(const Box& q) const { return !over(q).empty(); }
+  // The newest blob holding cell c, or null.
+  const Blob* newest_at(const uint64_t* c) const;
   // Whether any of n cells (n * rank coordinates) lies in a blob.
-  bool covers_any(const uint64_t* coords, size_t n, int rank) const {
-    for (const Blob& x : blobs_)
-      for (size_t i = 0; i < n; ++i)
-        if (x.box.contains(coords + i * static_cast<size_t>(rank))) return true;
-    return false;
-  }
-  void clear() {
-    std::vector<Blob>().swap(blobs_);
-    bytes_ = cells_ = 0;
-  }
+  bool covers_any(const uint64_t* coords, size_t n, int rank) const;
+  void clear();
 
  private:
+  // The tile range of b, and whether its codes are exact (every tile coordinate fits the
+  // key's bits per dimension; otherwise the blob is kept in wide_ and always tested).
+  bool tile_range(const Box& b, Coords* lo, Coords* hi) const;
+  uint64_t morton(const uint64_t* tile) const;
+
+  Coords tile_extent_;
+  BlobMemory* memory_;
+  unsigned bits_;  // bits of each dimension's tile coordinate in a key
   std::vector<Blob> blobs_;
+  std::multimap<uint64_t, size_t> index_;  // Z-order code of a tile -> a blob touching it
+  std::vector<size_t> wide_;               // blobs not in index_ (see tile_range)
   uint64_t bytes_ = 0, cells_ = 0;
 };
 

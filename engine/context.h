@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "engine/blob_memory.h"
 #include "engine/options.h"
 #include "engine/thread_pool.h"
 #include "engine/tile_cache.h"
@@ -31,6 +32,8 @@ class Context {
   TileCache& tiles() { return tiles_; }
   // The memory bound of all write buffers, and their background flusher.
   WriteBudget& budget() { return budget_; }
+  // Spilled blobs' memory kept for the next blobs, within the budget (blob_memory.h).
+  BlobMemory& blob_memory() { return blob_memory_; }
   const EngineOptions& options() const { return opts_; }
 
   // The process's default context.  Never destroyed: pool threads may still be running
@@ -52,7 +55,8 @@ class Context {
   EngineOptions opts_;
   LazyPool filters_, io_;
   TileCache tiles_;
-  WriteBudget budget_;  // last: its flusher thread stops first
+  WriteBudget budget_;  // after the pools: its flusher thread stops before they do
+  BlobMemory blob_memory_{budget_};  // leaves the budget (forget) before it stops
 };
 
 }  // namespace tessera

@@ -4,7 +4,8 @@
 // the state after the last durable reported operation or after the one in flight — never
 // anything else — and that every fragment file is complete (temp files and an interrupted
 // flush's publish journal are allowed).  Four workloads: durable writes (direct dense
-// writes, point writes + flush, consolidations), the same with set_extent, and deferred
+// writes, irregular writes of several boxes, point writes + flush, consolidations), the
+// same with set_extent, and deferred
 // publishing (durable at flush only) without and with set_extent.  Values encode the
 // number of the op that wrote them, so a failure says which op's data is seen.  Then
 // deterministic crash points between the steps of a deferred flush.
@@ -89,16 +90,23 @@ struct CrashOp {
   // kPoints (deferred mode only): buffered, no flush.  kFlush: deferred mode only.
   // kErase: erases `box` and the points (an erase fragment, durable like a dense write
   // in durable mode, at the next flush in deferred mode).
-  enum Kind { kDenseBox, kPointsFlush, kConsolidate, kSetExtent, kPoints, kFlush, kErase } kind;
+  // kBoxes: one write_boxes call of disjoint strips that share tiles (an irregular
+  // H5Dwrite): several fragments, which must become durable together or not at all.
+  enum Kind { kDenseBox, kPointsFlush, kConsolidate, kSetExtent, kPoints, kFlush, kErase, kBoxes } kind;
   Box box;                  // kDenseBox, kErase
+  std::vector<Box> boxes;   // kBoxes
   Coords extent;            // kSetExtent
   std::vector<uint64_t> pts;  // kPointsFlush: n * 2 coordinates, duplicates allowed
   uint64_t r1 = 0, r2 = 0;  // kConsolidate: raw random numbers for the range choice
   std::vector<uint8_t> values(uint64_t k) const {
     size_t n = kind == kDenseBox ? box.cells() : kind == kErase ? 0 : pts.size() / 2;  // 0: ops without values
+    if (kind == kBoxes) {
+      n = 0;
+      for (const Box& b : boxes) n += b.cells();
+    }
     std::vector<uint8_t> v(n * kElem);
     for (size_t i = 0; i < n; ++i) {
-      uint64_t x = (k << 32) | (kind == kDenseBox ? i : (0x80000000u | i));
+      uint64_t x = (k << 32) | (kind == kDenseBox || kind == kBoxes ? i : (0x80000000u | i));
       std::memcpy(&v[i * kElem], &x, 8);
     }
     return v;
@@ -132,6 +140,21 @@ CrashOp OpGen::next() {
         op.pts.push_back(rng.below(extent[1]));
       }
     }
+  } else if (r < 25 && extent[1] >= 16) {
+    // Two or three column strips of one row band, cut at random (mostly inside tiles), each
+    // at least a tile's worth of cells so each goes to a fragment, not the buffer.
+    op.kind = CrashOp::kBoxes;
+    const uint64_t rows = rng.range(8, extent[0]), r0 = rng.below(extent[0] - rows + 1);
+    const uint64_t width = rng.range(16, extent[1]), c0 = rng.below(extent[1] - width + 1);
+    const uint64_t strips = width >= 24 && rng.chance(0.5) ? 3 : 2;
+    uint64_t c = c0, left = width;
+    for (uint64_t k = 0; k < strips; ++k) {
+      const uint64_t w = k + 1 == strips ? left : rng.range(8, left - 8 * (strips - k - 1));
+      op.boxes.push_back(Box({r0, c}, {r0 + rows - 1, c + w - 1}));
+      c += w;
+      left -= w;
+    }
+    if (rng.chance(0.5)) std::swap(op.boxes.front(), op.boxes.back());  // any order
   } else if (r < 45) {
     op.kind = CrashOp::kDenseBox;
     // At least one full tile's worth of cells, so with direct_cells = tile cells it always
@@ -173,14 +196,25 @@ CrashOp OpGen::next() {
   return op;
 }
 
+// Writes box b of the model from row-major values.
+void write_box(ArrayModel& m, const Box& b, const uint8_t* values) {
+  testutil::IndexSets sets(2);
+  for (int d = 0; d < 2; ++d)
+    for (uint64_t x = b.lo[d]; x <= b.hi[d]; ++x) sets[d].push_back(x);
+  std::vector<uint64_t> st = testutil::dense_strides(sets);
+  m.write(sets, values, st.data());
+}
+
 void apply(ArrayModel& m, const CrashOp& op, uint64_t k) {
   std::vector<uint8_t> v = op.values(k);
   if (op.kind == CrashOp::kDenseBox) {
-    testutil::IndexSets sets(2);
-    for (int d = 0; d < 2; ++d)
-      for (uint64_t x = op.box.lo[d]; x <= op.box.hi[d]; ++x) sets[d].push_back(x);
-    std::vector<uint64_t> st = testutil::dense_strides(sets);
-    m.write(sets, v.data(), st.data());
+    write_box(m, op.box, v.data());
+  } else if (op.kind == CrashOp::kBoxes) {
+    size_t off = 0;
+    for (const Box& b : op.boxes) {
+      write_box(m, b, v.data() + off * kElem);
+      off += b.cells();
+    }
   } else if (op.kind == CrashOp::kPointsFlush || op.kind == CrashOp::kPoints) {
     for (size_t i = 0; i < op.pts.size() / 2; ++i) m.set(&op.pts[2 * i], &v[i * kElem]);
   } else if (op.kind == CrashOp::kSetExtent) {
@@ -252,6 +286,9 @@ int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode mode, 
     if (op.kind == CrashOp::kDenseBox) {
       st = arr->write(Selection::from_box(op.box), v.data());
       if (!st.ok()) return fail("dense write", st);
+    } else if (op.kind == CrashOp::kBoxes) {
+      st = arr->write_boxes(op.boxes, v.data());
+      if (!st.ok()) return fail("write_boxes", st);
     } else if (op.kind == CrashOp::kPointsFlush) {
       st = arr->write_points(op.pts.data(), op.pts.size() / 2, v.data());
       if (!st.ok()) return fail("write_points", st);
@@ -484,7 +521,7 @@ void kill_once(uint64_t seed, Mode mode, Tally* tally) {
   const bool next_durable = durable_point(mode, in_flight_kind);
   const State want_next = next_durable ? model_state(m) : want_last;
   const char* kind_names[] = {"dense box write", "point write + flush", "consolidation", "set_extent",
-                              "point write (buffered)", "flush", "erase"};
+                              "point write (buffered)", "flush", "erase", "write_boxes (irregular write)"};
   const std::string in_flight = kind_names[in_flight_kind];
 
   // Every file in the fragment directory is a complete fragment, an ignorable temp file,

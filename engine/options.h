@@ -32,9 +32,9 @@ struct EngineOptions {
   unsigned io_threads = 4;            // threads that wait for the disk
   uint64_t tile_cache_mb = 256;       // decoded-tile cache
   uint64_t write_buffer_mb = 64;      // an array's write buffer spills past this
-  uint64_t write_memory_mb = 256;     // all write buffers of the process together (write_budget.h)
+  uint64_t write_memory_mb = 64;      // all write buffers of the process together (write_budget.h)
   uint64_t direct_write_cells = 16384;  // box writes of at least this many cells bypass the buffer
-  uint64_t blob_kb = 4096;             // smaller box writes are buffered whole (blob_buffer.h; 0: never)
+  uint64_t blob_kb = 16384;            // smaller box writes are buffered whole (blob_buffer.h; 0: never)
   uint64_t inline_fragment_kb = 64;   // fragments up to this size live in the catalog (0: never)
   uint64_t inline_total_mb = 256;     // a container's catalog holds at most this many inline bytes
   // Open read-only as of a past commit (history.h): "12", "@<ns>" or a UTC time

@@ -409,7 +409,8 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
   }
   // Buffered blobs: newer than every fragment, oldest first (blob_buffer.h).
   if (view_.blobs)
-    for (const Blob& b : view_.blobs->blobs()) {
+    for (size_t i : view_.blobs->over(bb)) {
+      const Blob& b = view_.blobs->blobs()[i];
       Box piece;
       if (intersect(b.box, bb, &piece)) copy_box(sel, piece, b.cells.data(), b.box, dst, ostride);
     }
@@ -434,16 +435,12 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
       else hi = mid;
     }
   }
-  if (view_.blobs) {
-    const auto& bl = view_.blobs->blobs();
-    for (auto it = bl.rbegin(); it != bl.rend(); ++it) {
-      if (!it->box.contains(c)) continue;
-      uint64_t st[kMaxRank], off = 0;
-      layout_.cell_strides(it->box, st);
-      for (int d = 0; d < rank_; ++d) off += (c[d] - it->box.lo[d]) * st[d];
-      *value = it->cells.data() + off * es_;
-      return true;
-    }
+  if (const Blob* b = view_.blobs ? view_.blobs->newest_at(c) : nullptr) {
+    uint64_t st[kMaxRank], off = 0;
+    layout_.cell_strides(b->box, st);
+    for (int d = 0; d < rank_; ++d) off += (c[d] - b->box.lo[d]) * st[d];
+    *value = b->cells.data() + off * es_;
+    return true;
   }
   uint64_t tile[kMaxRank];
   layout_.tile_of(c, tile);

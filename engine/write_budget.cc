@@ -2,6 +2,9 @@
 #include "engine/write_budget.h"
 
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 
@@ -119,6 +122,13 @@ void WriteBudget::run() {
     running_ = o;
     lk.unlock();
     o->flush_in_background();  // noexcept; takes the owner's own lock
+#if defined(__GLIBC__)
+    // The flushed buffer's memory goes back to the system: glibc keeps freed blocks of
+    // every thread's arena for reuse, and with buffers swapped between the writer's and
+    // this thread that held ~20 MiB more than the budget (40 datasets of scattered
+    // writes: 165 MiB peak RSS with a 64 MiB budget, 2.1x native's).
+    malloc_trim(0);
+#endif
     lk.lock();
     running_ = nullptr;
     done_.notify_all();

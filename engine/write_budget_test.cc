@@ -87,13 +87,18 @@ Schema grid_schema() {
   return s;
 }
 
-// Many arrays of one context under a small budget: scattered writes to all of them, in
-// rounds, with reads in between; the budget's peak stays within its limit plus the
-// largest single write, and every array reads back exactly the model.
+// Many arrays of one context, in three containers (files), under a small budget:
+// scattered writes and small box writes (blobs) to all of them, in rounds, with reads in
+// between; the budget's peak stays within its limit plus the largest single write, and
+// every array reads back exactly the model.
 TEST(WriteBudget, ManyArraysShareOneBoundAndReadBackTheModel) {
   testutil::TempDir dir("tessera_budget");
-  std::unique_ptr<Container> cont;
-  ASSERT_TRUE(Container::create(dir.sub("c.tsr"), Container::CreateMode::kExclusive, &cont).ok());
+  constexpr int kFiles = 3;
+  std::vector<std::unique_ptr<Container>> conts(kFiles);
+  for (int c = 0; c < kFiles; ++c)
+    ASSERT_TRUE(Container::create(dir.sub("c" + std::to_string(c) + ".tsr"), Container::CreateMode::kExclusive,
+                                  &conts[c])
+                    .ok());
   EngineOptions eo;
   eo.write_memory_mb = 2;  // 2 MiB for all 12 arrays
   auto ctx = std::make_shared<Context>(eo);
@@ -105,8 +110,8 @@ TEST(WriteBudget, ManyArraysShareOneBoundAndReadBackTheModel) {
   o.context = ctx;
   o.inline_fragment_bytes = 0;
   for (int i = 0; i < kArrays; ++i) {
-    ASSERT_TRUE(cont->create_array(grid_schema(), &ids[i]).ok());
-    ASSERT_TRUE(cont->open_array(ids[i], true, o, &arrays[i]).ok());
+    ASSERT_TRUE(conts[i % kFiles]->create_array(grid_schema(), &ids[i]).ok());
+    ASSERT_TRUE(conts[i % kFiles]->open_array(ids[i], true, o, &arrays[i]).ok());
   }
   std::vector<std::map<uint64_t, uint32_t>> model(kArrays);
   Rng rng(testutil::named_seed("WriteBudget.ManyArrays", 77));
@@ -124,6 +129,17 @@ TEST(WriteBudget, ManyArraysShareOneBoundAndReadBackTheModel) {
       }
       ASSERT_TRUE(arrays[i]->write_points(pts.data(), kPoints, v.data()).ok());
       biggest_write = std::max<uint64_t>(biggest_write, kPoints * (16 + 4) * 2);  // capacity slack
+      if (rng.chance(0.5)) {  // a box below a tile's size: a blob
+        const uint64_t r0 = rng.below(500), c0 = rng.below(450);
+        const Box b({r0, c0}, {r0 + rng.range(1, 11), c0 + rng.range(15, 61)});
+        std::vector<uint32_t> bv;
+        for (uint64_t r = b.lo[0]; r <= b.hi[0]; ++r)
+          for (uint64_t c = b.lo[1]; c <= b.hi[1]; ++c) {
+            bv.push_back(static_cast<uint32_t>(round * 100000 + 50000 + bv.size()));
+            model[i][r * 512 + c] = bv.back();
+          }
+        ASSERT_TRUE(arrays[i]->write(Selection::from_box(b), bv.data()).ok());
+      }
     }
     if (round % 7 == 3) {  // a read in the middle: sees buffered, in-flight and written cells
       int i = static_cast<int>(rng.below(kArrays));
@@ -142,11 +158,11 @@ TEST(WriteBudget, ManyArraysShareOneBoundAndReadBackTheModel) {
       << "the budget's peak passed twice its limit";
   EXPECT_GT(arrays[0]->fragments().size(), 1u) << "the budget never flushed anything";
   for (int i = 0; i < kArrays; ++i) ASSERT_TRUE(arrays[i]->flush().ok());
-  arrays.clear();  // every array gone: the budget holds nothing
-  EXPECT_EQ(ctx->budget().used(), 0u);
+  arrays.clear();  // every array gone: the budget holds nothing but kept blob memory
+  EXPECT_EQ(ctx->budget().used(), ctx->blob_memory().kept());
   for (int i = 0; i < kArrays; ++i) {
     std::unique_ptr<Array> a;
-    ASSERT_TRUE(cont->open_array(ids[i], false, ArrayOptions(), &a).ok());
+    ASSERT_TRUE(conts[i % kFiles]->open_array(ids[i], false, ArrayOptions(), &a).ok());
     std::vector<uint32_t> got(512 * 512);
     ASSERT_TRUE(a->read(Selection::from_box(Box({0, 0}, {511, 511})), got.data()).ok());
     for (uint64_t c = 0; c < got.size(); ++c) {
@@ -158,7 +174,11 @@ TEST(WriteBudget, ManyArraysShareOneBoundAndReadBackTheModel) {
 
 // A writer thread and a reader thread on one array while background flushes run: the
 // reader only ever sees a cell's fill value or a value the writer wrote there, and once
-// it saw a value it never sees an older one again (newest-wins at every moment).
+// it saw a value it never sees an older one again (newest-wins at every moment).  The
+// writer alternates between the top and the bottom half (points, and boxes kept as
+// blobs), the reader reads random boxes and point lists: reads of the half a flush in
+// flight holds wait for it, reads of the other half go on (finish_parked_for) — both must
+// see the same consistent view.
 TEST(WriteBudget, ReadsDuringBackgroundFlushesSeeAConsistentView) {
   testutil::TempDir dir("tessera_budget");
   std::unique_ptr<Container> cont;
@@ -175,43 +195,80 @@ TEST(WriteBudget, ReadsDuringBackgroundFlushesSeeAConsistentView) {
   std::unique_ptr<Array> a;
   ASSERT_TRUE(cont->open_array(id, true, o, &a).ok());
   // Cell c gets values c * 1000 + round, rounds increasing: a value's round says its age.
-  constexpr int kRounds = 40;
+  constexpr int kRounds = 60;
+  constexpr uint64_t kCells = 64 * 512;
   std::atomic<bool> done{false};
-  std::atomic<int> bad{0};
+  std::atomic<int> bad{0}, reads{0};
   std::thread reader([&] {
-    std::vector<int> seen(64 * 512, -1);
-    std::vector<uint32_t> got(64 * 512);
-    while (!done) {
-      if (!a->read(Selection::from_box(Box({0, 0}, {63, 511})), got.data()).ok()) {
-        ++bad;
+    std::vector<int> seen(kCells, -1);
+    auto check = [&](uint64_t c, uint32_t got) {
+      if (got == 0xFFFFFFFFu) {
+        if (seen[c] >= 0) ++bad;  // was written, now reads as fill
         return;
       }
-      for (size_t c = 0; c < got.size(); ++c) {
-        if (got[c] == 0xFFFFFFFFu) {
-          if (seen[c] >= 0) ++bad;  // was written, now reads as fill
-          continue;
+      const int round = static_cast<int>(got % 1000);
+      if (got / 1000 != c || round < seen[c]) ++bad;
+      seen[c] = round;
+    };
+    Rng rr(6);
+    std::vector<uint32_t> got;
+    while (!done && bad == 0) {
+      ++reads;
+      if (rr.chance(0.5)) {
+        const uint64_t r0 = rr.below(64), c0 = rr.below(512);
+        const uint64_t r1 = r0 + rr.below(64 - r0), c1 = c0 + rr.below(512 - c0);
+        got.resize((r1 - r0 + 1) * (c1 - c0 + 1));
+        if (!a->read(Selection::from_box(Box({r0, c0}, {r1, c1})), got.data()).ok()) {
+          ++bad;
+          return;
         }
-        const int round = static_cast<int>(got[c] % 1000);
-        if (got[c] / 1000 != c || round < seen[c]) ++bad;
-        seen[c] = round;
+        size_t k = 0;
+        for (uint64_t r = r0; r <= r1; ++r)
+          for (uint64_t c = c0; c <= c1; ++c) check(r * 512 + c, got[k++]);
+      } else {
+        // Points within one half or across both.
+        const uint64_t lo = rr.chance(0.5) ? 0 : 32, rows = rr.chance(0.3) ? 64 - lo : 32;
+        std::vector<uint64_t> pts, cells;
+        for (int k = 0; k < 200; ++k) {
+          const uint64_t c = lo * 512 + rr.below(rows * 512);
+          cells.push_back(c);
+          pts.push_back(c / 512);
+          pts.push_back(c % 512);
+        }
+        got.resize(cells.size());
+        if (!a->read_points(pts.data(), cells.size(), got.data()).ok()) {
+          ++bad;
+          return;
+        }
+        for (size_t k = 0; k < cells.size(); ++k) check(cells[k], got[k]);
       }
     }
   });
   Rng rng(5);
   for (int round = 0; round < kRounds; ++round) {
+    const uint64_t lo = round % 2 ? 32 : 0;  // this round's half
     std::vector<uint64_t> pts;
     std::vector<uint32_t> v;
-    for (int k = 0; k < 6000; ++k) {
-      uint64_t c = rng.below(64 * 512);
+    for (int k = 0; k < 4000; ++k) {
+      uint64_t c = lo * 512 + rng.below(32 * 512);
       pts.push_back(c / 512);
       pts.push_back(c % 512);
       v.push_back(static_cast<uint32_t>(c * 1000 + round));
     }
     ASSERT_TRUE(a->write_points(pts.data(), v.size(), v.data()).ok());
+    for (int k = 0; k < 4; ++k) {  // boxes of 64-1024 cells: blobs
+      const uint64_t r0 = lo + rng.below(24), c0 = rng.below(384);
+      const Box b({r0, c0}, {r0 + rng.range(1, 7), c0 + rng.range(31, 127)});
+      std::vector<uint32_t> bv;
+      for (uint64_t r = b.lo[0]; r <= b.hi[0]; ++r)
+        for (uint64_t c = b.lo[1]; c <= b.hi[1]; ++c) bv.push_back(static_cast<uint32_t>((r * 512 + c) * 1000 + round));
+      ASSERT_TRUE(a->write(Selection::from_box(b), bv.data()).ok());
+    }
   }
   done = true;
   reader.join();
   EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(reads.load(), 0);
   EXPECT_GT(a->fragments().size(), 2u) << "no background flush happened";
 }
 

@@ -153,3 +153,21 @@ def test_many_datasets_benchmark_runs_both_sides(tessera_env, tmp_path):
     assert proc.returncode == 0, out
     assert "CHECK spot-read of d00 after reopening: ok" in out, out
     assert "peak RSS" in out and "durable close" in out, out
+
+
+# ------------------------------------------------------------------ the random blob writes benchmark
+@pytest.mark.parametrize("extra", [[], ["--gzip", "1"], ["--mpi"]], ids=["plain", "gzip", "mpi"])
+def test_blob_writes_benchmark_runs_both_sides(extra, tessera_env, tmp_path):
+    """scripts/bench/bench_blob_writes.py (issue 15, NDBlaze Fig. 7/8) at a tiny size: both
+    connectors write random blobs (a file per writer, or one file under MPI) and, read back
+    after reopening, the last blob's newest value won (its exit status says so)."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_blob_writes.py"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run([sys.executable, str(script), "--side", "2560", "--chunk", "256", "--gib", "0.03",
+                           "--writers", "1,2", "--dir", str(tmp_path), *extra],
+                          env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "CHECK newest value of the last blob after reopening: ok" in out, out
+    rows = [line.split() for line in proc.stdout.splitlines() if line.split() and line.split()[0] in ("1", "2")]
+    assert len(rows) == 2 and all(len(r) == 10 for r in rows), out

@@ -56,3 +56,39 @@ def test_bad_settings_are_errors_naming_them(tessera_env, tmp_path):
     assert "unknown setting 'thread'" in out and "threads" in out, out
     out = run(tmp_path, "env.h5", "tessera", TESSERA_THREADS="-1")
     assert "TESSERA_THREADS" in out and "expected an integer" in out, out
+
+
+BUDGET_SCRIPT = textwrap.dedent("""
+    import os, sys, h5py, numpy as np
+    rng = np.random.default_rng(1)
+    f = h5py.File(sys.argv[1], "w")
+    ds = [f.create_dataset("d%d" % i, shape=(1024, 1024), dtype="i4") for i in range(4)]
+    for r in range(3):
+        for d in ds:
+            flat = rng.choice(1024 * 1024, size=50000, replace=False)
+            fs = d.id.get_space()
+            fs.select_elements(np.stack([flat // 1024, flat % 1024], axis=1).astype(np.uint64))
+            d.id.write(h5py.h5s.create_simple((50000,)), fs, flat.astype(np.int32))
+    # Before the close: fragment files the write budget's background flushes wrote.
+    print(sum(len(fs) for _, _, fs in os.walk(sys.argv[1])))
+    f.close()
+""")
+
+
+def test_process_settings_from_the_connector_string_take_effect(tessera_env, tmp_path):
+    """The process-wide settings (write budget, pools, tile cache) come from the first
+    file's connector string — they used to be fixed by the environment before the string
+    was read, so write_memory_mb given there did nothing. 12 point writes of 50,000 cells
+    (about 1 MiB each) to 4 datasets: under the default 256 MiB budget nothing is flushed
+    before the close; under write_memory_mb=1 the budget flushes in the background."""
+    def files_before_close(name: str, connector: str) -> int:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TESSERA_")}
+        env["HDF5_VOL_CONNECTOR"] = connector
+        r = subprocess.run([sys.executable, "-c", BUDGET_SCRIPT, str(tmp_path / name)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout.split()[-1])
+
+    roomy = files_before_close("roomy.h5", "tessera")
+    tight = files_before_close("tight.h5", "tessera write_memory_mb=1")
+    assert tight >= roomy + 4, (roomy, tight)

@@ -21,7 +21,11 @@ from conftest import tool_path
 
 HERE = Path(__file__).resolve().parent
 WRITER = HERE / "mpi_kill_writer.py"
-MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+# blob_kb=0: the writer's out-of-order writes to its deflate dataset would otherwise be
+# buffered as blobs and merged into one fragment per rank (docs/engine.md "Blobs"); these
+# tests need several fragments per rank to consolidate.
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               HDF5_VOL_CONNECTOR="tessera blob_kb=0")
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2"]
 
 

@@ -49,9 +49,12 @@ std::string real_path(const std::string& name) {
 
 std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned flags, hid_t fcpl, hid_t fapl) {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
-  // A bad setting fails before anything is created.
-  if (!file_options(fapl).as_of.empty())
+  // A bad setting fails before anything is created; the process-wide ones (pools, tile
+  // cache, write budget) are taken before the container's first use of them.
+  const tessera::EngineOptions opts = file_options(fapl);
+  if (!opts.as_of.empty())
     fail_arg("setting as_of: a file opened as of a past commit is read-only; H5Fcreate cannot use it");
+  tessera::configure_process(opts);
   bool temporary = false;
   const std::string path = container_path(name, fapl, &temporary);  // the driver decides (file_settings.h)
   std::string real = real_path(path);
@@ -126,6 +129,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
     check(tessera::Status(tessera::Errc::kNotFound, "unable to open file: name = '" + name +
                                                         "', errno = 2 (an in-memory file without backing store)"));
   }
+  tessera::configure_process(file_options(fapl));  // as in create(): before the container
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
   f->locking_ = LockingFlags::of(fapl);
