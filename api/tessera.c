@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vol/sparse_ops.h"
@@ -93,4 +94,46 @@ herr_t tessera_Derase(hid_t dset_id, hid_t file_space_id, hid_t dxpl_id) {
     tessera_erase_args_t a = {file_space_id};
     H5VL_optional_args_t args = {op, &a};
     return H5VLdataset_optional_op(dset_id, &args, dxpl_id, H5ES_NONE);
+}
+
+herr_t tessera_Pset_as_of(hid_t fapl_id, const char *when) {
+    if (!when || !*when || strpbrk(when, " \t\n,")) {
+        push(__func__, "tessera_Pset_as_of: `when` must be a commit number, @<ns> or a UTC time without blanks");
+        return -1;
+    }
+    hid_t vol = H5VLregister_connector_by_name("tessera", H5P_DEFAULT);
+    if (vol < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        push(__func__, "tessera_Pset_as_of: the tessera connector cannot be loaded (HDF5_PLUGIN_PATH?)");
+        return -1;
+    }
+    /* The settings the fapl already gives tessera, then as_of (the later one wins). */
+    char *old = NULL;
+    hid_t cur = H5I_INVALID_HID;
+    void *info = NULL;
+    if (H5Pget_vol_id(fapl_id, &cur) >= 0 && cur >= 0) {
+        char name[64] = "";
+        if (H5VLget_connector_name(cur, name, sizeof name) >= 0 && strcmp(name, "tessera") == 0 &&
+            H5Pget_vol_info(fapl_id, &info) >= 0 && info) {
+            H5VLconnector_info_to_str(info, cur, &old);
+            H5VLfree_connector_info(cur, info);
+        }
+        H5VLclose(cur);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    size_t n = (old ? strlen(old) : 0) + strlen(when) + 16;
+    char *settings = malloc(n);
+    herr_t rc = -1;
+    if (settings) {
+        snprintf(settings, n, "%s%sas_of=%s", old ? old : "", old && *old ? " " : "", when);
+        void *new_info = NULL;
+        if (H5VLconnector_str_to_info(settings, vol, &new_info) >= 0) {
+            rc = H5Pset_vol(fapl_id, vol, new_info);
+            H5VLfree_connector_info(vol, new_info);
+        }
+        free(settings);
+    }
+    if (old) H5free_memory(old);
+    H5VLclose(vol);
+    return rc;
 }

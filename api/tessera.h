@@ -41,6 +41,16 @@ herr_t tessera_Derase(hid_t dset_id, hid_t file_space_id, hid_t dxpl_id);
  * negative on error. */
 htri_t tessera_is_tessera(hid_t obj_id);
 
+/* Time travel (docs/tool.md, "Reading the past"): makes `fapl_id` select the tessera
+ * connector opening files read-only as of a past commit — `when` is the commit's number
+ * ("12"), "@<ns since the epoch>" or a UTC time "2026-11-26T10:41:09Z" (the last commit at
+ * or before it).  Settings the fapl already gives tessera are kept.  Then
+ *   hid_t f = H5Fopen("run.h5", H5F_ACC_RDONLY, fapl);
+ * reads exactly what that commit left (objects, attributes, extents, data); H5F_ACC_RDWR
+ * fails.  `tessera commits run.h5` lists the commits.  Negative on failure (the connector
+ * is not loaded, `when` has blanks). */
+herr_t tessera_Pset_as_of(hid_t fapl_id, const char *when);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "engine/array_files.h"
@@ -85,8 +86,9 @@ void Array::open_impl(bool writable, const Schema* known) {
     compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
     return;
   }
-  // A shadow rank never recovers: rank 0 recovered every array at file open.
-  if (store_->dir_exists() && !opts_.shadow) recover_journal();
+  // A shadow rank never recovers: rank 0 recovered every array at file open.  A view as
+  // of a past commit has no unfinished publish to see.
+  if (store_->dir_exists() && !opts_.shadow && !opts_.as_of_ts) recover_journal();
   load_fragments();
   if (apply_extent_commits() && writable_ && !opts_.shadow) store_->store_schema(schema_, extent_id_, true);  // repair
 }
@@ -111,57 +113,102 @@ Array::~Array() {
   else (void)flush();
 }
 
-void Array::load_fragments() {
-  std::vector<std::shared_ptr<Fragment>> all;
-  for (auto& u : unpublished_) all.push_back(u.first);  // not in the listing yet
-  for (auto& f : unpublished_inline_) all.push_back(f);
-  for (auto& f : recovered_) all.push_back(f);          // a read-only view of a journal
-  store_->list_inline(frags_, unpublished_inline_, schema_, ctx_, &all);
+bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem) {
+  all->clear();
+  for (auto& u : unpublished_) all->push_back(u.first);  // not in the listing yet
+  for (auto& f : unpublished_inline_) all->push_back(f);
+  for (auto& f : recovered_) all->push_back(f);          // a read-only view of a journal
+  store_->list_inline(frags_, unpublished_inline_, schema_, ctx_, all);
+  const std::map<FragmentId, uint64_t> recorded = store_->recorded_files();
+  std::set<FragmentId> listed;
   std::vector<std::string> names;
   if (store_->dir_exists()) names = list_dir(frag_dir_);
   for (const std::string& name : names) {
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
     if (!FragmentId::parse(name.substr(0, 43), &id)) continue;
+    // As of a past commit: what that commit's catalog records, or (never recorded) what
+    // its time covers.  A consolidation's later result holds exactly its inputs' cells.
+    if (opts_.as_of_ts && !recorded.count(id) && id.ts > opts_.as_of_ts) continue;
     std::string path = join_path(frag_dir_, name);
     if (auto known = frags_.find(path)) {
-      all.push_back(known);
+      all->push_back(known);
+      listed.insert(id);
       continue;
     }
     std::shared_ptr<Fragment> f;
     try {
       f = Fragment::open(path, ctx_);
     } catch (const Error& e) {
-      // Consolidation may have removed it between listing and opening.
-      if (e.code() == Errc::kNotFound) continue;
-      throw;
+      // A vacuum (or a consolidation) removed it between listing and opening: only
+      // once its replacement was durable, so a fresh listing sees that instead.
+      if (e.code() != Errc::kNotFound) throw;
+      *problem = "fragment '" + path + "' vanished while the array was listed";
+      return false;
     }
     if (f->meta().id != id)
       throw_error(Errc::kCorrupt, "fragment '" + path + "': id in footer differs from file name");
     if (f->meta().rank != static_cast<uint32_t>(schema_.rank()) || f->meta().elem_size != schema_.elem_size)
       throw_error(Errc::kCorrupt, "fragment '" + path + "': shape does not match the array schema");
-    all.push_back(f);
+    all->push_back(f);
+    listed.insert(id);
   }
-  // A fragment whose consolidated replacement was published is redundant (a crash can
-  // leave it behind): ignore it, and remove it if we may write.
+  for (auto& u : unpublished_) listed.insert(u.first->meta().id);
+  // A recorded file must be present unless a present fragment replaces it (a vacuum
+  // removes its file after its record; a reader's catalog may be older than that).
+  std::set<FragmentId> replaced;
+  for (auto& f : *all)
+    for (auto& r : f->meta().replaces) replaced.insert(r);
+  for (auto& [id, size] : recorded)
+    if (!listed.count(id) && !replaced.count(id)) {
+      *problem = "fragment '" + join_path(frag_dir_, FragmentWriter::file_name(id)) +
+                 "' is missing: the catalog records it as published (" + std::to_string(size) +
+                 " bytes) and no newer fragment replaces it" +
+                 (opts_.as_of_ts ? " (a vacuum removed what this past commit needs)" : "");
+      return false;
+    }
+  if (writable_ && !opts_.shadow) {
+    // Files published without a record (a crash between the renames and the catalog's
+    // sync, a journal rolled forward, a container written before the records) are
+    // recorded now; records of removed replaced files are dropped.
+    std::vector<std::pair<FragmentId, uint64_t>> add;
+    std::vector<FragmentId> drop;
+    for (auto& f : *all)
+      if (!f->is_inline() && listed.count(f->meta().id) && !recorded.count(f->meta().id) &&
+          std::none_of(unpublished_.begin(), unpublished_.end(), [&](auto& u) { return u.first == f; }))
+        add.emplace_back(f->meta().id, f->file_size());
+    for (auto& [id, size] : recorded)
+      if (!listed.count(id)) drop.push_back(id);
+    store_->record_files(add, drop, nullptr, /*sync=*/false);
+  }
+  return true;
+}
+
+void Array::load_fragments() {
+  // An inconsistent listing (a file removed while we listed it, a record of a file a
+  // vacuum removed after this reader's catalog was read) is listed again, the catalog
+  // reloaded first; a lasting inconsistency is a lost file.
+  std::vector<std::shared_ptr<Fragment>> all;
+  std::string problem;
+  for (int attempt = 0;; ++attempt) {
+    if (list_present(&all, &problem)) break;
+    if (attempt == 4) throw_error(Errc::kCorrupt, problem);
+    store_->refresh(/*records=*/true);
+  }
+  // A fragment whose consolidated replacement was published is ignored; vacuum()
+  // removes it (consolidation kept it, or a crash left it behind).
   std::set<FragmentId> replaced;
   for (auto& f : all)
     for (auto& r : f->meta().replaces) replaced.insert(r);
   std::vector<std::shared_ptr<Fragment>> live;
-  CatalogBatch drop;
+  replaced_.clear();
   for (auto& f : all) {
     if (replaced.count(f->meta().id)) {
-      if (writable_ && !opts_.shadow && f->is_inline()) {
-        drop.del(store_->inline_key(f->meta().id));
-        store_->count_inline(-static_cast<int64_t>(f->file_size()));
-      } else if (writable_ && !opts_.shadow) {
-        remove_file(f->path());
-      }
+      replaced_.push_back(FragmentInfo::of(*f));
       continue;
     }
     live.push_back(f);
   }
-  store_->commit(std::move(drop), /*sync=*/false);
   for (auto& f : live) last_ts_ = std::max(last_ts_, f->meta().id.ts);
   frags_.assign(std::move(live));
 }
@@ -815,16 +862,36 @@ Status Array::set_extent(const Coords& extent) {
   });
 }
 
+FragmentInfo FragmentInfo::of(const Fragment& f) {
+  const FragmentMeta& m = f.meta();
+  FragmentInfo i;
+  i.id = m.id;
+  i.path = f.path();
+  i.file_size = f.file_size();
+  i.cells = m.cells;
+  i.dense_tiles = m.dense.size();
+  for (auto& e : m.dense) i.fill_boxes += e.kind == DenseEntry::kFill;
+  i.sparse_tiles = m.sparse.size();
+  i.erased_tiles = m.erased.size();
+  i.has_domain = m.has_domain;
+  i.domain = m.domain;
+  i.is_inline = f.is_inline();
+  i.sets_extent = m.sets_extent;
+  i.replaces = m.replaces;
+  return i;
+}
+
 std::vector<FragmentInfo> Array::fragments() {
   std::lock_guard<std::mutex> g(mu_);
   (void)guard([&] { finish_parked(); });
   std::vector<FragmentInfo> out;
-  for (auto& f : frags_) {
-    const FragmentMeta& m = f->meta();
-    out.push_back({m.id, f->path(), f->file_size(), m.cells, m.dense.size(), m.sparse.size(), m.has_domain,
-                   m.domain});
-  }
+  for (auto& f : frags_) out.push_back(FragmentInfo::of(*f));
   return out;
+}
+
+std::vector<FragmentInfo> Array::replaced_fragments() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return replaced_;
 }
 
 uint64_t Array::storage_bytes() {

@@ -70,6 +70,14 @@ struct ArrayOptions {
   // the array's inline fragments stay within inline_array_bytes.
   uint64_t inline_fragment_bytes = 64 << 10;
   uint64_t inline_array_bytes = 1 << 20;
+  // Consolidation keeps the fragments it merged (its result's `replaces` hides them from
+  // reads) instead of removing them at once; vacuum() removes them later (the `tessera`
+  // tool's consolidate and vacuum).  Opening an array never removes replaced fragments.
+  bool keep_replaced = false;
+  // Read-only, as of a past commit (history.h; Container::open_as_of fills it in): the
+  // commit's time.  Fragment files count only if the (as-of) catalog records them, or
+  // never recorded any and their timestamp is at most this; no journal is rolled.
+  uint64_t as_of_ts = 0;
   // The pools and the tile cache the array works with (context.h); null: the process's.
   std::shared_ptr<Context> context;
   // The environment's settings (EngineOptions::from_env, options.h); throws Error for a
@@ -96,10 +104,20 @@ struct CatalogBinding {
 
 struct FragmentInfo {
   FragmentId id;
-  std::string path;
+  std::string path;  // the file, or for an inline fragment its catalog record's label
   uint64_t file_size = 0, cells = 0, dense_tiles = 0, sparse_tiles = 0;
   bool has_domain = false;
   Box domain;
+  uint64_t fill_boxes = 0, erased_tiles = 0;  // dense entries that are fill boxes; erased tiles
+  bool is_inline = false;
+  bool sets_extent = false;
+  std::vector<FragmentId> replaces;  // the fragments a consolidation merged into this one
+  static FragmentInfo of(const Fragment& f);
+};
+
+// What Array::vacuum removed.
+struct VacuumResult {
+  uint64_t fragments = 0, bytes = 0;
 };
 
 class Array : public BufferOwner {
@@ -224,6 +242,15 @@ class Array : public BufferOwner {
   Status consolidate_part(uint32_t part, uint32_t parts);
 
   std::vector<FragmentInfo> fragments();
+  // Fragments kept although a newer fragment replaces them (ArrayOptions::keep_replaced,
+  // or left by a crash between a consolidation's publish and its removals); reads ignore
+  // them.  As listed at open, refresh or the last consolidation.
+  std::vector<FragmentInfo> replaced_fragments() const;
+  // Removes every replaced fragment: its catalog records (inline fragment, file record)
+  // in one synced batch, then its file.  Safe while other processes read the array: a
+  // fragment is replaced only once its replacement is durable, readers that have it open
+  // keep reading it, and a reader that lists it and then finds it gone lists again.
+  Status vacuum(VacuumResult* out);
   uint64_t storage_bytes();  // bytes of all fragments, files and inline records (written so far)
   // Tiles inside the current extent that hold at least one written cell — what HDF5
   // calls its allocated chunks (a tile the last extent change cut off entirely, and
@@ -259,6 +286,10 @@ class Array : public BufferOwner {
   Array() = default;
   void open_impl(bool writable, const Schema* known = nullptr);
   void load_fragments();
+  // Every fragment present (published files, inline records, this writer's unpublished
+  // and journal-recovered ones), replaced or not; true when the listing was consistent
+  // (no listed file vanished, every recorded file found or replaced).
+  bool list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem);
   FragmentId next_id();
   void check_selection(const Selection& sel) const;
   void write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
@@ -372,6 +403,7 @@ class Array : public BufferOwner {
   bool single_ = false;  // the staged batch is one fragment: no journal file
   uint64_t staged_epoch_ = 0;  // the staged journal's epoch (0: serial journal)
   std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
+  std::vector<FragmentInfo> replaced_;  // present but replaced (replaced_fragments())
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;
 };

@@ -44,6 +44,8 @@ void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
     sync_dir(frag_dir_);
     f->set_path(w->final_path());
+    // Not recorded here (one more catalog commit per write): the next writable open
+    // records it (load_fragments).
     add_fragment(f, {});
     return;
   }
@@ -133,16 +135,18 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   if (compact_) return compact_->publish(synced, into);
   if (!journal_staged_) return;
   const bool files = !unpublished_.empty();
+  std::vector<std::pair<FragmentId, uint64_t>> published;
   for (auto& [f, final_path] : unpublished_) {
     FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
     f->set_path(final_path);
+    published.emplace_back(f->meta().id, f->file_size());
   }
   unpublished_.clear();
   if (files && !synced) sync_dir(frag_dir_);
   // Inline fragments and the schema change: catalog records (into the caller's batch) or
   // the schema file — written before the journal goes: until then a crash replays both.
   const bool had_schema = schema_dirty_;
-  store_->publish(unpublished_inline_, had_schema ? &schema_ : nullptr, extent_id_, synced, into);
+  store_->publish(unpublished_inline_, had_schema ? &schema_ : nullptr, extent_id_, published, synced, into);
   unpublished_inline_.clear();
   schema_dirty_ = false;
   // A journal that carried an extent change to a catalog record stays until a later

@@ -2,6 +2,7 @@
 #include "engine/array_store.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "engine/array.h"
 #include "engine/array_files.h"
@@ -31,7 +32,7 @@ class DirStore final : public ArrayStore {
   }
   bool publishes_with_catalog() const override { return false; }
   void publish(const std::vector<std::shared_ptr<Fragment>>&, const Schema* schema, const FragmentId& extent_id,
-               bool synced, CatalogBatch*) override {
+               const std::vector<std::pair<FragmentId, uint64_t>>&, bool synced, CatalogBatch*) override {
     if (schema) write_schema(dir_, *schema, extent_id, !synced);
   }
 
@@ -48,6 +49,9 @@ class DirStore final : public ArrayStore {
   void commit(CatalogBatch b, bool) override {
     if (!b.empty()) none("catalog records");
   }
+  std::map<FragmentId, uint64_t> recorded_files() const override { return {}; }
+  void record_files(const std::vector<std::pair<FragmentId, uint64_t>>&, const std::vector<FragmentId>&,
+                    CatalogBatch*, bool) override {}
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
   void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
 
@@ -91,8 +95,10 @@ class CatalogStore final : public ArrayStore {
   // One catalog batch publishes the inline fragments and the schema together.  A dataset
   // deleted meanwhile has no schema record: its records must not come back.
   void publish(const std::vector<std::shared_ptr<Fragment>>& inline_frags, const Schema* schema,
-               const FragmentId& extent_id, bool synced, CatalogBatch* into) override {
+               const FragmentId& extent_id, const std::vector<std::pair<FragmentId, uint64_t>>& files, bool synced,
+               CatalogBatch* into) override {
     CatalogBatch b;
+    if (cat_.catalog->writable() && !cat_.catalog->shadow()) record_files(files, {}, &b, false);
     for (auto& f : inline_frags) {
       auto bytes = f->inline_bytes();
       b.put(inline_key(f->meta().id), std::string(bytes->begin(), bytes->end()));
@@ -184,6 +190,35 @@ class CatalogStore final : public ArrayStore {
     if (sync) cat_.catalog->sync();
   }
 
+  std::map<FragmentId, uint64_t> recorded_files() const override {
+    std::map<FragmentId, uint64_t> out;
+    const std::string prefix = cat_.prefix + "file/";
+    for (auto& [key, value] : cat_.catalog->scan(prefix)) {
+      FragmentId id;
+      if (!FragmentId::parse(key.substr(prefix.size()), &id) || value.size() != 8)
+        throw_error(Errc::kCorrupt, "catalog record '" + key + "' in '" + cat_.catalog->log_path() +
+                                        "': not a fragment file record");
+      uint64_t size;
+      std::memcpy(&size, value.data(), 8);
+      out[id] = size;
+    }
+    return out;
+  }
+  void record_files(const std::vector<std::pair<FragmentId, uint64_t>>& add, const std::vector<FragmentId>& drop,
+                    CatalogBatch* into, bool sync) override {
+    if (add.empty() && drop.empty()) return;
+    if (!alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
+    CatalogBatch b;
+    CatalogBatch& to = into ? *into : b;
+    for (auto& [id, size] : add) {
+      char v[8];
+      std::memcpy(v, &size, 8);
+      to.put(file_key(id), std::string(v, 8));
+    }
+    for (auto& id : drop) to.del(file_key(id));
+    if (!into) commit(std::move(b), sync);
+  }
+
   std::optional<std::string> compact_record(std::string* label) override {
     const std::string key = cat_.prefix + "cells";
     *label = inline_label(key);
@@ -207,6 +242,7 @@ class CatalogStore final : public ArrayStore {
 
  private:
   bool alive() const { return cat_.catalog->contains(cat_.prefix + "schema"); }
+  std::string file_key(const FragmentId& id) const { return cat_.prefix + "file/" + id.name(); }
   std::string dir_, frag_dir_;
   CatalogBinding cat_;
   bool dir_exists_ = false;

@@ -11,6 +11,7 @@
 // differ in what a flush must do, the store says so (publishes_with_catalog()).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,10 +46,12 @@ class ArrayStore {
   // no journal of its own); false, a schema change is a file in the array's directory.
   virtual bool publishes_with_catalog() const = 0;
   // Publishes a flush's inline fragments and schema change (null: none), after its files
-  // were renamed into place: into the caller's catalog batch, or committed now (and
-  // synced unless `synced`).  A DirStore writes the schema file (synced unless `synced`).
+  // were renamed into place, and records those files (record_files): into the caller's
+  // catalog batch, or committed now (and synced unless `synced`).  A DirStore writes the
+  // schema file (synced unless `synced`).
   virtual void publish(const std::vector<std::shared_ptr<Fragment>>& inline_frags, const Schema* schema,
-                       const FragmentId& extent_id, bool synced, CatalogBatch* into) = 0;
+                       const FragmentId& extent_id, const std::vector<std::pair<FragmentId, uint64_t>>& files,
+                       bool synced, CatalogBatch* into) = 0;
 
   // --- the array's directory
   virtual bool dir_exists() const = 0;
@@ -73,6 +76,16 @@ class ArrayStore {
   virtual void count_inline(int64_t bytes) = 0;
   // Commits record changes (inline fragments added or dropped); sync: durable now.
   virtual void commit(CatalogBatch b, bool sync) = 0;
+
+  // --- the record of published fragment files (a CatalogStore: one catalog record
+  // "<prefix>file/<fragment id>" holding the file's u64 size per file; a DirStore keeps
+  // none).  A recorded file that is missing and replaced by no present fragment was
+  // lost (Array::open fails, `tessera verify` reports it).
+  virtual std::map<FragmentId, uint64_t> recorded_files() const = 0;
+  // Records `add` and forgets `drop`: into the caller's batch, or committed now (synced
+  // when `sync`); nothing if the array was deleted meanwhile.
+  virtual void record_files(const std::vector<std::pair<FragmentId, uint64_t>>& add,
+                            const std::vector<FragmentId>& drop, CatalogBatch* into, bool sync) = 0;
 
   // --- compact arrays (a CatalogStore only): all cells in one record
   // The cells record, if written; *label names it in messages.

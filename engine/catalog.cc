@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include <unistd.h>
 
 #include "engine/bytes.h"
 #include "engine/checksum.h"
@@ -157,15 +161,63 @@ uint64_t Catalog::value_bytes(std::string_view prefix) const {
   return n;
 }
 
+uint64_t Catalog::parse_records(const uint8_t* buf, uint64_t n, uint64_t base, const std::string& path, bool tail_ok,
+                               const std::function<bool(const std::vector<OpView>&, uint64_t)>& apply) {
+  auto corrupt = [&](uint64_t off, const std::string& why) {
+    throw_error(Errc::kCorrupt, "catalog '" + path + "': corrupt record at offset " + std::to_string(off) + " (" +
+                                    why + ")");
+  };
+  uint64_t off = 0;
+  while (off < n) {
+    RecordView rv = inspect(buf, n, off);
+    if (rv.kind != RecordView::kGood) {
+      // Torn tail (a crash mid-append, possibly leaving zero-filled blocks) versus damage
+      // in the middle of the log: only the former may be dropped silently.
+      bool torn = false;
+      if (rv.kind == RecordView::kTruncated) {
+        torn = true;
+      } else if (rv.kind == RecordView::kBadPayload) {
+        torn = all_zero(buf + rv.end, n - rv.end);
+      } else {
+        // The length cannot be trusted, so look for any intact record further on.
+        torn = true;
+        for (uint64_t p = off + 1; p + kRecordHeaderSize <= n && torn; ++p)
+          torn = inspect(buf, n, p).kind != RecordView::kGood;
+      }
+      if (!torn || !tail_ok)
+        corrupt(base + off, rv.kind == RecordView::kBadHeader    ? "header checksum mismatch"
+                            : rv.kind == RecordView::kTruncated ? "truncated"
+                                                                : "payload checksum mismatch");
+      break;
+    }
+    // Decode the whole batch before applying any of it (as views into buf: a compacted
+    // log is one record of every live pair, tens of thousands of them).
+    std::vector<OpView> batch;
+    try {
+      ByteReader r(buf + off + kRecordHeaderSize, rv.end - off - kRecordHeaderSize, "payload");
+      uint32_t ops = r.u32();
+      if (ops > r.remaining() / 5) r.fail("implausible op count");  // a del is 5 bytes
+      batch.reserve(ops);
+      for (uint32_t i = 0; i < ops; ++i) {
+        uint8_t kind = r.u8();
+        if (kind > 1) r.fail("unknown op " + std::to_string(kind));
+        std::string_view key = r.str_view();
+        batch.push_back({kind == 1, key, kind == 1 ? r.str_view() : std::string_view()});
+      }
+      if (!r.done()) r.fail("trailing bytes");
+    } catch (const Error& e) {
+      corrupt(base + off, e.what());
+    }
+    off = rv.end;
+    if (!apply(batch, base + off)) break;
+  }
+  return base + off;
+}
+
 // Reads records from log_end_ to EOF and applies them.  The writer cuts off a torn tail; a
 // reader just stops before it (it may be a record the writer is appending right now).
 void Catalog::replay() {
   uint64_t size = log_.size();
-  auto corrupt = [&](uint64_t off, const std::string& why) {
-    throw_error(Errc::kCorrupt, "catalog '" + log_path_ + "': corrupt record at offset " +
-                                    std::to_string(off) + " (" + why + ")");
-  };
-
   if (log_end_ == 0) {  // file header
     std::vector<uint8_t> want = file_header();
     uint8_t got[kFileHeaderSize] = {};
@@ -200,52 +252,14 @@ void Catalog::replay() {
   const uint64_t base = log_end_;
   std::vector<uint8_t> buf(size - base);
   log_.pread_exact(buf.data(), buf.size(), base);
-  const uint64_t n = buf.size();
-  uint64_t off = 0;
-  while (off < n) {
-    RecordView rv = inspect(buf.data(), n, off);
-    if (rv.kind != RecordView::kGood) {
-      // Torn tail (a crash mid-append, possibly leaving zero-filled blocks) versus damage
-      // in the middle of the log: only the former may be dropped silently.
-      bool torn = false;
-      if (rv.kind == RecordView::kTruncated) {
-        torn = true;
-      } else if (rv.kind == RecordView::kBadPayload) {
-        torn = all_zero(buf.data() + rv.end, n - rv.end);
-      } else {
-        // The length cannot be trusted, so look for any intact record further on.
-        torn = true;
-        for (uint64_t p = off + 1; p + kRecordHeaderSize <= n && torn; ++p)
-          torn = inspect(buf.data(), n, p).kind != RecordView::kGood;
-      }
-      if (!torn) corrupt(base + off, rv.kind == RecordView::kBadHeader ? "header checksum mismatch"
-                                                                       : "payload checksum mismatch");
-      break;
-    }
-    // Decode the whole batch before applying any of it (as views into buf: a compacted
-    // log is one record of every live pair, tens of thousands of them).
-    std::vector<OpView> batch;
-    try {
-      ByteReader r(buf.data() + off + kRecordHeaderSize, rv.end - off - kRecordHeaderSize, "payload");
-      uint32_t ops = r.u32();
-      if (ops > r.remaining() / 5) r.fail("implausible op count");  // a del is 5 bytes
-      batch.reserve(ops);
-      for (uint32_t i = 0; i < ops; ++i) {
-        uint8_t kind = r.u8();
-        if (kind > 1) r.fail("unknown op " + std::to_string(kind));
-        std::string_view key = r.str_view();
-        batch.push_back({kind == 1, key, kind == 1 ? r.str_view() : std::string_view()});
-      }
-      if (!r.done()) r.fail("trailing bytes");
-    } catch (const Error& e) {
-      corrupt(base + off, e.what());
-    }
-    version_.fetch_add(1, std::memory_order_acq_rel);
-    const bool track = tracking();
-    for (const OpView& op : batch) apply_one(op.put, op.key, op.value, track);
-    off = rv.end;
-    log_end_ = base + off;
-  }
+  const bool track = tracking();
+  parse_records(buf.data(), buf.size(), base, log_path_, /*tail_ok=*/true,
+                [&](const std::vector<OpView>& batch, uint64_t end) {
+                  version_.fetch_add(1, std::memory_order_acq_rel);
+                  for (const OpView& op : batch) apply_one(op.put, op.key, op.value, track);
+                  log_end_ = end;
+                  return true;
+                });
   if (log_end_ < size && mode_ == Mode::kReadWrite) {
     log_.truncate(log_end_);  // drop the torn tail so new records follow the last good one
     log_.sync();
@@ -407,6 +421,7 @@ void Catalog::apply_one(bool put, std::string_view key, std::string_view value, 
 
 void Catalog::reload() {
   std::lock_guard<std::mutex> g(mu_);
+  if (frozen_) return;  // a past state (open_as_of) never changes
   // The only writer is always up to date; a shadow is as up to date as rank 0's writer.
   if (mode_ != Mode::kReadOnly) return;
   // Compaction publishes a new file by rename: follow the name if it moved to a new inode.
@@ -479,6 +494,16 @@ void Catalog::maybe_compact() {
     try { remove_file(tmp); } catch (...) {}
     return;
   }
+  // The log being replaced stays readable as history (reads as of an earlier commit):
+  // linked into catalog.history/ before the rename, so no crash loses it.
+  if (history_) {
+    try {
+      archive_log();
+    } catch (const Error&) {
+      try { remove_file(tmp); } catch (...) {}
+      return;  // keep appending to the old log; history is never dropped silently
+    }
+  }
   try {
     rename_durable(tmp, log_path_);
   } catch (const Error&) {
@@ -493,6 +518,101 @@ void Catalog::maybe_compact() {
   log_ = File();
   log_ = File::open_rw(log_path_, /*create=*/false);
   log_end_ = log_.size();
+}
+
+bool Catalog::has_pending() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return !dirty_.empty() || !queued_.empty();
+}
+
+namespace {
+
+// Archived logs, oldest first: catalog.history/<16 hex digits>.log.
+std::vector<std::string> history_files(const std::string& dir) {
+  std::vector<std::string> out;
+  const std::string h = join_path(dir, Catalog::kHistoryDir);
+  if (!is_directory(h)) return out;
+  for (const std::string& name : list_dir(h))
+    if (name.size() == 20 && name.compare(16, 4, ".log") == 0 &&
+        name.find_first_not_of("0123456789abcdef") == 16)
+      out.push_back(join_path(h, name));
+  return out;  // list_dir sorts: the numbers have a fixed width
+}
+
+}  // namespace
+
+void Catalog::archive_log() {
+  const std::string h = join_path(dir_, kHistoryDir);
+  if (!is_directory(h)) {
+    make_dir(h);
+    sync_dir(dir_);
+  }
+  // The next number; a crash after a link and before the rename left the live log linked
+  // already (the same inode): then that link is the archive.
+  struct stat live;
+  if (::fstat(log_.fd(), &live) != 0) throw_errno("cannot stat", log_path_, errno);
+  uint64_t next = 1;
+  for (const std::string& p : history_files(dir_)) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0 && st.st_ino == live.st_ino && st.st_dev == live.st_dev) return;
+    next = std::strtoull(p.c_str() + p.size() - 20, nullptr, 16) + 1;
+  }
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx.log", static_cast<unsigned long long>(next));
+  const std::string to = join_path(h, name);
+  if (::link(log_path_.c_str(), to.c_str()) != 0) throw_errno("cannot archive the catalog log as", to, errno);
+  sync_dir(h);
+}
+
+uint64_t Catalog::drop_history() {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t bytes = 0;
+  for (const std::string& p : history_files(dir_)) {
+    bytes += File::open_read(p).size();
+    remove_file(p);
+  }
+  const std::string h = join_path(dir_, kHistoryDir);
+  if (is_directory(h)) sync_dir(h);
+  return bytes;
+}
+
+std::unique_ptr<Catalog> Catalog::open_as_of(const std::string& dir, uint64_t commit) {
+  std::unique_ptr<Catalog> c(new Catalog());
+  c->mode_ = Mode::kReadOnly;
+  c->frozen_ = true;
+  c->dir_ = dir;
+  c->log_path_ = join_path(dir, "catalog.log");
+  std::vector<std::string> files = history_files(dir);
+  files.push_back(c->log_path_);
+  const std::string want = std::to_string(commit);
+  bool found = false;
+  for (size_t i = 0; i < files.size() && !found; ++i) {
+    const bool live = i + 1 == files.size();
+    std::vector<uint8_t> buf = read_file(files[i]);
+    if (buf.size() < kFileHeaderSize) {
+      if (live && all_zero(buf.data(), buf.size())) break;  // an interrupted creation: empty
+      throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad file header");
+    }
+    if (std::memcmp(buf.data(), kMagic, sizeof kMagic) != 0)
+      throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad magic (not a tessera catalog)");
+    uint32_t version;
+    std::memcpy(&version, buf.data() + 8, 4);
+    if (version == 0 || version > kVersion)
+      throw_error(Errc::kUnsupported, "catalog '" + files[i] + "': format version " + std::to_string(version));
+    parse_records(buf.data() + kFileHeaderSize, buf.size() - kFileHeaderSize, kFileHeaderSize, files[i],
+                  /*tail_ok=*/live, [&](const std::vector<OpView>& batch, uint64_t) {
+                    for (const OpView& op : batch) {
+                      c->apply_one(op.put, op.key, op.value, false);
+                      if (op.put && op.key == kCommitKey && op.value == want) found = true;
+                    }
+                    return !found;
+                  });
+  }
+  if (!found)
+    throw_error(Errc::kNotFound, "catalog '" + c->log_path_ + "': commit " + want +
+                                     " is not in its history (removed by `tessera vacuum --history`?)");
+  c->version_.fetch_add(1, std::memory_order_acq_rel);
+  return c;
 }
 
 }  // namespace tessera

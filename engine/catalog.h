@@ -18,6 +18,7 @@
 #pragma once
 #include <cstdint>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <memory_resource>
@@ -55,6 +56,13 @@ class Catalog {
   // Throws: kNotFound if missing and !create, kBusy if another writer holds the lock,
   // kCorrupt for a damaged log.
   static std::unique_ptr<Catalog> open(const std::string& dir, Mode mode, bool create);
+  // The catalog as it was right after the commit that put `kCommitKey` = `commit`
+  // (history.h): replayed from the archived logs (catalog.history/, kept by compaction)
+  // and the live log.  Read-only and frozen (reload() does nothing).  Throws kNotFound
+  // when no log holds that commit (its history was removed).
+  static std::unique_ptr<Catalog> open_as_of(const std::string& dir, uint64_t commit);
+  static constexpr const char* kCommitKey = "sys/commit";
+  static constexpr const char* kHistoryDir = "catalog.history";
   ~Catalog();
 
   std::optional<std::string> get(std::string_view key) const;
@@ -82,6 +90,14 @@ class Catalog {
   // Re-reads the log to pick up commits made by another process.
   void reload();
   bool writable() const { return mode_ != Mode::kReadOnly; }
+  // Commits applied in memory that are not durable yet (kOnSync: until the next sync).
+  bool has_pending() const;
+  // Compaction archives the log it replaces in catalog.history/ (on by default for a
+  // writer): reads as of an earlier commit replay it.  Off: history before the last
+  // compaction is lost.
+  void set_history(bool on) { history_ = on; }
+  // Removes the archived logs (`tessera vacuum --history`); returns how many bytes.
+  uint64_t drop_history();
   // Changes whenever the map does (a commit, a reload): callers may cache what they
   // decoded from a record as long as the version stays the same.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
@@ -91,6 +107,14 @@ class Catalog {
  private:
   Catalog() = default;
   void replay();
+  // Applies every intact record of buf[0, n) (file offset `base`, of file `path`) in
+  // order: `apply(ops, end)` per record, `end` its end offset in the file; stops early
+  // when apply returns false.  A torn tail ends the parse (when `tail_ok`), anything else
+  // bad is corruption.  Returns the offset after the last record applied.
+  struct OpView;
+  static uint64_t parse_records(const uint8_t* buf, uint64_t n, uint64_t base, const std::string& path,
+                                bool tail_ok, const std::function<bool(const std::vector<OpView>&, uint64_t)>& apply);
+  void archive_log();
   void apply(const CatalogBatch& batch);  // updates kv_, live_bytes_ and dirty_
   void apply_one(bool put, std::string_view key, std::string_view value, bool track);
   // kOnSync writers flag what they change (dirty_) and keep deletions as tombstones.
@@ -99,6 +123,8 @@ class Catalog {
     bool put;
     std::string_view key, value;
   };
+  bool history_ = true;
+  bool frozen_ = false;  // open_as_of: a fixed past state
   void commit_impl(const CatalogBatch& batch);
   void maybe_compact();
   void sync_locked();

@@ -1,7 +1,12 @@
 // commit.cc — the durable order of a commit and its sync policy (commit.h).
 #include "engine/commit.h"
 
+#include <algorithm>
+#include <chrono>
+#include <set>
+
 #include "engine/container.h"
+#include "engine/history.h"
 
 namespace tessera {
 
@@ -15,6 +20,28 @@ void step(const CommitOptions& o, const char* name, uint64_t epoch) {
   if (o.at_step) o.at_step(name, epoch);
 }
 
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Ops of the batch whose key holds `part` (inline fragments: "/frag/").
+size_t count_records(const CatalogBatch& b, const char* part) {
+  size_t n = 0;
+  for (auto& op : b.ops()) n += op.put && op.key.find(part) != std::string::npos;
+  return n;
+}
+
+// Arrays the commit publishes something of: their records ("arr/<id>/...") and those
+// with files or extent changes pending.
+uint32_t count_arrays(const CatalogBatch& b, const std::set<const Array*>& pending) {
+  std::set<std::string> ids;
+  for (auto& op : b.ops())
+    if (op.key.compare(0, 4, "arr/") == 0) ids.insert(op.key.substr(4, 16));
+  return static_cast<uint32_t>(std::max(ids.size(), pending.size()));
+}
+
 }  // namespace
 
 Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const CommitOptions& o) {
@@ -23,11 +50,14 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
     //    no array wrote a file, the catalog's one fdatasync is the whole commit.
     bool files = false;
     size_t pending = 0;
+    std::set<const Array*> pending_arrays;
     for (Array* a : arrays)
       if (a) {
         ok(a->prepare_flush());
         files = files || a->has_unsynced_files();
-        pending += a->pending_publish();
+        const size_t p = a->pending_publish();
+        pending += p;
+        if (p) pending_arrays.insert(a);
       }
     step(o, "prepared", 0);
     // Every array's catalog records (inline fragments, schemas) go in one batch, committed
@@ -46,10 +76,23 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
         if (first.ok() && !st.ok()) first = st;
       }
       step(o, "published", 0);
+      // A commit that changes anything is recorded (history.h), in the same batch: its
+      // time is at least every timestamp it publishes, and later fragments sort after it.
+      uint64_t ts = 0;
+      if (!records.empty() || files || c.catalog().has_pending()) {
+        ts = now_ns();
+        for (Array* a : arrays)
+          if (a) ts = std::max(ts, a->last_timestamp());
+        add_commit(c.catalog(), records, ts, static_cast<uint32_t>(pending + count_records(records, "/frag/")),
+                   count_arrays(records, pending_arrays));
+      }
       ok(guard([&] {
         c.catalog().commit(std::move(records));
         c.catalog().sync();
       }));
+      if (ts)
+        for (Array* a : arrays)
+          if (a) a->raise_timestamp(ts);
       ok(first);
     };
     if (files && o.sync.per_file(pending, c.has_unsynced_arrays())) {
@@ -136,11 +179,20 @@ Status commit_epoch(Container& c, CommitGroup& g, const std::map<uint64_t, std::
     //    queued since the last commit.  Journals of epochs up to it roll forward after a
     //    crash, later ones roll back.  Shadows apply the batch to their view only, so
     //    every member's catalog stays identical.
+    // Every member records the same commit (history.h): the latest clock among them.
+    std::vector<uint64_t> now{now_ns()};
+    for (uint64_t t : ts) now[0] = std::max(now[0], t);
+    g.max(now);
+    std::vector<uint64_t> total{0};
+    for (uint64_t p : pub) total[0] += p;
     g.agree([&] {
       metadata.put(Container::kEpochKey, std::to_string(e));
+      add_commit(c.catalog(), metadata, now[0], static_cast<uint32_t>(total[0]), static_cast<uint32_t>(list.size()));
       c.catalog().commit(std::move(metadata));
       if (g.root()) c.catalog().sync();
     });
+    for (Array* a : list)
+      if (a) a->raise_timestamp(now[0]);
     step(o, "committed", e);
     // 4. Renames, each array's directory fsync'ed (the root also writes changed schemas,
     //    durably); agreeing doubles as the barrier before the others look at the directory.

@@ -6,6 +6,7 @@
 // atomically and lists the ids it replaces; only then are the inputs unlinked (readers
 // holding them open keep reading).
 #include <algorithm>
+#include <set>
 
 #include "engine/array.h"
 #include "engine/consolidator.h"
@@ -118,21 +119,68 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
     sync_dir(frag_dir_);
     nf->set_path(w.final_path());
+    store_->record_files({{id, nf->file_size()}}, {}, &b, false);
   }
-  for (auto& f : in)
-    if (f->is_inline()) {
-      b.del(store_->inline_key(f->meta().id));
-      store_->count_inline(-static_cast<int64_t>(f->file_size()));
+  // keep_replaced: the inputs stay (hidden by the result) until vacuum() removes them.
+  std::vector<FragmentId> dropped_files;
+  if (!opts_.keep_replaced) {
+    for (auto& f : in) {
+      if (f->is_inline()) {
+        b.del(store_->inline_key(f->meta().id));
+        store_->count_inline(-static_cast<int64_t>(f->file_size()));
+      } else {
+        dropped_files.push_back(f->meta().id);
+      }
     }
+  }
+  store_->record_files({}, dropped_files, &b, false);
   store_->commit(std::move(b), /*sync=*/true);
   add_fragment(nf, replaced);
-  bool files = false;
+  if (opts_.keep_replaced) {
+    for (auto& f : in) replaced_.push_back(FragmentInfo::of(*f));
+    return;
+  }
   for (auto& f : in)
-    if (!f->is_inline()) {
-      remove_file(f->path());
-      files = true;
+    if (!f->is_inline()) remove_file(f->path());
+  if (!dropped_files.empty()) sync_dir(frag_dir_);
+}
+
+Status Array::vacuum(VacuumResult* out) {
+  std::lock_guard<std::mutex> g(mu_);
+  *out = VacuumResult{};
+  return guard([&] {
+    require_writable();
+    if (compact_) return;  // no fragments
+    finish_parked();
+    std::vector<std::shared_ptr<Fragment>> all;
+    std::string problem;
+    if (!list_present(&all, &problem)) throw_error(Errc::kCorrupt, problem);
+    std::set<FragmentId> replaced;
+    for (auto& f : all)
+      for (auto& r : f->meta().replaces) replaced.insert(r);
+    // Only published fragments go (an unpublished one is never replaced: consolidation
+    // flushes first).  The records first, synced; then the files.
+    CatalogBatch b;
+    std::vector<FragmentId> dropped_files;
+    std::vector<std::string> paths;
+    for (auto& f : all) {
+      if (!replaced.count(f->meta().id)) continue;
+      out->fragments++;
+      out->bytes += f->file_size();
+      if (f->is_inline()) {
+        b.del(store_->inline_key(f->meta().id));
+        store_->count_inline(-static_cast<int64_t>(f->file_size()));
+      } else {
+        dropped_files.push_back(f->meta().id);
+        paths.push_back(f->path());
+      }
     }
-  if (files) sync_dir(frag_dir_);
+    store_->record_files({}, dropped_files, &b, false);
+    store_->commit(std::move(b), /*sync=*/true);
+    for (auto& p : paths) remove_file(p);
+    if (!paths.empty()) sync_dir(frag_dir_);
+    replaced_.clear();
+  });
 }
 
 }  // namespace tessera

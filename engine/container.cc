@@ -6,6 +6,7 @@
 
 #include "engine/checksum.h"
 #include "engine/file_io.h"
+#include "engine/history.h"
 #include "engine/options.h"
 
 namespace tessera {
@@ -94,6 +95,25 @@ Status Container::open(const std::string& path, bool writable, std::unique_ptr<C
     c->path_ = path;
     c->writable_ = writable;
     c->catalog_ = Catalog::open(path, writable ? Catalog::Mode::kReadWrite : Catalog::Mode::kReadOnly, false);
+    c->init_budget();
+    *out = std::move(c);
+  });
+}
+
+Status Container::open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out) {
+  std::unique_ptr<Container> live;
+  Status st = open(path, false, &live);
+  if (!st.ok()) return st;
+  CommitInfo commit;
+  st = find_commit(live->catalog(), when, &commit);
+  if (!st.ok()) return Status(st.code(), "container '" + path + "': " + st.message());
+  return guard([&] {
+    std::unique_ptr<Container> c(new Container());
+    c->path_ = path;
+    c->writable_ = false;
+    c->as_of_seq_ = commit.seq;
+    c->as_of_ts_ = commit.ts_ns;
+    c->catalog_ = Catalog::open_as_of(path, commit.seq);
     c->init_budget();
     *out = std::move(c);
   });
@@ -227,11 +247,18 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
   // Parallel files publish only through epoch journals, and only rank 0's catalog
   // persists: no inline fragments there.
   if (o.collective) o.inline_fragment_bytes = 0;
+  o.as_of_ts = as_of_ts_;
   const std::string prefix = array_prefix(id);
   if (!known && !catalog_->contains(prefix + "schema")) {
     std::string dir = array_dir(id);
     // An array of an older container keeps its schema in its directory.
-    if (path_exists(join_path(dir, "schema"))) return Array::open(dir, writable && writable_, o, out);
+    if (path_exists(join_path(dir, "schema"))) {
+      if (as_of_ts_)  // its schema file holds only the current extent
+        return Status(Errc::kUnsupported, "array " + std::to_string(id) + " of '" + path_ +
+                                              "' keeps its schema in a file (a parallel file's array, or an older "
+                                              "container): it cannot be read as of a past commit");
+      return Array::open(dir, writable && writable_, o, out);
+    }
     return Status(Errc::kNotFound, "array " + std::to_string(id) + " has no schema record in the catalog '" +
                                        catalog_->log_path() + "'");
   }
@@ -282,6 +309,7 @@ Status Container::recover_arrays() {
 Status Container::remove_array(uint64_t id) {
   return guard([&] {
     if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
+    const bool bound = catalog_->contains(array_prefix(id) + "schema");
     CatalogBatch b;
     uint64_t freed = 0;
     for (auto& [key, value] : catalog_->scan(array_prefix(id))) {
@@ -290,9 +318,42 @@ Status Container::remove_array(uint64_t id) {
     }
     catalog_->commit(b);
     budget_->used -= std::min<uint64_t>(budget_->used.load(), freed);
-    if (!shadow_) remove_tree(array_dir(id));
+    // A catalog-bound array's files stay until a vacuum (vacuum_removed): reads as of
+    // earlier commits still need them (history.h).  Ids are never handed out twice.
+    if (!shadow_ && !bound) remove_tree(array_dir(id));
     std::lock_guard<std::mutex> g(*dirs_mu_);
     dirs_->erase(id);
+  });
+}
+
+Status Container::vacuum_removed(uint64_t* arrays, uint64_t* bytes) {
+  *arrays = *bytes = 0;
+  return guard([&] {
+    if (!writable_ || shadow_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
+    const std::string root = join_path(path_, kArraysDir);
+    for (const std::string& name : list_dir(root)) {
+      char* end = nullptr;
+      const uint64_t id = std::strtoull(name.c_str(), &end, 16);
+      if (name.size() != 16 || !end || *end) continue;
+      const std::string dir = array_dir(id);
+      if (catalog_->contains(array_prefix(id) + "schema") || path_exists(join_path(dir, "schema"))) continue;
+      std::vector<std::string> files;
+      std::vector<std::string> stack{dir};
+      while (!stack.empty()) {
+        std::string d = stack.back();
+        stack.pop_back();
+        for (const std::string& e : list_dir(d)) {
+          const std::string p = join_path(d, e);
+          if (is_directory(p)) stack.push_back(p);
+          else *bytes += File::open_read(p).size();
+        }
+      }
+      remove_tree(dir);
+      ++*arrays;
+      std::lock_guard<std::mutex> g(*dirs_mu_);
+      dirs_->erase(id);
+    }
+    sync_dir(root);
   });
 }
 

@@ -24,6 +24,13 @@ class Container {
   enum class CreateMode { kTruncate, kExclusive };
   static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out);
   static Status open(const std::string& path, bool writable, std::unique_ptr<Container>* out);
+  // Read-only, as of a past commit (history.h): `when` as find_commit takes it ("12",
+  // "@<ns>", "2026-11-26T10:41:09Z").  The catalog is the one of that moment and every
+  // array opened shows what that commit left (ArrayOptions::as_of_ts).
+  static Status open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out);
+  // The commit an as-of container shows (seq 0: the live container).
+  uint64_t as_of_commit() const { return as_of_seq_; }
+  uint64_t as_of_time() const { return as_of_ts_; }
   // MPI ranks other than 0 of a parallel file: a writable view whose catalog is a shadow
   // (catalog.h) and whose array creation/removal only allocates ids — rank 0 runs the same
   // calls and does the disk work.  Rank 0 must have created or opened the container first.
@@ -68,8 +75,12 @@ class Container {
   // Another process on this node ran the syncfs that covers this container (MPI commit).
   void note_synced() { *unsynced_arrays_ = false; }
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
-  // Removes the array's records and its directory (if any).
+  // Removes the array's records; its directory goes too, except for an array kept in
+  // the catalog, whose files stay for reads as of earlier commits until vacuum_removed.
   Status remove_array(uint64_t id);
+  // Removes the directories of removed arrays (no schema record, no schema file): what
+  // only reads of the past still needed (`tessera vacuum`).  Needs the writer.
+  Status vacuum_removed(uint64_t* arrays, uint64_t* bytes);
   // Finishes every array's crash recovery now (publish journals rolled forward or back,
   // orphan temporary fragments removed) instead of at each array's first open.  A
   // parallel file's rank 0 calls it at open, so that the ranks may later open arrays
@@ -83,6 +94,7 @@ class Container {
   std::string path_;
   bool writable_ = false;
   bool shadow_ = false;
+  uint64_t as_of_seq_ = 0, as_of_ts_ = 0;
   // Arrays get their directory and schema file at creation, as before catalog-bound
   // arrays existed (parallel files: the epoch protocol publishes files only).
   bool file_arrays_ = false;

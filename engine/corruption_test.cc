@@ -84,11 +84,17 @@ class Corruption : public ::testing::Test {
     s.filters = FilterPipeline(std::move(f), es);
     return s;
   }
+  // Array operations commit to the catalog too (fragment file records): every commit is
+  // noted, so that each catalog record has its state.
+  void note_if_grown() {
+    if (cur_ && testutil::file_size(join_path(cpath_, "catalog.log")) != record_ends_.back()) note_catalog(*cur_);
+  }
   void write_box(Array& a, const Box& b, Rng& rng) {
     std::vector<uint8_t> v(b.cells() * a.schema().elem_size);
     rng.fill(v.data(), v.size());
     Status st = a.write(Selection::from_box(b), v.data());
     ASSERT_TRUE(st.ok()) << status_str(st);
+    note_if_grown();
   }
   void write_points(Array& a, size_t n, Rng& rng, bool flush = true) {
     const int r = a.schema().rank();
@@ -101,12 +107,14 @@ class Corruption : public ::testing::Test {
     if (flush) {
       ASSERT_TRUE(a.flush().ok());
     }
+    note_if_grown();
   }
 
   void build() {
     Rng rng(seed_);
     std::unique_ptr<Container> c;
     ASSERT_TRUE(Container::create(cpath_, Container::CreateMode::kExclusive, &c).ok());
+    cur_ = c.get();
     note_catalog(*c);  // the empty log
     commit_kv(*c, {{"obj/root", "group"}, {"obj/a", std::string(50, 'a')}}, {});
     using F = FilterType;
@@ -124,6 +132,7 @@ class Corruption : public ::testing::Test {
       write_box(*a, Box({2, 2}, {5, 13}), rng);
       write_points(*a, 30, rng);
       ASSERT_TRUE(a->consolidate(1, 2).ok());
+      note_if_grown();
       write_points(*a, 10, rng);
     }
     commit_kv(*c, {{"link/a", "1"}}, {"obj/a"});
@@ -140,6 +149,7 @@ class Corruption : public ::testing::Test {
       note_catalog(*c);
       write_box(*a, Box({70}, {79}), rng);  // buffered, spilled as a dense piece
       ASSERT_TRUE(a->flush().ok());
+      note_if_grown();
       write_points(*a, 5, rng);
     }
     // C: 3-D, lz4, column-major cells, small sparse tiles; consolidated then more sparse.
@@ -153,6 +163,7 @@ class Corruption : public ::testing::Test {
       write_points(*a, 25, rng);
       write_box(*a, Box({1, 0, 1}, {4, 4, 5}), rng);
       ASSERT_TRUE(a->consolidate_all().ok());
+      note_if_grown();
       write_points(*a, 9, rng);
     }
     // D: 1-D bytes, no filters; a dense and a sparse fragment.
@@ -176,6 +187,7 @@ class Corruption : public ::testing::Test {
       t.points = all_cells(t.schema.extent);
       arrays_.push_back(std::move(t));
     }
+    cur_ = nullptr;
     c.reset();
     ASSERT_EQ(states_.back(), reopen_catalog_state());
   }
@@ -326,6 +338,7 @@ class Corruption : public ::testing::Test {
   uint64_t seed_;
   testutil::TempDir tmp_{"tessera_corrupt"};
   std::string cpath_;
+  Container* cur_ = nullptr;           // the container build() writes
   std::vector<uint64_t> record_ends_;  // catalog.log size after creation and after each commit
   std::vector<KV> states_;             // catalog contents at those points
   std::vector<ArrayTruth> arrays_;

@@ -579,14 +579,19 @@ void kill_once(uint64_t seed, Mode mode, Tally* tally) {
         EXPECT_EQ(fr->meta().id, f.id);
       }
     } else {
-      // A writer removes the hidden inputs of an interrupted consolidation.
-      // (Records are counted again: the writable open deletes replaced ones.  A catalog-
-      // bound array keeps the journal of its last extent change; it is not a fragment.)
+      // The hidden inputs of an interrupted consolidation stay until a vacuum removes
+      // them.  (Records are counted again after it.  A catalog-bound array keeps the
+      // journal of its last extent change; it is not a fragment.)
+      const size_t hidden = a->replaced_fragments().size();
+      VacuumResult vr;
+      ASSERT_TRUE(a->vacuum(&vr).ok());
+      EXPECT_EQ(vr.fragments, hidden) << "vacuum removed other fragments than the replaced ones listed at open";
+      EXPECT_TRUE(a->replaced_fragments().empty());
       size_t on_disk = 0;
       for (const std::string& name : frag_names(adir))
         on_disk += !is_temp_name(name) && name.rfind("publish.journal", 0) != 0;
       const size_t live_records = c->catalog().scan(Container::array_prefix(id) + "frag/").size();
-      EXPECT_EQ(on_disk + live_records, a->fragments().size()) << "replaced fragments left behind after a writable open";
+      EXPECT_EQ(on_disk + live_records, a->fragments().size()) << "replaced fragments left behind after a vacuum";
       // The recovered array accepts writes again.
       std::vector<uint64_t> v(4, 0xABCDEFull);
       ASSERT_TRUE(a->write(Selection::from_box(Box({0, 0}, {1, 1})), v.data()).ok());

@@ -308,5 +308,12 @@ TEST(Epoch, ParallelConsolidationPartsPublishTogether) {
     EXPECT_EQ(a->fragments().size(), 2u);
     EXPECT_EQ(read_all(*a), model(true));
   }
-  EXPECT_EQ(count_names(dir + "/frag", ".tfr"), 2u);  // rank 0 removed the inputs
+  // The inputs stay, hidden, until a vacuum removes them.
+  EXPECT_EQ(count_names(dir + "/frag", ".tfr"), 6u);
+  EXPECT_EQ(r0->replaced_fragments().size(), 4u);
+  VacuumResult vr;
+  ASSERT_TRUE(r0->vacuum(&vr).ok());
+  EXPECT_EQ(vr.fragments, 4u);
+  EXPECT_EQ(count_names(dir + "/frag", ".tfr"), 2u);
+  EXPECT_EQ(read_all(*r0), model(true));
 }

@@ -288,6 +288,13 @@ std::shared_ptr<const SparseTileData> Fragment::load_cells(const SparseEntry& e,
                                                            uint64_t key_off, const Layout& layout) const {
   auto key = TileCache::Key{serial_, key_off};
   if (auto hit = cache_->get(key)) return std::static_pointer_cast<const SparseTileData>(hit);
+  auto t = decode_cells(e, what, values, layout);
+  cache_->put(key, t, e.cells * meta_.rank * 8 + t->values.size() + t->keys.size() * 8);
+  return t;
+}
+
+std::shared_ptr<SparseTileData> Fragment::decode_cells(const SparseEntry& e, const std::string& what, bool values,
+                                                       const Layout& layout) const {
   auto t = std::make_shared<SparseTileData>();
   std::vector<uint8_t> c = read_blob(e.coords, meta_.coords_filters, what + " coordinates");
   t->coords.resize(e.cells * meta_.rank);
@@ -305,8 +312,52 @@ std::shared_ptr<const SparseTileData> Fragment::load_cells(const SparseEntry& e,
     if (k > 0 && !std::lexicographical_compare(kp + (k - 1) * w, kp + k * w, kp + k * w, kp + (k + 1) * w))
       corrupt(path_, what + ": cells out of global order");
   }
-  cache_->put(key, t, c.size() + t->values.size() + t->keys.size() * 8);
   return t;
+}
+
+void Fragment::verify(const Layout& layout, const std::function<void(const uint8_t*, uint64_t)>& on_values,
+                      const std::function<void(uint64_t)>& progress) const {
+  uint64_t done = 0;
+  auto step = [&](uint64_t bytes) {
+    done += bytes;
+    if (progress) progress(done);
+  };
+  for (size_t i = 0; i < meta_.dense.size(); ++i) {
+    const DenseEntry& e = meta_.dense[i];
+    if (e.kind != DenseEntry::kData) continue;
+    const std::string what = "dense tile " + std::to_string(i);
+    std::vector<uint8_t> cells;
+    if (partial_reads(i)) {
+      // Every block against its checksum, whatever this open fragment verified before.
+      cells.resize(e.blob.stored_size);
+      src_->pread_exact(cells.data(), cells.size(), e.blob.offset);
+      const uint64_t B = meta_.check_block;
+      for (uint64_t b = 0; b < e.block_checks.size(); ++b)
+        if (checksum64(cells.data() + b * B, std::min(B, cells.size() - b * B)) != e.block_checks[b])
+          corrupt(path_, what + ", block " + std::to_string(b) + ": checksum mismatch");
+      if (cells.size() < e.blob.raw_size) corrupt(path_, what + ": size mismatch");
+      cells.resize(e.blob.raw_size);
+    } else {
+      cells = read_blob(e.blob, meta_.values_filters, what);
+    }
+    if (cells.size() < e.box.cells() * meta_.elem_size)
+      corrupt(path_, what + ": holds fewer cells than its box");
+    if (on_values) on_values(cells.data(), e.box.cells());
+    step(e.blob.stored_size);
+  }
+  for (size_t i = 0; i < meta_.sparse.size(); ++i) {
+    const SparseEntry& e = meta_.sparse[i];
+    auto t = decode_cells(e, "sparse tile " + std::to_string(i), true, layout);
+    if (t->values.size() != e.cells * meta_.elem_size)
+      corrupt(path_, "sparse tile " + std::to_string(i) + ": values size mismatch");
+    if (on_values) on_values(t->values.data(), e.cells);
+    step(e.coords.stored_size + e.values.stored_size);
+  }
+  for (size_t i = 0; i < meta_.erased.size(); ++i) {
+    const SparseEntry& e = meta_.erased[i];
+    decode_cells(e, "erased tile " + std::to_string(i), false, layout);
+    step(e.coords.stored_size);
+  }
 }
 
 }  // namespace tessera

@@ -10,6 +10,7 @@
 // through the same code from an in-memory copy (byte_source.h).
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,6 +86,15 @@ class Fragment {
   // The cells of erased tile i (coordinates and keys; no values).
   std::shared_ptr<const SparseTileData> erased_tile(size_t i, const Layout& layout) const;
 
+  // Reads every tile from storage (never from the tile cache) and checks everything a
+  // read would: every checksum, every filter stream, every sparse tile's cells (inside
+  // its MBR, in global order).  `on_values(cells, n)`: each data tile's n decoded cells,
+  // for checks that reach beyond the fragment (variable-length cells' heaps); may be
+  // empty.  `progress(bytes)`: stored bytes checked so far, after each tile; may be
+  // empty.  Throws kCorrupt naming the fragment and the tile.  Memory: one tile.
+  void verify(const Layout& layout, const std::function<void(const uint8_t*, uint64_t)>& on_values,
+              const std::function<void(uint64_t)>& progress) const;
+
  private:
   static std::shared_ptr<Fragment> open_source(const std::string& path, std::unique_ptr<ByteSource> src,
                                                std::shared_ptr<Context> ctx);
@@ -94,6 +104,9 @@ class Fragment {
   // (inside the MBR, strictly ascending) and caches the result under `key`.
   std::shared_ptr<const SparseTileData> load_cells(const SparseEntry& e, const std::string& what, bool values,
                                                    uint64_t key, const Layout& layout) const;
+  // load_cells' reading and checking, uncached.
+  std::shared_ptr<SparseTileData> decode_cells(const SparseEntry& e, const std::string& what, bool values,
+                                               const Layout& layout) const;
   // Verifies blocks [b0, b1) of dense entry i, whose bytes start at `data`.
   void verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_t b1) const;
   bool verified(size_t i, uint64_t b0, uint64_t b1) const;  // blocks [b0, b1]

@@ -70,6 +70,12 @@ std::string env_name(const char* name) {
 }  // namespace
 
 Status EngineOptions::set(const std::string& key, const std::string& value) {
+  if (key == "as_of") {
+    if (value.empty())
+      return Status(Errc::kInvalidArgument, "setting as_of=: expected a commit number, @<ns> or a UTC time");
+    as_of = value;
+    return Status::OK();
+  }
   for (const Setting& s : settings()) {
     if (key != s.name) continue;
     uint64_t v = 0;
@@ -81,6 +87,7 @@ Status EngineOptions::set(const std::string& key, const std::string& value) {
   }
   std::string known;
   for (const Setting& s : settings()) known += std::string(known.empty() ? "" : ", ") + s.name;
+  known += ", as_of";
   return Status(Errc::kInvalidArgument, "unknown setting '" + key + "' (known: " + known + ")");
 }
 
@@ -129,6 +136,7 @@ std::string EngineOptions::to_string() const {
   std::string out;
   for (const Setting& s : settings())
     out += std::string(out.empty() ? "" : " ") + s.name + "=" + std::to_string(s.get(*this));
+  if (!as_of.empty()) out += " as_of=" + as_of;
   return out;
 }
 

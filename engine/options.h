@@ -37,6 +37,11 @@ struct EngineOptions {
   uint64_t blob_kb = 16384;            // smaller box writes are buffered whole (blob_buffer.h; 0: never)
   uint64_t inline_fragment_kb = 64;   // fragments up to this size live in the catalog (0: never)
   uint64_t inline_total_mb = 256;     // a container's catalog holds at most this many inline bytes
+  // Open read-only as of a past commit (history.h): "12", "@<ns>" or a UTC time
+  // "2026-11-26T10:41:09Z" (no blanks: settings are blank-separated).  Per file; only in
+  // the connector's settings or fapl, never from the environment (which would turn every
+  // open of every file into a read of the past).  Empty: the present.
+  std::string as_of;
 
   // One "key=value" setting (the names above).
   Status set(const std::string& key, const std::string& value);

@@ -31,6 +31,17 @@ htri_t = ctypes.c_int
 
 
 # --------------------------------------------------------------------------- helpers
+def tool_path() -> str:
+    """The `tessera` command line tool of the build the environment points at: it sits in
+    <build>/tools beside <build>/plugins (HDF5_PLUGIN_PATH)."""
+    for d in filter(None, os.environ.get("HDF5_PLUGIN_PATH", "").split(":")):
+        tool = Path(d).parent / "tools" / "tessera"
+        if tool.is_file():
+            return str(tool)
+    pytest.fail(f"no <build>/tools/tessera beside HDF5_PLUGIN_PATH={os.environ.get('HDF5_PLUGIN_PATH', '')!r} "
+                "(build it: scripts/test, or ninja -C <build> tessera_cli)")
+
+
 def find_libhdf5() -> str:
     """Path of the libhdf5 this process has loaded (via h5py), from /proc/self/maps."""
     import h5py  # noqa: F401  (loads libhdf5)

@@ -1,5 +1,6 @@
 """Consolidating a container written by several MPI ranks: in parallel (ranks merge
-disjoint tile ranges, published as one epoch) and serially (tools/tessera_consolidate).
+disjoint tile ranges, published as one epoch) and serially (`tessera consolidate`), each
+followed by `tessera vacuum` (consolidation keeps the merged fragments until then).
 
 The container comes from python_tests/mpi_kill_writer.py run to completion under
 `mpirun -n 2` (no kill): dataset x ends as all 2s across 2 epochs × 2 ranks × several
@@ -16,6 +17,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from conftest import tool_path
+
 HERE = Path(__file__).resolve().parent
 WRITER = HERE / "mpi_kill_writer.py"
 # blob_kb=0: the writer's out-of-order writes to its deflate dataset would otherwise be
@@ -27,12 +30,7 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2"]
 
 
 def _tool():
-    # tessera-env points HDF5_PLUGIN_PATH at <build>/plugins; the tool is <build>/tools/.
-    plugins = os.environ.get("HDF5_PLUGIN_PATH", "")
-    assert plugins, "run under scripts/tessera-env (HDF5_PLUGIN_PATH unset)"
-    tool = Path(plugins).parent / "tools" / "tessera_consolidate"
-    assert tool.is_file(), f"{tool} not built"
-    return str(tool)
+    return tool_path()
 
 
 def _fragments(path):
@@ -58,13 +56,19 @@ def test_parallel_then_serial_consolidation_keeps_the_data(tmp_path):
     ranks = {name.split("-")[1] for name in before}
     assert len(before) >= 8 and ranks == {"00000000", "00000001"}, before
 
-    p = subprocess.run(MPIRUN + [_tool(), str(path)], env=MPI_ENV, capture_output=True, text=True, timeout=180)
+    p = subprocess.run(MPIRUN + [_tool(), "consolidate", str(path)], env=MPI_ENV, capture_output=True, text=True,
+                       timeout=180)
     assert p.returncode == 0, p.stdout + p.stderr
+    assert len(_fragments(path)) > len(before)  # the merged fragments are kept until a vacuum
+    _check_data(path)
+    v = subprocess.run([_tool(), "vacuum", str(path)], env=MPI_ENV, capture_output=True, text=True, timeout=180)
+    assert v.returncode == 0, v.stdout + v.stderr
     after = _fragments(path)
     assert 1 <= len(after) <= 2, after  # one merged part per rank (a rank may get no tiles)
     _check_data(path)
 
-    s = subprocess.run([_tool(), str(path)], env=MPI_ENV, capture_output=True, text=True, timeout=180)
-    assert s.returncode == 0, s.stdout + s.stderr
+    for cmd in ("consolidate", "vacuum"):
+        s = subprocess.run([_tool(), cmd, str(path)], env=MPI_ENV, capture_output=True, text=True, timeout=180)
+        assert s.returncode == 0, s.stdout + s.stderr
     assert len(_fragments(path)) == 1
     _check_data(path)

@@ -51,7 +51,10 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
   // A bad setting fails before anything is created; the process-wide ones (pools, tile
   // cache, write budget) are taken before the container's first use of them.
-  tessera::configure_process(file_options(fapl));
+  const tessera::EngineOptions opts = file_options(fapl);
+  if (!opts.as_of.empty())
+    fail_arg("setting as_of: a file opened as of a past commit is read-only; H5Fcreate cannot use it");
+  tessera::configure_process(opts);
   bool temporary = false;
   const std::string path = container_path(name, fapl, &temporary);  // the driver decides (file_settings.h)
   std::string real = real_path(path);
@@ -105,6 +108,14 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   if (temporary)  // a core file without backing store that is not open: nothing to open
     ::rmdir(path.substr(0, path.rfind('/')).c_str());
   std::string real = real_path(path);
+  // As of a past commit (engine/history.h): read-only, and a file of its own (the same
+  // container opened as of now or of another commit is another file).
+  const std::string as_of = file_options(fapl).as_of;
+  if (!as_of.empty()) {
+    if (flags & H5F_ACC_RDWR)
+      fail_arg("setting as_of=" + as_of + ": a file opened as of a past commit is read-only (open it with H5F_ACC_RDONLY)");
+    real += "\n@as_of=" + as_of;
+  }
   if (auto it = g_files.find(real); it != g_files.end()) {
     if (auto f = it->second.lock()) {
       if ((flags & H5F_ACC_RDWR) && !f->writable())
@@ -124,7 +135,9 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   f->locking_ = LockingFlags::of(fapl);
   bool rw = (flags & H5F_ACC_RDWR) != 0;
   f->par_ = Parallel::from_fapl(fapl);
+  if (f->par_ && !as_of.empty()) fail_unsupported("setting as_of: parallel files cannot be opened as of a past commit");
   if (f->par_) f->open_container_parallel(path, flags, /*create=*/false);
+  else if (!as_of.empty()) check(tessera::Container::open_as_of(path, as_of, &f->container_));
   else check(tessera::Container::open(path, rw, &f->container_));
   f->epoch_ = f->container_->committed_epoch();
   f->real_ = real;

@@ -149,3 +149,9 @@ def erase(dset, key=()):
     if lib().tessera_Derase(_hid(dset), space.id, 0) < 0:
         msg = _stack_message("tessera.erase")
         raise TesseraError(msg.replace("tessera.erase", "tessera.erase(%s)" % dset.name, 1))
+
+from ._tool import *  # noqa: E402,F401,F403  info, fragments, consolidate, vacuum, verify (docs/tool.md)
+from ._tool import __all__ as _tool_all  # noqa: E402
+__all__ += _tool_all
+from ._history import Commit, commits, open_as_of  # noqa: E402  time travel (docs/tool.md)
+__all__ += ["Commit", "commits", "open_as_of"]

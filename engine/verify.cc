@@ -1,0 +1,310 @@
+// verify.cc — verify_container (verify.h).
+#include "engine/verify.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "engine/array_files.h"
+#include "engine/container.h"
+#include "engine/file_io.h"
+#include "engine/fragment.h"
+#include "engine/layout.h"
+#include "engine/publish_journal.h"
+#include "engine/var_heap.h"
+
+namespace tessera {
+
+using namespace array_files;
+
+namespace {
+
+const char kArraysDir[] = "arrays";
+
+bool hex16_name(const std::string& name, uint64_t* id) {
+  if (name.size() != 16 || name.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+  *id = std::strtoull(name.c_str(), nullptr, 16);
+  return true;
+}
+
+std::string hex16(uint64_t id) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(id));
+  return b;
+}
+
+// One array's pieces, listed before anything is read (for the progress total).
+struct ArrayPlan {
+  uint64_t id = 0;
+  std::string dir, label;
+  bool in_catalog = false;  // a schema record (else a schema file, or nothing)
+  std::vector<std::string> files;                          // frag/*.tfr paths
+  std::vector<std::pair<std::string, std::string>> inl;    // (key, value) inline fragments
+  std::map<FragmentId, uint64_t> recorded;                 // "file/" records
+  std::vector<std::string> journals;                       // frag/*.journal paths
+  uint64_t tmp_files = 0;                                  // frag/.*.tmp
+};
+
+class Verifier {
+ public:
+  Verifier(Container& c, const VerifyOptions& o, VerifyReport* r) : c_(c), o_(o), r_(*r) {}
+
+  void run() {
+    std::vector<ArrayPlan> plans = plan();
+    for (auto& p : plans) {
+      for (auto& f : p.files) total_ += file_size(f);
+      for (auto& kv : p.inl) total_ += kv.second.size();
+    }
+    for (auto& p : plans) check_array(p);
+  }
+
+ private:
+  static uint64_t file_size(const std::string& path) {
+    try {
+      return File::open_read(path).size();
+    } catch (const Error&) {
+      return 0;
+    }
+  }
+
+  std::vector<ArrayPlan> plan() {
+    std::map<uint64_t, ArrayPlan> arrays;
+    Catalog& cat = c_.catalog();
+    // Catalog-bound arrays: "arr/<hex16>/schema" (and their other records).
+    for (auto& [key, value] : cat.scan("arr/")) {
+      uint64_t id;
+      if (key.size() < 21 || !hex16_name(key.substr(4, 16), &id) || key[20] != '/') {
+        r_.problems.push_back("catalog '" + cat.log_path() + "': record '" + key + "' is not an array record");
+        continue;
+      }
+      ArrayPlan& p = arrays[id];
+      p.id = id;
+      const std::string rest = key.substr(21);
+      if (rest == "schema") p.in_catalog = true;
+      else if (rest.compare(0, 5, "frag/") == 0) p.inl.emplace_back(key, value);
+      else if (rest.compare(0, 5, "file/") == 0) {
+        FragmentId fid;
+        if (!FragmentId::parse(rest.substr(5), &fid) || value.size() != 8) {
+          r_.problems.push_back("catalog '" + cat.log_path() + "': record '" + key + "' is not a fragment file record");
+          continue;
+        }
+        uint64_t size;
+        std::memcpy(&size, value.data(), 8);
+        p.recorded[fid] = size;
+      }
+    }
+    const std::string root = join_path(c_.path(), kArraysDir);
+    if (is_directory(root))
+      for (const std::string& name : list_dir(root)) {
+        uint64_t id;
+        if (!hex16_name(name, &id)) continue;
+        arrays[id].id = id;
+      }
+    uint64_t next = 1;
+    if (auto v = cat.get("sys/next_array_id")) next = std::strtoull(v->c_str(), nullptr, 10);
+    std::vector<ArrayPlan> out;
+    for (auto& [id, p] : arrays) {
+      p.dir = c_.array_dir(id);
+      p.label = "array " + hex16(id);
+      const std::string frag = join_path(p.dir, kFragDir);
+      if (!p.in_catalog && !path_exists(join_path(p.dir, kSchemaFile))) {
+        if (!p.inl.empty() || !p.recorded.empty()) {
+          r_.problems.push_back(p.label + ": its schema is missing (no catalog record 'arr/" + hex16(id) +
+                                "/schema', no file '" + join_path(p.dir, kSchemaFile) + "')");
+        } else if (id >= next) {
+          r_.notes.push_back(p.label + ": directory '" + p.dir +
+                             "' was left by a writer that crashed before its first flush (the next dataset "
+                             "created replaces it)");
+        } else {
+          // A dataset that is deleted: its files are kept for reads of earlier commits.
+          // (A dataset whose array is gone is the object check's to report.)
+          r_.notes.push_back(p.label + ": the files of a deleted dataset, kept for reads as of earlier commits "
+                                       "until `tessera vacuum`");
+        }
+        continue;
+      }
+      if (is_directory(frag))
+        for (const std::string& name : list_dir(frag)) {
+          FragmentId fid;
+          if (name.size() == 47 && name.compare(43, 4, ".tfr") == 0 && FragmentId::parse(name.substr(0, 43), &fid))
+            p.files.push_back(join_path(frag, name));
+          else if (name.find(".journal") != std::string::npos)
+            p.journals.push_back(join_path(frag, name));
+          else if (name.size() > 4 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0)
+            p.tmp_files++;
+        }
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  void check_array(ArrayPlan& p) {
+    r_.arrays++;
+    r_.recorded_files += p.recorded.size();
+    Schema schema;
+    try {
+      FragmentId extent_id;
+      if (p.in_catalog) {
+        auto v = c_.catalog().get("arr/" + hex16(p.id) + "/schema");
+        std::vector<uint8_t> b(v->begin(), v->end());
+        schema = parse_schema_file(b, "array schema record 'arr/" + hex16(p.id) + "/schema'", &extent_id);
+      } else {
+        schema = read_schema(p.dir, &extent_id);
+      }
+    } catch (const Error& e) {
+      r_.problems.push_back(p.label + ": " + e.what());
+      return;
+    }
+    for (auto& j : p.journals) {
+      try {
+        PublishJournal::read(j);
+        r_.notes.push_back(p.label + ": publish journal '" + j +
+                           "' is present: a flush was interrupted (the next writer finishes or rolls it back)");
+      } catch (const Error& e) {
+        r_.notes.push_back(p.label + ": damaged publish journal '" + j + "' (no rename began; the next writer drops it): " +
+                           e.what());
+      }
+    }
+    if (p.tmp_files)
+      r_.notes.push_back(p.label + ": " + std::to_string(p.tmp_files) +
+                         " temporary file(s) of an unfinished write (the next writer removes them)");
+    if (schema.compact) {
+      check_compact(p);
+      return;
+    }
+    const Layout layout(schema);
+    std::unique_ptr<HeapReader> heaps;
+    if (schema.var) heaps = std::make_unique<HeapReader>(join_path(p.dir, kHeapDir));
+    std::set<FragmentId> present, replaced;
+    auto check_one = [&](const std::string& label, const std::function<std::shared_ptr<Fragment>()>& open,
+                         const FragmentId* expect) {
+      std::shared_ptr<Fragment> f;
+      try {
+        f = open();
+      } catch (const Error& e) {
+        r_.problems.push_back(e.what());
+        return;
+      }
+      r_.fragments++;
+      const FragmentMeta& m = f->meta();
+      if (expect && m.id != *expect) {
+        r_.problems.push_back("fragment '" + label + "': id in footer differs from its name");
+        return;
+      }
+      if (m.rank != static_cast<uint32_t>(schema.rank()) || m.elem_size != schema.elem_size) {
+        r_.problems.push_back("fragment '" + label + "': shape does not match the array schema");
+        return;
+      }
+      present.insert(m.id);
+      for (auto& r : m.replaces) replaced.insert(r);
+      size_t listed = 0, more = 0;
+      auto problem = [&](const std::string& s) {
+        if (listed < o_.max_problems_per_fragment) {
+          r_.problems.push_back(s);
+          ++listed;
+        } else {
+          ++more;
+        }
+      };
+      std::function<void(const uint8_t*, uint64_t)> on_values;
+      if (heaps)
+        on_values = [&](const uint8_t* cells, uint64_t n) {
+          std::vector<uint8_t> scratch;
+          for (uint64_t k = 0; k < n; ++k) {
+            VarDescriptor d;
+            std::memcpy(&d, cells + k * kVarDescriptorSize, sizeof d);
+            if (d.length == 0) continue;
+            scratch.clear();
+            try {
+              heaps->read(d, nullptr, &scratch);
+              r_.var_values++;
+            } catch (const Error& e) {
+              problem("fragment '" + label + "': a variable-length value: " + e.what());
+            }
+          }
+        };
+      const uint64_t base = done_;
+      try {
+        f->verify(layout, on_values, [&](uint64_t bytes) {
+          done_ = base + bytes;
+          r_.tiles++;
+          if (o_.progress) o_.progress(done_, std::max(total_, done_));
+        });
+      } catch (const Error& e) {
+        problem(e.what());
+      }
+      if (more) r_.problems.push_back("fragment '" + label + "': " + std::to_string(more) + " more problem(s)");
+      done_ = base + f->file_size();
+      r_.bytes += f->file_size();
+      if (o_.progress) o_.progress(done_, std::max(total_, done_));
+    };
+    for (auto& path : p.files) {
+      FragmentId id;
+      const std::string name = path.substr(path.size() - 47);
+      FragmentId::parse(name.substr(0, 43), &id);
+      check_one(path, [&] { return Fragment::open(path); }, &id);
+      if (p.recorded.count(id)) {
+        const uint64_t size = file_size(path);
+        if (size != p.recorded[id])
+          r_.problems.push_back("fragment '" + path + "': " + std::to_string(size) + " bytes, but " +
+                                std::to_string(p.recorded[id]) + " were published");
+      }
+    }
+    for (auto& [key, value] : p.inl) {
+      FragmentId id;
+      const std::string label = c_.catalog().log_path() + " record " + key;
+      if (!FragmentId::parse(key.substr(key.rfind('/') + 1), &id)) {
+        r_.problems.push_back("catalog record '" + key + "': not a fragment id");
+        continue;
+      }
+      check_one(label,
+                [&] {
+                  return Fragment::open_inline(label,
+                                               std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()));
+                },
+                &id);
+    }
+    for (auto& [id, size] : p.recorded)
+      if (!present.count(id) && !replaced.count(id))
+        r_.problems.push_back("fragment '" + join_path(join_path(p.dir, kFragDir), id.name() + ".tfr") +
+                              "' is missing: the catalog records it as published (" + std::to_string(size) +
+                              " bytes) and no present fragment replaces it");
+  }
+
+  void check_compact(const ArrayPlan& p) {
+    std::unique_ptr<Array> a;
+    ArrayOptions o;
+    Status st = c_.open_array(p.id, false, o, &a);
+    if (st.ok()) {
+      const Schema& s = a->schema();
+      std::vector<uint8_t> buf(s.domain().cells() * s.elem_size);
+      if (!buf.empty()) st = a->read(Selection::from_box(s.domain()), buf.data());
+    }
+    if (!st.ok()) r_.problems.push_back(p.label + " (compact): " + st.message());
+  }
+
+  Container& c_;
+  const VerifyOptions& o_;
+  VerifyReport& r_;
+  uint64_t total_ = 0, done_ = 0;
+};
+
+}  // namespace
+
+Status verify_container(const std::string& path, const VerifyOptions& opts, VerifyReport* out) {
+  *out = VerifyReport{};
+  if (!is_directory(path) || !path_exists(join_path(path, "tessera.container")))
+    return Status(Errc::kNotFound, "'" + path + "' is not a tessera container (no tessera.container in it)");
+  std::unique_ptr<Container> c;
+  Status st = Container::open(path, false, &c);
+  if (!st.ok()) {
+    out->problems.push_back(st.message());  // the header or the catalog log
+    return Status::OK();
+  }
+  return guard([&] { Verifier(*c, opts, out).run(); });
+}
+
+}  // namespace tessera
