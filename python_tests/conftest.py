@@ -31,6 +31,21 @@ htri_t = ctypes.c_int
 
 
 # --------------------------------------------------------------------------- helpers
+def native_env(env: dict | None = None) -> dict:
+    """The environment of a child process that must use native HDF5: no tessera connector
+    and no compat library — but a sanitizer runtime preloaded ahead of it stays (under
+    scripts/test --sanitize, an instrumented library the child loads, such as the
+    tessera Python package's libtessera_api.so, aborts without it)."""
+    env = dict(os.environ if env is None else env)
+    env.pop("HDF5_VOL_CONNECTOR", None)
+    kept = [p for p in env.get("LD_PRELOAD", "").split(":") if p and "libtessera_compat" not in p]
+    if kept:
+        env["LD_PRELOAD"] = ":".join(kept)
+    else:
+        env.pop("LD_PRELOAD", None)
+    return env
+
+
 def tool_path() -> str:
     """The `tessera` command line tool of the build the environment points at: it sits in
     <build>/tools beside <build>/plugins (HDF5_PLUGIN_PATH)."""

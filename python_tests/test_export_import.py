@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import tool_path
+from conftest import native_env, tool_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -38,13 +38,6 @@ import conformance_examples  # noqa: E402
 
 REF_ADDR = re.compile(r"\b(GROUP|DATASET|DATATYPE|UNKNOWN) \d+ ")
 SIZE_LINE = re.compile(r"^\s*(SIZE|OFFSET) .*$", re.M)
-
-
-def native_env():
-    env = dict(os.environ)
-    env.pop("HDF5_VOL_CONNECTOR", None)
-    env.pop("LD_PRELOAD", None)
-    return env
 
 
 def hdf5_prefix() -> Path:
@@ -311,8 +304,12 @@ def test_export_streams_with_bounded_memory(tessera_env, tmp_path):
         print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         sys.exit(r.returncode)
     """)
+    env = dict(os.environ)
+    if "ASAN_OPTIONS" in env:  # scripts/test --sanitize: ASan's quarantine would hold freed slabs
+        env["ASAN_OPTIONS"] += ":quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
     for args in (["export", c, out], ["import", out, tmp_path / "again.tsr"]):
-        p = subprocess.run([sys.executable, "-c", code, tool_path(), *map(str, args)], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-c", code, tool_path(), *map(str, args)], capture_output=True, text=True,
+                           env=env)
         assert p.returncode == 0, p.stderr
         peak_mib = int(p.stdout.strip().splitlines()[-1]) / 1024
         assert peak_mib < 200, f"tessera {args[0]}: peak RSS {peak_mib:.0f} MiB for 256 MiB of data"

@@ -7,7 +7,6 @@ with a model of the writes; failures must be TesseraError carrying the engine's 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 import tessera
+from conftest import native_env
 
 
 def _write(path: Path, model: np.ndarray, flushes: int, rng) -> None:
@@ -142,8 +142,7 @@ def test_errors_carry_the_engines_message(tessera_env, tmp_path):
         tessera.fragments(d)
     # A native HDF5 file (opened natively: compat.md) is not a container.
     native = tmp_path / "n.h5"
-    env = dict(os.environ)
-    env.pop("HDF5_VOL_CONNECTOR", None)
+    env = native_env()
     import subprocess, sys
     subprocess.run([sys.executable, "-c", f"import h5py; h5py.File({str(native)!r}, 'w')"], env=env, check=True)
     with pytest.raises(tessera.TesseraError, match="not a tessera container"):
@@ -158,9 +157,7 @@ def test_export_and_import_from_python(tessera_env, tmp_path):
     out = tmp_path / "n.h5"
     with h5py.File(path, "r") as f:
         assert "exported" in tessera.export(f, out)
-    env = dict(os.environ)
-    env.pop("HDF5_VOL_CONNECTOR", None)
-    env.pop("LD_PRELOAD", None)
+    env = native_env()
     import subprocess, sys
     check = ("import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'r'); "
              "print(f['g/d'].shape, int(f['g/d'][...].sum()), f['g/d'].attrs['n'], f.get('s', getlink=True).path)")

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import tessera
-from conftest import tool_path
+from conftest import native_env, tool_path
 
 
 def snapshot(f: h5py.File) -> dict:
@@ -140,9 +140,7 @@ def test_the_tool_reads_the_past(history, tmp_path):
         assert tuple(objs["/d"]["shape"]) == want["/d"][1]
         out = tmp_path / f"as_of_{seq}.h5"
         subprocess.run([tool_path(), "-q", "export", str(path), str(out), "--as-of", str(seq)], check=True)
-        env = dict(os.environ)
-        env.pop("HDF5_VOL_CONNECTOR", None)
-        env.pop("LD_PRELOAD", None)
+        env = native_env()
         code = ("import sys, json, h5py, numpy as np; sys.path.insert(0, sys.argv[2]); from test_time_travel import snapshot; "
                 "print(json.dumps({k: list(v[1:3]) if v[1] is not None else None "
                 "for k, v in snapshot(h5py.File(sys.argv[1], 'r')).items()}, default=repr))")
