@@ -155,6 +155,7 @@ void Array::load_fragments() {
         store_->count_inline(-static_cast<int64_t>(f->file_size()));
       } else if (writable_ && !opts_.shadow) {
         remove_file(f->path());
+        remove_index_of(f->meta().id);
       }
       continue;
     }

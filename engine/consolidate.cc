@@ -11,6 +11,7 @@
 #include "engine/consolidator.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
+#include "engine/index_format.h"
 
 namespace tessera {
 
@@ -126,13 +127,19 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     }
   store_->commit(std::move(b), /*sync=*/true);
   add_fragment(nf, replaced);
+  // The merged fragment gets its own index when its inputs had some (or index_on_write):
+  // rebuilt from the merged values, whose range decides its bins.
+  bool indexed = false;
+  for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(index_path(dir_, f->meta().id)));
   bool files = false;
   for (auto& f : in)
     if (!f->is_inline()) {
       remove_file(f->path());
+      remove_index_of(f->meta().id);
       files = true;
     }
   if (files) sync_dir(frag_dir_);
+  index_published({nf}, indexed);
 }
 
 }  // namespace tessera
