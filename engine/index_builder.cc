@@ -25,22 +25,20 @@ namespace tessera {
 
 namespace {
 
-// Entries smaller than this are grouped into one chunk (a bitmap per bin per chunk costs
-// a pair row and roaring's headers); a larger entry is a chunk of its own, so its count
-// can be answered from its pair rows alone.
-constexpr uint64_t kChunkCells = 1 << 16;
+// Small entries are grouped into chunks of at least IndexOptions::chunk_cells positions: a
+// bitmap per bin per chunk costs a pair row and roaring's headers.
 constexpr size_t kSampleValues = 1 << 20, kSampleEntries = 16;
 
 std::atomic<uint64_t> g_tmp{0};
 
-std::vector<IndexChunk> make_chunks(const FragmentMeta& m) {
+std::vector<IndexChunk> make_chunks(const FragmentMeta& m, uint64_t chunk_cells) {
   std::vector<IndexChunk> out;
   auto add = [&](uint8_t kind, uint64_t e, uint64_t cells) {
     if (cells > UINT32_MAX)
       throw_error(Errc::kUnsupported, "a tile piece of " + std::to_string(cells) +
                                           " cells cannot be indexed (at most 2^32 - 1 cells per tile)");
-    const bool fresh = out.empty() || out.back().kind != kind || out.back().cells >= kChunkCells ||
-                       cells >= kChunkCells || out.back().cells + cells > UINT32_MAX;
+    const bool fresh = out.empty() || out.back().kind != kind || out.back().cells >= chunk_cells ||
+                       cells >= chunk_cells || out.back().cells + cells > UINT32_MAX;
     if (fresh) out.push_back(IndexChunk{kind, e, 0, 0});
     ++out.back().count;
     out.back().cells += cells;
@@ -226,7 +224,7 @@ uint64_t build_typed(const Schema& s, const Fragment& f, const std::string& arra
                      ThreadPool* pool, const IndexProgress& progress, NumType type) {
   const Layout layout(s);
   const bool be = s.big_endian;
-  const std::vector<IndexChunk> chunks = make_chunks(f.meta());
+  const std::vector<IndexChunk> chunks = make_chunks(f.meta(), o.chunk_cells);
   const BinEdges edges = BinEdges::from_sample(sample<T>(f, layout, be, pool), static_cast<int>(o.precision), o.max_bins);
   const uint32_t nan_bin = edges.bins();  // after every value bin; dropped below when empty
 
@@ -341,6 +339,8 @@ void IndexOptions::validate() const {
     throw_error(Errc::kInvalidArgument, "index precision " + std::to_string(precision) + ": expected 1 to 9 digits");
   if (max_bins < 2 || max_bins > 65536)
     throw_error(Errc::kInvalidArgument, "index max_bins " + std::to_string(max_bins) + ": expected 2 to 65536");
+  if (chunk_cells < 1 || chunk_cells > UINT32_MAX)
+    throw_error(Errc::kInvalidArgument, "index chunk_cells " + std::to_string(chunk_cells) + ": expected 1 to 2^32 - 1");
 }
 
 uint64_t index_positions(const FragmentMeta& m) {

@@ -25,6 +25,9 @@ namespace tessera {
 struct IndexOptions {
   uint32_t precision = 3;    // significant decimal digits of bin boundaries (1..9)
   uint32_t max_bins = 1024;  // bins per fragment, at most (2..65536)
+  // Entries (tile pieces, sparse tiles) smaller than this many cells are grouped into one
+  // chunk; a larger one is a chunk of its own (its counts then answer for it alone).
+  uint64_t chunk_cells = 1 << 16;
   // Throws kInvalidArgument naming the bad field.
   void validate() const;
 };
