@@ -115,6 +115,10 @@ struct IndexInfo {
 struct IndexBuild {
   uint32_t part = 0, parts = 1;  // MPI: this rank builds fragment i when i % parts == part
   bool rebuild = false;          // also rebuild indexes that exist
+  // Only fragments every rank sees (MPI: published ones, in the same order everywhere);
+  // nothing is spilled.  Otherwise the write buffer is spilled first and every file
+  // fragment, published or not, is indexed.
+  bool published_only = false;
   // Called on the building thread as chunks finish: cells done, cells to do in all.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Out: fragments indexed, their cells, bytes of index written.

@@ -41,7 +41,7 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
       if (compact_) return;  // one record of at most 64 KiB: always scanned
       close_direct();
       finish_parked();
-      if (writable_) {
+      if (writable_ && !b->published_only) {
         spill();  // what the buffer and the blobs hold goes into a fragment first
         finish_parked();
       }
@@ -49,6 +49,9 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
       size_t i = 0;
       for (const auto& f : frags_) {
         if (f->is_inline()) continue;
+        if (b->published_only && std::any_of(unpublished_.begin(), unpublished_.end(),
+                                             [&](const auto& u) { return u.first == f; }))
+          continue;
         if (i++ % b->parts != b->part) continue;
         if (b->rebuild || needs_index(dir_, *f, type, schema_.big_endian)) todo.push_back(f);
       }
