@@ -28,6 +28,7 @@ namespace {
 // Small entries are grouped into chunks of at least IndexOptions::chunk_cells positions: a
 // bitmap per bin per chunk costs a pair row and roaring's headers.
 constexpr size_t kSampleValues = 1 << 20, kSampleEntries = 16;
+constexpr uint64_t kCellsPerBin = 512, kMinBins = 16;
 
 std::atomic<uint64_t> g_tmp{0};
 
@@ -225,7 +226,12 @@ uint64_t build_typed(const Schema& s, const Fragment& f, const std::string& arra
   const Layout layout(s);
   const bool be = s.big_endian;
   const std::vector<IndexChunk> chunks = make_chunks(f.meta(), o.chunk_cells);
-  const BinEdges edges = BinEdges::from_sample(sample<T>(f, layout, be, pool), static_cast<int>(o.precision), o.max_bins);
+  // A bin costs a pair row and a bitmap header per chunk it appears in: a small fragment
+  // gets fewer bins (on average at least kCellsPerBin values each).
+  const uint64_t positions = index_positions(f.meta());
+  const uint32_t max_bins = static_cast<uint32_t>(
+      std::min<uint64_t>(o.max_bins, std::max<uint64_t>(kMinBins, positions / kCellsPerBin)));
+  const BinEdges edges = BinEdges::from_sample(sample<T>(f, layout, be, pool), static_cast<int>(o.precision), max_bins);
   const uint32_t nan_bin = edges.bins();  // after every value bin; dropped below when empty
 
   const std::string dir = index_dir(array_dir);

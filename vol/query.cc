@@ -106,7 +106,20 @@ class Datasets {
   Datasets(std::shared_ptr<SharedFile> f, uint64_t base, std::string base_path)
       : f_(std::move(f)), base_(base), base_path_(std::move(base_path)) {}
 
+  // Connector errors (VolError) become engine errors: run_query reports those.
   std::vector<tessera::QueryDataset> find(const std::string& name, bool regex) {
+    try {
+      return find_impl(name, regex);
+    } catch (const VolError& e) {
+      tessera::throw_error(e.kind == static_cast<int>(ErrorKind::kUnsupported) ? tessera::Errc::kUnsupported
+                                                                               : tessera::Errc::kInvalidArgument,
+                           e.msg);
+    }
+  }
+  DatasetObj& first() { return *opened_.at(0); }
+
+ private:
+  std::vector<tessera::QueryDataset> find_impl(const std::string& name, bool regex) {
     std::vector<tessera::QueryDataset> out;
     if (!regex) {
       std::optional<uint64_t> oid = f_->try_resolve(base_, name);
@@ -138,9 +151,7 @@ class Datasets {
                });
     return out;
   }
-  DatasetObj& first() { return *opened_.at(0); }
 
- private:
   tessera::QueryDataset open(uint64_t oid, const std::string& path) {
     std::unique_ptr<DatasetObj> d(static_cast<DatasetObj*>(dataset_open_oid(f_, oid, path)));
     const std::string what = "querying '" + path + "'";

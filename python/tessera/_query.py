@@ -40,13 +40,17 @@ class IndexInfo:
     unindexed_cells: int     # stored cells a query would scan
 
 
-def _error(what: str) -> Exception:
+def _error(what: str, obj=None) -> Exception:
+    """TesseraError with the message on HDF5's error stack.  Called before any other HDF5
+    call (h5py's too: ``obj.name`` is one, so it is asked for after the stack is read)."""
     from . import TesseraError, _stack_message
 
     msg = _stack_message(what)
     # The connector prefixes the HDF5 operation it ran; the tessera part is what matters.
     for prefix in ("object optional: ", "dataset optional: "):
         msg = msg.replace(prefix, "", 1)
+    if obj is not None:
+        msg = msg.replace(what, "%s(%s)" % (what, obj.name), 1)
     return TesseraError(msg)
 
 
@@ -74,20 +78,20 @@ def index(dset, *, precision: Optional[int] = None, max_bins: Optional[int] = No
         cb = PROGRESS(_cb)
     cfg = IndexConfig(precision or 0, max_bins or 0, 1 if rebuild else 0, cb if cb else PROGRESS(), None)
     if lib().tessera_Dbuild_index(_hid(dset), ctypes.byref(cfg), 0) < 0:
-        raise _error("tessera.index(%s)" % dset.name)
+        raise _error("tessera.index", dset)
 
 
 def drop_index(dset) -> None:
     """Removes the value indexes of ``dset`` (queries then scan it)."""
     if lib().tessera_Ddrop_index(_hid(dset), 0) < 0:
-        raise _error("tessera.drop_index(%s)" % dset.name)
+        raise _error("tessera.drop_index", dset)
 
 
 def index_info(dset) -> IndexInfo:
     """How much of ``dset`` is indexed, and the sizes of data and index."""
     info = IndexInfoC()
     if lib().tessera_Dget_index_info(_hid(dset), ctypes.byref(info)) < 0:
-        raise _error("tessera.index_info(%s)" % dset.name)
+        raise _error("tessera.index_info", dset)
     return IndexInfo(*(int(getattr(info, f)) for f, _ in IndexInfoC._fields_))
 
 
