@@ -2,6 +2,9 @@
 #include "engine/bitmap.h"
 
 #include <roaring/roaring.h>
+// Run-level iteration reads the containers themselves (CRoaring's own headers, shipped
+// with the library: libroaring-dev 0.2.66 has no run iterator in its API).
+#include <roaring/containers/containers.h>
 
 #include <algorithm>
 #include <new>
@@ -190,20 +193,48 @@ void Bitmap::for_each_batch(const std::function<void(const uint64_t*, size_t)>& 
 }
 
 void Bitmap::for_each_run(const std::function<void(uint64_t, uint64_t)>& fn) const {
+  // Runs straight from the containers: a run container's runs, a bitset's runs of ones
+  // found a word at a time, an array's values — neighbours joined, also across
+  // containers and segments.  (Value by value, a query result of 50 M hits took 0.2 s.)
   bool open = false;
   uint64_t first = 0, count = 0;
-  for_each_batch([&](const uint64_t* xs, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      if (open && xs[i] == first + count) {
-        ++count;
-        continue;
-      }
-      if (open) fn(first, count);
-      open = true;
-      first = xs[i];
-      count = 1;
+  auto emit = [&](uint64_t a, uint64_t n) {
+    if (open && a == first + count) {
+      count += n;
+      return;
     }
-  });
+    if (open) fn(first, count);
+    open = true;
+    first = a;
+    count = n;
+  };
+  for (const Seg& s : segs_) {
+    const roaring_array_t& ra = s.r->high_low_container;
+    for (int32_t i = 0; i < ra.size; ++i) {
+      uint8_t type = ra.typecodes[i];
+      const void* c = container_unwrap_shared(ra.containers[i], &type);
+      const uint64_t base = (uint64_t{s.key} << 32) | (uint64_t{ra.keys[i]} << 16);
+      if (type == RUN_CONTAINER_TYPE_CODE) {
+        const auto* rc = static_cast<const run_container_t*>(c);
+        for (int32_t k = 0; k < rc->n_runs; ++k) emit(base + rc->runs[k].value, uint64_t{rc->runs[k].length} + 1);
+      } else if (type == ARRAY_CONTAINER_TYPE_CODE) {
+        const auto* ac = static_cast<const array_container_t*>(c);
+        for (int32_t k = 0; k < ac->cardinality; ++k) emit(base + ac->array[k], 1);
+      } else {
+        const auto* bc = static_cast<const bitset_container_t*>(c);
+        for (uint64_t w = 0; w < 1024; ++w) {
+          uint64_t word = bc->array[w];
+          while (word) {
+            const int t = __builtin_ctzll(word);
+            const uint64_t rest = ~(word >> t);
+            const int len = rest ? __builtin_ctzll(rest) : 64 - t;
+            emit(base + w * 64 + static_cast<uint64_t>(t), static_cast<uint64_t>(len));
+            word = t + len >= 64 ? 0 : word & ~(((uint64_t{1} << len) - 1) << t);
+          }
+        }
+      }
+    }
+  }
   if (open) fn(first, count);
 }
 

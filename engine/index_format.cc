@@ -181,24 +181,33 @@ std::shared_ptr<IndexFile> IndexFile::open(const std::string& array_dir, const F
   x->path_ = path;
   x->size_ = x->file_.size();
   if (x->size_ < kIndexHeaderBytes + kIndexTrailerBytes) corrupt(path, "file truncated");
-  uint8_t header[kIndexHeaderBytes], trailer[kIndexTrailerBytes];
-  x->file_.pread_exact(header, sizeof header, 0);
-  x->file_.pread_exact(trailer, sizeof trailer, x->size_ - sizeof trailer);
-  if (std::memcmp(header, kIndexMagic, 8) != 0) corrupt(path, "not a tessera index (bad magic)");
-  uint32_t version;
-  std::memcpy(&version, header + 8, 4);
+  // One read of the file's tail usually holds the trailer and the whole head (a query
+  // opens the index of every fragment it touches: each read saved is a disk request).
+  // The 32-byte header holds nothing a reader needs beyond what the trailer repeats
+  // (magic, version); it is checked when the tail read reaches it.
+  const uint64_t tail = std::min<uint64_t>(x->size_, 64 << 10);
+  std::vector<uint8_t> buf(tail);
+  x->file_.pread_exact(buf.data(), tail, x->size_ - tail);
+  const uint8_t* trailer = buf.data() + tail - kIndexTrailerBytes;
+  if (tail == x->size_ && std::memcmp(buf.data(), kIndexMagic, 8) != 0) corrupt(path, "not a tessera index (bad magic)");
+  if (std::memcmp(trailer + 32, kIndexEndMagic, 8) != 0) corrupt(path, "not a tessera index, or truncated (bad trailer)");
+  ByteReader tr(trailer, kIndexTrailerBytes, "index '" + path + "' trailer");
+  const uint64_t head_off = tr.u64(), head_size = tr.u64(), head_sum = tr.u64();
+  const uint32_t version = tr.u32();
   if (version != kIndexVersion)
     throw_error(Errc::kUnsupported, "index '" + path + "': format version " + std::to_string(version) +
                                         " (this build reads version " + std::to_string(kIndexVersion) + ")");
-  if (std::memcmp(trailer + 32, kIndexEndMagic, 8) != 0) corrupt(path, "bad trailer (truncated or damaged)");
-  ByteReader tr(trailer, sizeof trailer, "index '" + path + "' trailer");
-  const uint64_t head_off = tr.u64(), head_size = tr.u64(), head_sum = tr.u64();
-  if (tr.u32() != kIndexVersion) corrupt(path, "trailer version differs from the header's");
   if (head_off < kIndexHeaderBytes || head_off > x->size_ - kIndexTrailerBytes ||
       head_size != x->size_ - kIndexTrailerBytes - head_off)
     corrupt(path, "head out of bounds");
-  std::vector<uint8_t> head(head_size);
-  x->file_.pread_exact(head.data(), head.size(), head_off);
+  std::vector<uint8_t> head;
+  if (head_size + kIndexTrailerBytes <= tail) {
+    const uint8_t* at = trailer - head_size;
+    head.assign(at, at + head_size);
+  } else {
+    head.resize(head_size);
+    x->file_.pread_exact(head.data(), head.size(), head_off);
+  }
   if (checksum64(head.data(), head.size()) != head_sum) corrupt(path, "head checksum mismatch");
   x->head_ = IndexHead::deserialize(head.data(), head.size(), "index '" + path + "'");
   const IndexHead& h = x->head_;

@@ -115,11 +115,12 @@ class Evaluator {
     const uint64_t total = r.cells();
     *out_ = TermAnswer();
     if (total == 0) return;
-    // When the fill value satisfies the comparison, the answer is everything but the
-    // stored values that do not: compute those and complement.
-    const bool fill_holds = Pred{q_.op, &q_.lit, false}.test(load_value<T>(s_.fill_value(), be_));
-    pred_ = Pred{q_.op, &q_.lit, fill_holds};
-    frag_.resize(frags_.size());
+    // When the fill value satisfies the comparison, a slab holding cells that read as the
+    // fill value is answered by complement: everything but the stored values that do not
+    // satisfy it (unwritten cells are never enumerated).  Slabs without such cells are
+    // answered directly.
+    fill_holds_ = Pred{q_.op, &q_.lit, false}.test(load_value<T>(s_.fill_value(), be_));
+    for (auto& f : frag_) f.resize(frags_.size());
     Box bb{Coords(rank_), Coords(rank_)};
     for (int d = 0; d < rank_; ++d) {
       bb.lo[d] = r.start[d];
@@ -140,10 +141,6 @@ class Evaluator {
       if (hi == bb.hi[0]) break;
       x = hi + 1;
     }
-    if (fill_holds) {
-      out_->count = total - out_->count;
-      if (q_.want_hits) out_->hits.flip(0, total);
-    }
   }
 
  private:
@@ -158,7 +155,7 @@ class Evaluator {
   };
 
   FragState& state(size_t fi) {
-    FragState& st = frag_[fi];
+    FragState& st = frag_[pred_.negate ? 1 : 0][fi];
     if (st.loaded) return st;
     st.loaded = true;
     const Fragment& f = *frags_[fi];
@@ -205,19 +202,23 @@ class Evaluator {
     plan_ownership(s_, view_, {slab}, &own);
     // Data claims per tile, to find the winning cells that override them.
     std::map<Coords, std::vector<size_t>> claims_of_tile;
+    uint64_t real = 0;  // selected cells holding a stored value (not the fill value)
     for (size_t i = 0; i < own.dense.size(); ++i) {
       const DenseClaim& c = own.dense[i];
       const DenseEntry& e = frags_[c.frag]->meta().dense[c.entry];
-      if (e.kind == DenseEntry::kData) claims_of_tile[e.tile].push_back(i);
+      if (e.kind != DenseEntry::kData) continue;
+      claims_of_tile[e.tile].push_back(i);
+      uint64_t n = 1;
+      for (int d = 0; d < rank_; ++d) n *= qmap_.selected_count(d, c.box.lo[d], c.box.hi[d]);
+      real += n;
     }
     overrides_.assign(own.dense.size(), {});
     uint64_t tile[kMaxRank];
     Coords key(rank_);
-    std::vector<CellClaim> buffered;
-    // Per fragment, per chunk, the work.
-    std::map<size_t, std::map<uint64_t, ChunkWork>> work;
     for (const CellClaim& cc : own.cells) {
       const uint64_t* p = own.coords(cc);
+      uint64_t qpos;
+      const bool selected = qmap_.position(p, &qpos);
       if (!claims_of_tile.empty()) {
         layout_.tile_of(p, tile);
         key.assign(tile, tile + rank_);
@@ -226,13 +227,33 @@ class Evaluator {
           for (size_t i : it->second)
             if (own.dense[i].box.contains(p)) {
               overrides_[i].push_back(cc);
+              real -= selected;
               break;
             }
       }
+      real += selected && !own.sources[cc.source].erased;
+    }
+    // The slab's share of the answer, complemented when it holds fill-value cells that
+    // satisfy the comparison.
+    const uint64_t j0 = (slab.lo[0] - q_.region.start[0] + q_.region.stride[0] - 1) / q_.region.stride[0];
+    const uint64_t j1 = (std::min(slab.hi[0], q_.region.start[0] + q_.region.stride[0] * (q_.region.count[0] - 1)) -
+                         q_.region.start[0]) / q_.region.stride[0];
+    const uint64_t q0 = j0 * qmap_.qstride[0], q1 = (j1 + 1) * qmap_.qstride[0];
+    const bool negate = fill_holds_ && real < q1 - q0;
+    pred_ = Pred{q_.op, &q_.lit, negate};
+    Bitmap slab_hits;
+    uint64_t slab_count = 0;
+    hits_ = negate ? &slab_hits : &out_->hits;
+    count_ = &slab_count;
+
+    std::vector<CellClaim> buffered;
+    // Per fragment, per chunk, the work.
+    std::map<size_t, std::map<uint64_t, ChunkWork>> work;
+    for (const CellClaim& cc : own.cells) {
       const CellSource& src = own.sources[cc.source];
       if (src.erased) continue;  // reads as the fill value
       uint64_t qpos;
-      if (!qmap_.position(p, &qpos)) continue;
+      if (!qmap_.position(own.coords(cc), &qpos)) continue;
       if (src.frag == CellSource::kBuffer) {
         buffered.push_back(cc);
         continue;
@@ -258,11 +279,21 @@ class Evaluator {
       if (!pred_.test(load_value<T>(v, be_))) continue;
       uint64_t qpos;
       qmap_.position(own.coords(cc), &qpos);
-      ++out_->count;
+      ++*count_;
       if (q_.want_hits) scattered_.push_back(qpos);
     }
     flush_scattered();
     own_ = nullptr;
+    if (negate) {
+      out_->count += (q1 - q0) - slab_count;
+      if (q_.want_hits) {
+        slab_hits.flip(q0, q1);
+        out_->hits.or_with(slab_hits);
+      }
+    } else {
+      out_->count += slab_count;
+    }
+    hits_ = &out_->hits;
   }
 
   // The entries of chunk `c` of fragment fi (one entry for a virtual chunk).
@@ -339,7 +370,7 @@ class Evaluator {
           n = it.entries[0].cells - none - some_count;
         }
         const Bitmap passed = check(fi, it.entries, some);
-        out_->count += n + passed.cardinality();
+        *count_ += n + passed.cardinality();
         out_->decided += it.entries[0].cells - some_count;
         continue;
       }
@@ -407,16 +438,24 @@ class Evaluator {
       if (!any) continue;
       const int last = rank_ - 1;
       const bool runs = cs[last] == 1 && q_.region.stride[last] == 1;  // rows are position ranges
+      // Rows that follow each other in position order (a claim as wide as its entry)
+      // join into one range: a whole tile is one add.
+      uint64_t open_lo = 0, open_hi = 0;
       for_each_index(runs ? last : rank_, counts, [&](const uint64_t* idx) {
         uint64_t o = base;
         for (int d = 0; d < (runs ? last : rank_); ++d) o += (sel[d][idx[d]] - E.lo[d]) * cs[d];
-        if (runs) {
-          o += (sel[last].front() - E.lo[last]);
-          mask->add_range(o, o + sel[last].size());
-        } else {
+        if (!runs) {
           scattered.push_back(o);
+          return;
         }
+        o += (sel[last].front() - E.lo[last]);
+        if (o != open_hi) {
+          mask->add_range(open_lo, open_hi);
+          open_lo = o;
+        }
+        open_hi = o + sel[last].size();
       });
+      mask->add_range(open_lo, open_hi);
       for (const CellClaim& cc : overrides_[i]) {
         const uint64_t* p = own_->coords(cc);
         uint64_t o = base;
@@ -469,7 +508,7 @@ class Evaluator {
 
   // Counts R and maps it to query positions.
   void finish(size_t fi, const std::vector<ChunkEntry>& entries, const Bitmap& r, const ChunkWork* w) {
-    out_->count += r.cardinality();
+    *count_ += r.cardinality();
     if (!q_.want_hits || r.empty()) return;
     const FragmentMeta& m = frags_[fi]->meta();
     const int last = rank_ - 1;
@@ -515,7 +554,7 @@ class Evaluator {
               cell[last] = E.lo[last] + col;
               uint64_t q;
               if (q_.region.stride[last] == 1) {
-                if (qmap_.position(cell, &q)) out_->hits.add_range(q, q + len);
+                if (qmap_.position(cell, &q)) hits_->add_range(q, q + len);
               } else {
                 for (uint64_t i = 0; i < len; ++i) {
                   cell[last] = E.lo[last] + col + i;
@@ -536,7 +575,7 @@ class Evaluator {
   void flush_scattered() {
     if (scattered_.empty()) return;
     std::sort(scattered_.begin(), scattered_.end());
-    out_->hits.add_sorted(scattered_.data(), scattered_.size());
+    hits_->add_sorted(scattered_.data(), scattered_.size());
     scattered_.clear();
   }
 
@@ -553,7 +592,10 @@ class Evaluator {
   size_t es_;
   bool be_;
   Pred pred_{CmpOp::kLt, nullptr, false};
-  std::vector<FragState> frag_;
+  bool fill_holds_ = false;
+  std::vector<FragState> frag_[2];  // per predicate: as asked, negated
+  Bitmap* hits_ = nullptr;          // where the slab's positions go
+  uint64_t* count_ = nullptr;       // and its count
   const Ownership* own_ = nullptr;
   std::vector<std::vector<CellClaim>> overrides_;  // per dense claim of the slab
   std::vector<uint64_t> scattered_;                // query positions not yet added
