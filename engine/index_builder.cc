@@ -27,7 +27,7 @@ namespace {
 
 // Small entries are grouped into chunks of at least IndexOptions::chunk_cells positions: a
 // bitmap per bin per chunk costs a pair row and roaring's headers.
-constexpr size_t kSampleValues = 1 << 20, kSampleEntries = 16;
+constexpr size_t kSampleValues = 1 << 16, kSampleEntries = 16;
 constexpr uint64_t kCellsPerBin = 512, kMinBins = 16;
 
 std::atomic<uint64_t> g_tmp{0};
@@ -91,10 +91,11 @@ void run_ordered(ThreadPool* pool, size_t n, Fn fn, Done done) {
   }
 }
 
-// Pass 1: about kSampleValues values from up to kSampleEntries evenly spaced entries,
-// and every entry's footer min/max (so the extremes have bins of their own).
+// Pass 1: the precision keys of about kSampleValues values from up to kSampleEntries
+// evenly spaced entries (computed on the pool), and of every entry's footer min/max (so
+// the extremes have bins of their own).
 template <class T>
-std::vector<double> sample(const Fragment& f, const Layout& layout, bool be, ThreadPool* pool) {
+std::vector<double> sample_keys(const Fragment& f, const Layout& layout, bool be, ThreadPool* pool, int precision) {
   const FragmentMeta& m = f.meta();
   struct Pick {
     uint8_t kind;
@@ -104,8 +105,8 @@ std::vector<double> sample(const Fragment& f, const Layout& layout, bool be, Thr
   std::vector<double> out;
   auto stats = [&](const TileStats& st) {
     if (!st.has_minmax) return;
-    out.push_back(static_cast<double>(stored_value<T>(st.min)));
-    out.push_back(static_cast<double>(stored_value<T>(st.max)));
+    out.push_back(precision_key(static_cast<double>(stored_value<T>(st.min)), precision));
+    out.push_back(precision_key(static_cast<double>(stored_value<T>(st.max)), precision));
   };
   for (size_t e = 0; e < m.dense.size(); ++e)
     if (m.dense[e].kind == DenseEntry::kData) {
@@ -139,7 +140,7 @@ std::vector<double> sample(const Fragment& f, const Layout& layout, bool be, Thr
         s.reserve(v.n / step + 1);
         for (uint64_t k = 0; k < v.n; k += step) {
           const double d = static_cast<double>(load_value<T>(v.p + k * es, be));
-          if (!std::isnan(d)) s.push_back(d);
+          if (!std::isnan(d)) s.push_back(precision_key(d, precision));
         }
         return s;
       },
@@ -231,7 +232,8 @@ uint64_t build_typed(const Schema& s, const Fragment& f, const std::string& arra
   const uint64_t positions = index_positions(f.meta());
   const uint32_t max_bins = static_cast<uint32_t>(
       std::min<uint64_t>(o.max_bins, std::max<uint64_t>(kMinBins, positions / kCellsPerBin)));
-  const BinEdges edges = BinEdges::from_sample(sample<T>(f, layout, be, pool), static_cast<int>(o.precision), max_bins);
+  const BinEdges edges =
+      BinEdges::from_keys(sample_keys<T>(f, layout, be, pool, static_cast<int>(o.precision)), max_bins);
   const uint32_t nan_bin = edges.bins();  // after every value bin; dropped below when empty
 
   const std::string dir = index_dir(array_dir);

@@ -28,6 +28,8 @@ class BinEdges {
   // From sampled non-NaN values: the distinct precision keys, merged to at most
   // max_bins bins.  An empty sample gives one bin.
   static BinEdges from_sample(std::vector<double> sample, int precision, uint32_t max_bins);
+  // The same from the sample's keys (precision_key already applied, e.g. in parallel).
+  static BinEdges from_keys(std::vector<double> keys, uint32_t max_bins);
   // Bins of the values: bin i holds v with lower(i) <= v < lower(i+1) (lower(0) = -inf).
   uint32_t bins() const { return static_cast<uint32_t>(lower_.size()) + 1; }
   // The bin of a non-NaN value.
