@@ -7,6 +7,8 @@
 // it and scans the rest.  Inline fragments (at most 64 KiB, in the catalog) are always
 // scanned: their index would cost more than reading them.
 #include <algorithm>
+#include <deque>
+#include <future>
 
 #include "engine/array.h"
 #include "engine/array_files.h"
@@ -61,21 +63,30 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
   // Without the lock: fragments are immutable and kept open by `todo`, so writers and
   // readers go on while indexes are built (a fragment consolidated away meanwhile leaves
   // an orphan index file, removed by the next consolidation or drop_index).
-  return guard([&] {
+  // Each index is synced and renamed on the I/O pool while the next one is binned.
+  std::deque<std::future<void>> publishing;
+  Status built = guard([&] {
     uint64_t total = 0, done = 0;
     for (const auto& f : todo) total += index_positions(f->meta());
     for (const auto& f : todo) {
       const uint64_t before = done;
-      b->bytes += build_fragment_index(schema, *f, dir_, o, &ctx_->filters(), [&](uint64_t cells) {
+      const WrittenIndex w = write_fragment_index(schema, *f, dir_, o, &ctx_->filters(), [&](uint64_t cells) {
         done = before + cells;
         if (b->progress) b->progress(done, total);
       });
+      publishing.push_back(ctx_->io().submit([w] { publish_index(w); }));
       done = before + index_positions(f->meta());
+      b->bytes += w.bytes;
       ++b->built;
       b->cells += index_positions(f->meta());
     }
     if (b->progress) b->progress(total, total);
   });
+  Status published = guard([&] {
+    for (auto& p : publishing) p.wait();
+    for (auto& p : publishing) p.get();  // the first failure, if any
+  });
+  return built.ok() ? published : built;
 }
 
 Status Array::drop_index() {

@@ -109,6 +109,25 @@ bool Bitmap::contains(uint64_t x) const {
   return r && roaring_bitmap_contains(r, static_cast<uint32_t>(x));
 }
 
+Bitmap Bitmap::union_of(const std::vector<const Bitmap*>& parts) {
+  Bitmap out;
+  std::vector<uint32_t> keys;
+  for (const Bitmap* b : parts)
+    for (const Seg& s : b->segs_) keys.push_back(s.key);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<const roaring_bitmap_t*> in;
+  for (uint32_t key : keys) {
+    in.clear();
+    for (const Bitmap* b : parts)
+      if (const roaring_bitmap_t* r = b->find(key)) in.push_back(r);
+    roaring_bitmap_t* u = in.size() == 1 ? roaring_bitmap_copy(in[0]) : roaring_bitmap_or_many(in.size(), in.data());
+    if (!u) throw std::bad_alloc();
+    out.segs_.push_back({key, u});
+  }
+  return out;
+}
+
 void Bitmap::and_with(const Bitmap& o) {
   for (Seg& s : segs_) {
     const roaring_bitmap_t* r = o.find(s.key);
@@ -142,6 +161,12 @@ uint64_t Bitmap::cardinality() const {
   uint64_t n = 0;
   for (const Seg& s : segs_) n += roaring_bitmap_get_cardinality(s.r);
   return n;
+}
+
+uint64_t Bitmap::maximum() const {
+  for (auto it = segs_.rbegin(); it != segs_.rend(); ++it)
+    if (!roaring_bitmap_is_empty(it->r)) return (uint64_t{it->key} << 32) | roaring_bitmap_maximum(it->r);
+  return 0;
 }
 
 uint64_t Bitmap::range_cardinality(uint64_t lo, uint64_t hi) const {

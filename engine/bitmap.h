@@ -37,6 +37,9 @@ class Bitmap {
   void add_sorted(const uint32_t* xs, size_t n);
   bool contains(uint64_t x) const;
 
+  // The union of many at once (roaring's or_many: one pass, not a growing bitmap
+  // rebuilt per operand).
+  static Bitmap union_of(const std::vector<const Bitmap*>& parts);
   void and_with(const Bitmap& o);     // this &= o
   void or_with(const Bitmap& o);      // this |= o
   void andnot_with(const Bitmap& o);  // this -= o
@@ -45,6 +48,8 @@ class Bitmap {
   void clear();
 
   uint64_t cardinality() const;
+  // The largest position (0 when empty).
+  uint64_t maximum() const;
   // Positions in [lo, hi).
   uint64_t range_cardinality(uint64_t lo, uint64_t hi) const;
   uint64_t and_cardinality(const Bitmap& o) const;

@@ -36,10 +36,21 @@ struct IndexOptions {
 using IndexProgress = std::function<void(uint64_t cells)>;
 
 // Writes the index file of file fragment `f` of the array in `array_dir` (its elements
-// must be numbers: num_type).  pool: where chunks are binned (null: on the caller).
-// Returns the index file's size in bytes.
+// must be numbers: num_type) and publishes it (synced, renamed into place).
+// pool: where chunks are binned (null: on the caller).  Returns the file's size in bytes.
 uint64_t build_fragment_index(const Schema& s, const Fragment& f, const std::string& array_dir,
                               const IndexOptions& o, ThreadPool* pool, const IndexProgress& progress = nullptr);
+
+// The same in two steps, so a caller building many can sync one index while it bins the
+// next: write_fragment_index leaves the file under its temporary name, unsynced;
+// publish_index syncs and renames it (and removes it if that fails).
+struct WrittenIndex {
+  std::string tmp, path;
+  uint64_t bytes = 0;
+};
+WrittenIndex write_fragment_index(const Schema& s, const Fragment& f, const std::string& array_dir,
+                                  const IndexOptions& o, ThreadPool* pool, const IndexProgress& progress = nullptr);
+void publish_index(const WrittenIndex& w);
 
 // Positions the index of `f` covers (its data cells): the work a build does.
 uint64_t index_positions(const FragmentMeta& m);

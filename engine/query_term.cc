@@ -352,41 +352,46 @@ class Evaluator {
     std::unordered_map<size_t, Bitmap> bitmaps = read_rows(st, need);
     for (Item& it : items) {
       const std::vector<size_t>& rows = st.rows_of_chunk[it.chunk];
-      Bitmap some;
-      for (size_t row : rows)
-        if (st.row_dec[row] == Decision::kSome) some.or_with(bitmaps.at(row));
+      std::vector<const Bitmap*> some_parts, side;  // side: the rows read (hold, or not)
+      uint64_t some_count = 0, side_count = 0;
+      const Decision read_side = st.positive ? Decision::kAll : Decision::kNone;
+      for (size_t row : rows) {
+        if (st.row_dec[row] == Decision::kSome) some_count += st.rows[row].count;
+        if (st.row_dec[row] == read_side) side_count += st.rows[row].count;
+        if (it.whole && !q_.want_hits && st.row_dec[row] != Decision::kSome) continue;
+        if (st.row_dec[row] == Decision::kSome) some_parts.push_back(&bitmaps.at(row));
+        if (st.row_dec[row] == read_side) side.push_back(&bitmaps.at(row));
+      }
+      Bitmap some = Bitmap::union_of(some_parts);
       some.and_with(it.mask);
-      if (it.whole && !q_.want_hits) {
-        // Counts from the rows alone; only the candidates are looked at.
-        uint64_t n = 0, some_count = 0;
-        for (size_t row : rows) {
-          if (st.row_dec[row] == Decision::kAll) n += st.rows[row].count;
-          if (st.row_dec[row] == Decision::kSome) some_count += st.rows[row].count;
+      const Bitmap passed = check(fi, it.entries, some);
+      if (!q_.want_hits) {
+        // Bins are disjoint: a count is a sum over bins, no union needed.  A chunk wholly
+        // claimed and selected is counted from its rows alone.
+        uint64_t n;
+        const uint64_t cells = it.whole ? it.entries[0].cells : it.mask.cardinality();
+        if (it.whole) {
+          n = st.positive ? side_count : cells - side_count - some_count;
+        } else {
+          uint64_t in_side = 0;
+          for (const Bitmap* b : side) in_side += b->and_cardinality(it.mask);
+          n = st.positive ? in_side : cells - in_side - some.cardinality();
         }
-        if (!st.positive) {
-          uint64_t none = 0;
-          for (size_t row : rows)
-            if (st.row_dec[row] == Decision::kNone) none += st.rows[row].count;
-          n = it.entries[0].cells - none - some_count;
-        }
-        const Bitmap passed = check(fi, it.entries, some);
         *count_ += n + passed.cardinality();
-        out_->decided += it.entries[0].cells - some_count;
+        out_->decided += cells - some.cardinality();
         continue;
       }
       Bitmap r;
       if (st.positive) {
-        for (size_t row : rows)
-          if (st.row_dec[row] == Decision::kAll) r.or_with(bitmaps.at(row));
+        r = Bitmap::union_of(side);
         r.and_with(it.mask);
       } else {
+        side.insert(side.end(), some_parts.begin(), some_parts.end());
         r = it.mask.copy();
-        for (size_t row : rows)
-          if (st.row_dec[row] == Decision::kNone || st.row_dec[row] == Decision::kSome) r.andnot_with(bitmaps.at(row));
+        r.andnot_with(Bitmap::union_of(side));
       }
-      const uint64_t some_n = some.cardinality();
-      out_->decided += it.mask.cardinality() - some_n;
-      r.or_with(check(fi, it.entries, some));
+      out_->decided += it.mask.cardinality() - some.cardinality();
+      r.or_with(passed);
       finish(fi, it.entries, r, it.w);
     }
   }
@@ -477,31 +482,53 @@ class Evaluator {
     }
   }
 
-  // The positions of `cand` whose values satisfy the comparison.
+  // The positions of `cand` whose values satisfy the comparison.  A few candidates of an
+  // unfiltered tile are read alone (the 64 KiB check blocks they touch); many, or those of
+  // a filtered tile, through the whole decoded tile.
   Bitmap check(size_t fi, const std::vector<ChunkEntry>& entries, const Bitmap& cand) {
     Bitmap passed;
     if (cand.empty()) return passed;
     const Fragment& f = *frags_[fi];
     std::vector<uint64_t> ok;
-    size_t at = 0;  // the entry of the current run
-    EntryValues vals;
-    size_t loaded = SIZE_MAX;
+    // Candidate runs per entry (entry-local), in order.
+    std::vector<std::vector<std::pair<uint64_t, uint64_t>>> runs(entries.size());
+    size_t at = 0;
     cand.for_each_run([&](uint64_t first, uint64_t n) {
       while (n > 0) {
         while (first >= entries[at].base + entries[at].cells) ++at;
-        const ChunkEntry& ce = entries[at];
-        const uint64_t take = std::min(n, ce.base + ce.cells - first);
-        if (loaded != at) {
-          vals = entry_values(f, layout_, ce.dense, ce.e);
-          loaded = at;
-        }
-        for (uint64_t k = first - ce.base, e = k + take; k < e; ++k)
-          if (pred_.test(load_value<T>(vals.p + k * es_, be_))) ok.push_back(ce.base + k);
-        out_->compared += take;
+        const uint64_t take = std::min(n, entries[at].base + entries[at].cells - first);
+        runs[at].push_back({first - entries[at].base, take});
         first += take;
         n -= take;
       }
     });
+    static thread_local std::vector<uint8_t> scratch;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (runs[i].empty()) continue;
+      const ChunkEntry& ce = entries[i];
+      uint64_t n = 0;
+      for (auto& r : runs[i]) n += r.second;
+      out_->compared += n;
+      if (ce.dense && f.partial_reads(ce.e) && n * 8 < ce.cells) {
+        std::vector<ByteRun> br;
+        scratch.resize(n * es_);
+        uint64_t o = 0;
+        for (auto& r : runs[i]) {
+          br.push_back(ByteRun{r.first * es_, r.second * es_, scratch.data() + o * es_});
+          o += r.second;
+        }
+        f.read_dense_runs(ce.e, br);
+        o = 0;
+        for (auto& r : runs[i])
+          for (uint64_t k = 0; k < r.second; ++k, ++o)
+            if (pred_.test(load_value<T>(scratch.data() + o * es_, be_))) ok.push_back(ce.base + r.first + k);
+        continue;
+      }
+      EntryValues vals = entry_values(f, layout_, ce.dense, ce.e);
+      for (auto& r : runs[i])
+        for (uint64_t k = r.first; k < r.first + r.second; ++k)
+          if (pred_.test(load_value<T>(vals.p + k * es_, be_))) ok.push_back(ce.base + k);
+    }
     passed.add_sorted(ok.data(), ok.size());
     return passed;
   }
