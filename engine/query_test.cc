@@ -127,12 +127,9 @@ std::vector<uint64_t> positions(const Bitmap& b) {
 // Positions the runs' answers decided from index bins, and values they compared.
 uint64_t g_decided = 0, g_compared = 0;
 
-class QueryRun {
+class QueryRun : testutil::ArrayRun {
  public:
-  QueryRun(const Shape& shape, uint64_t seed) : shape_(shape), seed_(seed), rng_(seed), dir_("tessera_query") {
-    rank_ = static_cast<int>(shape.extent.size());
-    extent_ = shape.extent;
-  }
+  QueryRun(const Shape& shape, uint64_t seed) : ArrayRun(shape.extent, seed, "tessera_query"), shape_(shape) {}
 
   void run(int steps) {
     ASSERT_TRUE(Container::create(dir_.sub("c.tsr"), Container::CreateMode::kExclusive, &cont_).ok());
@@ -200,40 +197,11 @@ class QueryRun {
     for (int d = 0; d < rank_; ++d) k = k * shape_.extent[d] + c[d];
     return k;
   }
-  Box random_box(uint64_t max_len) {
-    Coords lo(rank_), hi(rank_);
-    for (int d = 0; d < rank_; ++d) {
-      uint64_t len = rng_.range(1, std::min<uint64_t>(extent_[d], max_len));
-      lo[d] = rng_.below(extent_[d] - len + 1);
-      hi[d] = lo[d] + len - 1;
-    }
-    return Box(lo, hi);
-  }
-  Coords random_cell() {
-    Coords c(rank_);
-    for (int d = 0; d < rank_; ++d) c[d] = rng_.below(extent_[d]);
-    return c;
-  }
   template <class F>
   static void each_cell(const Box& b, F f) {
-    Coords c = b.lo;
-    const int r = b.rank();
-    for (uint64_t k = 0, n = b.cells(); k < n; ++k) {
-      f(c);
-      for (int d = r - 1; d >= 0; --d) {
-        if (++c[d] <= b.hi[d]) break;
-        c[d] = b.lo[d];
-      }
-    }
+    testutil::each_cell(b, f);
   }
-  void expect_ok(const Status& st, const char* what) { ASSERT_TRUE(st.ok()) << what << ": " << status_str(st); }
   void set_fill(const Coords& c) { std::memcpy(&model_[lin(c.data()) * type_.size], fill_.data(), type_.size); }
-
-  void reopen() {
-    if (arr_) expect_ok(arr_->flush(), "flush");
-    arr_.reset();
-    expect_ok(cont_->open_array(id_, true, opts_, &arr_), "open_array");
-  }
 
   void op() {
     const size_t es = type_.size;
@@ -404,20 +372,10 @@ class QueryRun {
   }
 
   Shape shape_;
-  uint64_t seed_;
-  Rng rng_;
-  testutil::TempDir dir_;
-  int rank_;
-  Coords extent_;
   TypeCase type_{ElementKind::kInt, 4};
   bool be_ = false;
   std::vector<uint8_t> fill_;
-  std::unique_ptr<Container> cont_;
-  uint64_t id_ = 0;
-  ArrayOptions opts_;
-  std::unique_ptr<Array> arr_;
   std::vector<uint8_t> model_;  // every cell of the maximum extent, row-major
-  std::string log_;
 };
 
 TEST(Query, ComparisonsMatchAModel) {

@@ -29,16 +29,6 @@
 static float   g_T[N];
 static short   g_P[N];
 static double  g_Q[N];
-static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
-
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
-static unsigned below(unsigned n) { return n ? (unsigned)(rnd() % n) : 0; }
 
 /* Writes the same data to both files: a hyperslab of T and P (ROWS x COLS) and the same
  * elements of Q (in row-major order of that grid). */
@@ -53,7 +43,7 @@ static void write_block(hid_t fn, hid_t ft, hsize_t r0, hsize_t c0, hsize_t nr, 
         for (hsize_t j = 0; j < nc; j++) {
             size_t at = (size_t)((r0 + i) * COLS + c0 + j), k = (size_t)(i * nc + j);
             t[k] = erase ? 0.0f : (float)(below(80)) / 4.0f; /* 0: the fill value */
-            p[k] = erase ? 0 : (short)(below(200) - 100);
+            p[k] = erase ? 0 : (short)((int)below(200) - 100);
             q[k] = erase ? 0.0 : (below(20) == 0 ? NAN : (double)below(1000) / 8.0);
             g_T[at] = t[k];
             g_P[at] = p[k];
@@ -157,7 +147,7 @@ static const char *g_paths[] = {"/T", "/g/P", "/g/Q"};
 static void gen(int depth, char *text, size_t cap, char *m)
 {
     static const char *ops[] = {"<", "<=", ">", ">=", "==", "!="};
-    unsigned           k     = depth >= 3 ? 0 : below(5);
+    unsigned           k     = depth >= 3 ? 0 : (unsigned)below(5);
     if (k <= 1) {
         int    var = (int)below(3), op = (int)below(6);
         if (g_first < 0)
@@ -258,28 +248,10 @@ static void queries(hid_t fn, hid_t ft, int iters)
     check(bad == 0, "random expressions: count, positions and selection match the model and native reads", "tessera");
 }
 
-/* The error stack holds a record whose description contains `text`. */
-static herr_t find_text(unsigned n, const H5E_error2_t *e, void *ctx)
-{
-    (void)n;
-    const char **t = ctx;
-    if (e->desc && strstr(e->desc, t[0]))
-        t[1] = "found";
-    return 0;
-}
-static int stack_says(const char *text)
-{
-    const char *t[2] = {text, NULL};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_text, t);
-    return t[1] != NULL;
-}
-
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : ".";
-    if (getenv("TESSERA_TEST_SEED"))
-        g_rng = strtoull(getenv("TESSERA_TEST_SEED"), NULL, 0) | 1;
-    printf("test_query: seed %llu\n", (unsigned long long)g_rng);
+    seed_rng("test_query", 0x2545F4914F6CDD1Dull);
     log_t L = {0};
     g_log   = &L; /* the expressions asked, in order (TESSERA_TEST_VERBOSE prints them) */
     hid_t native, tess, vol;
