@@ -153,3 +153,20 @@ def test_many_datasets_benchmark_runs_both_sides(tessera_env, tmp_path):
     assert proc.returncode == 0, out
     assert "CHECK spot-read of d00 after reopening: ok" in out, out
     assert "peak RSS" in out and "durable close" in out, out
+
+
+# ------------------------------------------------------------------ the value-query benchmark
+def test_query_benchmark_counts_agree_with_the_scan(tessera_env, tmp_path):
+    """scripts/bench/bench_query.cc (issue 16) at a tiny scale: every query's count, its
+    positions and its selection equal the scan's count (CHECK lines), the builds ran."""
+    exe = _build_dir(tessera_env) / "scripts" / "bench" / "bench_query"
+    assert exe.is_file(), f"{exe} was not built"
+    env = {k: v for k, v in os.environ.items() if k != "HDF5_VOL_CONNECTOR"}
+    proc = subprocess.run([str(exe), "--frames", "4", "--lat", "90", "--lon", "180", "--reps", "1", "--no-mpi",
+                           "--cache-drop", "fadvise", "--dir", str(tmp_path / "q")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    checks = [line.split("\t") for line in proc.stdout.splitlines() if line.startswith("CHECK\t")]
+    assert len(checks) == 24 and all(c[-1] == "ok" for c in checks), out
+    assert "| 2 threads |" in out and "index:" in out, out
