@@ -27,7 +27,7 @@ namespace {
 
 // Small entries are grouped into chunks of at least IndexOptions::chunk_cells positions: a
 // bitmap per bin per chunk costs a pair row and roaring's headers.
-constexpr size_t kSampleValues = 1 << 16, kSampleEntries = 16;
+constexpr size_t kSampleValues = 1 << 16, kSampleEntries = 16, kSampleRuns = 16;
 constexpr uint64_t kCellsPerBin = 512, kMinBins = 16;
 
 std::atomic<uint64_t> g_tmp{0};
@@ -132,17 +132,40 @@ std::vector<double> sample_keys(const Fragment& f, const Layout& layout, bool be
   for (const Pick& p : picked) in_picked += p.cells;
   const uint64_t step = std::max<uint64_t>(1, in_picked / kSampleValues);
   const size_t es = sizeof(T);
+  // Unfiltered tiles are sampled in kSampleRuns stretches read alone (their check
+  // blocks), not read whole: pass 2 reads every tile anyway, and a whole-tile sample read
+  // of a fragment of few tiles doubled its I/O.
+  const uint64_t per_entry = std::max<uint64_t>(1, kSampleValues / std::max<size_t>(1, picked.size()));
   run_ordered<std::vector<double>>(
       pool, picked.size(),
       [&](size_t i) {
         static thread_local std::vector<uint8_t> tile;
-        EntryValues v = entry_values(f, layout, picked[i].kind == IndexChunk::kDense, picked[i].e, &tile);
         std::vector<double> s;
-        s.reserve(v.n / step + 1);
-        for (uint64_t k = 0; k < v.n; k += step) {
-          const double d = static_cast<double>(load_value<T>(v.p + k * es, be));
-          if (!std::isnan(d)) s.push_back(precision_key(d, precision));
+        auto take = [&](const uint8_t* p, uint64_t n, uint64_t every) {
+          for (uint64_t k = 0; k < n; k += every) {
+            const double d = static_cast<double>(load_value<T>(p + k * es, be));
+            if (!std::isnan(d)) s.push_back(precision_key(d, precision));
+          }
+        };
+        const bool dense = picked[i].kind == IndexChunk::kDense;
+        const uint64_t n = picked[i].cells;
+        if (dense && f.partial_reads(picked[i].e) && n > per_entry) {
+          const uint64_t len = std::max<uint64_t>(1, per_entry / kSampleRuns);
+          std::vector<ByteRun> runs;
+          tile.resize(kSampleRuns * len * es);
+          uint64_t filled = 0;
+          for (uint64_t r = 0; r < kSampleRuns; ++r) {
+            const uint64_t off = r * (n / kSampleRuns), l = std::min(len, n - off);
+            if (!runs.empty() && off * es < runs.back().off + runs.back().len) break;
+            runs.push_back(ByteRun{off * es, l * es, tile.data() + filled * es});
+            filled += l;
+          }
+          f.read_dense_runs(picked[i].e, runs);
+          take(tile.data(), filled, 1);
+          return s;
         }
+        EntryValues v = entry_values(f, layout, dense, picked[i].e, &tile);
+        take(v.p, v.n, std::max<uint64_t>(1, step));
         return s;
       },
       [&](size_t, std::vector<double> s) { out.insert(out.end(), s.begin(), s.end()); });

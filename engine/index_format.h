@@ -101,6 +101,8 @@ class IndexFile {
   std::vector<IndexPair> pairs(uint32_t lo, uint32_t hi) const;
   // Reads [off, off + n) of the file.
   std::vector<uint8_t> read(uint64_t off, uint64_t n) const;
+  // Asks the kernel to start reading [off, off + n) now (a hint).
+  void will_need(uint64_t off, uint64_t n) const { file_.will_need(off, n); }
   // Decodes pair p's bitmap from `bytes`, which hold the file's bytes from `base` on.
   Bitmap bitmap(const IndexPair& p, const std::vector<uint8_t>& bytes, uint64_t base) const;
 

@@ -121,6 +121,10 @@ class Evaluator {
     // answered directly.
     fill_holds_ = Pred{q_.op, &q_.lit, false}.test(load_value<T>(s_.fill_value(), be_));
     for (auto& f : frag_) f.resize(frags_.size());
+    idx_.resize(frags_.size());
+    idx_loaded_.assign(frags_.size(), false);
+    pred_ = Pred{q_.op, &q_.lit, false};
+    prefetch_indexes();
     Box bb{Coords(rank_), Coords(rank_)};
     for (int d = 0; d < rank_; ++d) {
       bb.lo[d] = r.start[d];
@@ -146,55 +150,101 @@ class Evaluator {
  private:
   // What is known of fragment fi's index across slabs.
   struct FragState {
-    bool loaded = false;
+    bool head = false, loaded = false;
     std::shared_ptr<IndexFile> idx;
+    std::vector<Decision> dec;      // per bin
     bool positive = true;           // read the bins that hold (else those that do not)
+    std::vector<std::pair<size_t, size_t>> runs;  // runs of bins read: [first, last]
     std::vector<IndexPair> rows;    // rows of the bins needed
     std::vector<Decision> row_dec;  // each row's own decision
     std::vector<std::vector<size_t>> rows_of_chunk;
   };
 
-  FragState& state(size_t fi) {
+  // The index of fragment fi (null: none), opened once for both predicate states.
+  const std::shared_ptr<IndexFile>& index_of(size_t fi) {
+    if (!idx_loaded_[fi]) {
+      idx_loaded_[fi] = true;
+      if (!frags_[fi]->is_inline()) idx_[fi] = IndexFile::open(dir_, *frags_[fi], num_type(s_, what_), be_);
+    }
+    return idx_[fi];
+  }
+
+  // Decisions per bin, and which runs of bins to read (those not skipped).
+  FragState& state_head(size_t fi) {
     FragState& st = frag_[pred_.negate ? 1 : 0][fi];
-    if (st.loaded) return st;
-    st.loaded = true;
-    const Fragment& f = *frags_[fi];
-    if (f.is_inline()) return st;
-    st.idx = IndexFile::open(dir_, f, num_type(s_, what_), be_);
+    if (st.head) return st;
+    st.head = true;
+    st.idx = index_of(fi);
     if (!st.idx) return st;
     const IndexHead& h = st.idx->head();
-    std::vector<Decision> dec(h.bins.size());
+    st.dec.resize(h.bins.size());
     uint64_t all = 0, none = 0;
     for (size_t b = 0; b < h.bins.size(); ++b) {
       const IndexBin& bin = h.bins[b];
-      dec[b] = bin.nan ? pred_.nan_values() : pred_.template range<T>(bin.min, bin.max);
-      if (dec[b] == Decision::kAll) all += bin.count;
-      if (dec[b] == Decision::kNone) none += bin.count;
+      st.dec[b] = bin.nan ? pred_.nan_values() : pred_.template range<T>(bin.min, bin.max);
+      if (st.dec[b] == Decision::kAll) all += bin.count;
+      if (st.dec[b] == Decision::kNone) none += bin.count;
     }
     // Read whichever side has fewer values (FastQuery's trick past 50 % selectivity).
     st.positive = all <= none;
     const Decision skip = st.positive ? Decision::kNone : Decision::kAll;
-    st.rows_of_chunk.resize(h.chunks.size());
-    for (size_t b = 0; b < dec.size();) {
-      if (dec[b] == skip) {
+    for (size_t b = 0; b < st.dec.size();) {
+      if (st.dec[b] == skip) {
         ++b;
         continue;
       }
       size_t e = b;
-      while (e + 1 < dec.size() && dec[e + 1] != skip) ++e;  // a run of needed bins: one read
+      while (e + 1 < st.dec.size() && st.dec[e + 1] != skip) ++e;  // a run of needed bins: one read
+      st.runs.push_back({b, e});
+      b = e + 1;
+    }
+    return st;
+  }
+
+  FragState& state(size_t fi) {
+    FragState& st = state_head(fi);
+    if (st.loaded || !st.idx) return st;
+    st.loaded = true;
+    const IndexHead& h = st.idx->head();
+    st.rows_of_chunk.resize(h.chunks.size());
+    for (const auto& [b, e] : st.runs) {
       const std::vector<IndexPair> rows = st.idx->pairs(static_cast<uint32_t>(b), static_cast<uint32_t>(e));
       size_t at = 0;
       for (size_t bb = b; bb <= e; ++bb)
         for (uint64_t k = 0; k < h.bins[bb].pairs; ++k, ++at) {
           const IndexPair& p = rows[at];
           // Each row's own decision, from its (chunk, bin) min/max.
-          st.row_dec.push_back(h.bins[bb].nan ? dec[bb] : pred_.template range<T>(p.min, p.max));
+          st.row_dec.push_back(h.bins[bb].nan ? st.dec[bb] : pred_.template range<T>(p.min, p.max));
           st.rows_of_chunk[p.chunk].push_back(st.rows.size());
           st.rows.push_back(p);
         }
-      b = e + 1;
     }
     return st;
+  }
+
+  // A cold query waits for the disk once per request: every fragment's index tail, then
+  // every fragment's pair rows, are asked for together (the kernel reads them in
+  // parallel) before any is read.
+  void prefetch_indexes() {
+    for (size_t fi = 0; fi < frags_.size(); ++fi) {
+      if (frags_[fi]->is_inline()) continue;
+      try {
+        File f = File::open_read(index_path(dir_, frags_[fi]->meta().id));
+        const uint64_t size = f.size(), tail = std::min<uint64_t>(size, 64 << 10);
+        f.will_need(size - tail, tail);
+      } catch (const Error& e) {
+        if (e.code() != Errc::kNotFound) throw;
+      }
+    }
+    for (size_t fi = 0; fi < frags_.size(); ++fi) {
+      FragState& st = state_head(fi);
+      if (!st.idx) continue;
+      const IndexHead& h = st.idx->head();
+      for (const auto& [b, e] : st.runs) {
+        const uint64_t first = h.bins[b].first_pair, end = h.bins[e].first_pair + h.bins[e].pairs;
+        st.idx->will_need(h.pairs_offset + first * IndexPair::kBytes, (end - first) * IndexPair::kBytes);
+      }
+    }
   }
 
   void do_slab(const Box& slab) {
@@ -271,7 +321,12 @@ class Evaluator {
       work[c.frag][chunk].claims.push_back(i);
     }
     own_ = &own;
-    for (auto& [fi, chunks] : work) do_fragment(fi, chunks);
+    std::vector<Prepared> prepared;
+    for (auto& [fi, chunks] : work) prepared.push_back(prepare(fi, chunks));
+    for (Prepared& pr : prepared)  // every fragment's bitmaps asked for before any is read
+      if (const FragState& st = state(pr.fi); st.idx)
+        for (const auto& [begin, end] : ranges(st, pr.need)) st.idx->will_need(begin, end - begin);
+    for (Prepared& pr : prepared) do_fragment(pr);
     // The write buffer's winning cells: values in memory.
     for (const CellClaim& cc : buffered) {
       const uint8_t* v = view_.buffer->values().data() + cc.index * es_;
@@ -318,22 +373,44 @@ class Evaluator {
     return out;
   }
 
-  void do_fragment(size_t fi, std::map<uint64_t, ChunkWork>& chunks) {
-    FragState& st = state(fi);
-    // Masks first: they decide which chunks need bitmaps.
-    struct Item {
-      uint64_t chunk;
-      ChunkWork* w;
-      std::vector<ChunkEntry> entries;
-      Bitmap mask;
-      bool whole = false;  // one entry, wholly claimed and selected: counts from rows
-    };
+  // A chunk's work in a slab: its mask, and whether it is wholly claimed and selected
+  // (one entry: counted from its rows).
+  struct Item {
+    uint64_t chunk;
+    ChunkWork* w;
+    std::vector<ChunkEntry> entries;
+    Bitmap mask;
+    bool whole = false;
+  };
+  struct Prepared {
+    size_t fi;
     std::vector<Item> items;
+    std::vector<size_t> need;  // rows whose bitmaps are read
+  };
+
+  // Masks first: they decide which chunks need bitmaps.
+  Prepared prepare(size_t fi, std::map<uint64_t, ChunkWork>& chunks) {
+    FragState& st = state(fi);
+    Prepared pr{fi, {}, {}};
     for (auto& [c, w] : chunks) {
       Item it{c, &w, chunk_entries(fi, c), Bitmap(), false};
       build_mask(fi, it.entries, w, &it.mask, &it.whole);
-      items.push_back(std::move(it));
+      pr.items.push_back(std::move(it));
     }
+    if (!st.idx) return pr;
+    for (Item& it : pr.items)
+      for (size_t row : st.rows_of_chunk[it.chunk]) {
+        const Decision d = st.row_dec[row];
+        if (d == Decision::kSome || (!(it.whole && !q_.want_hits) && d == (st.positive ? Decision::kAll : Decision::kNone)))
+          pr.need.push_back(row);
+      }
+    return pr;
+  }
+
+  void do_fragment(Prepared& pr) {
+    const size_t fi = pr.fi;
+    FragState& st = state(fi);
+    std::vector<Item>& items = pr.items;
     if (!st.idx) {
       for (Item& it : items) {
         Bitmap r = check(fi, it.entries, it.mask);
@@ -342,14 +419,7 @@ class Evaluator {
       return;
     }
     // The bitmaps this slab needs from the index, read in few requests.
-    std::vector<size_t> need;
-    for (Item& it : items)
-      for (size_t row : st.rows_of_chunk[it.chunk]) {
-        const Decision d = st.row_dec[row];
-        if (d == Decision::kSome || (!(it.whole && !q_.want_hits) && d == (st.positive ? Decision::kAll : Decision::kNone)))
-          need.push_back(row);
-      }
-    std::unordered_map<size_t, Bitmap> bitmaps = read_rows(st, need);
+    std::unordered_map<size_t, Bitmap> bitmaps = read_rows(st, pr.need);
     for (Item& it : items) {
       const std::vector<size_t>& rows = st.rows_of_chunk[it.chunk];
       std::vector<const Bitmap*> some_parts, side;  // side: the rows read (hold, or not)
@@ -396,8 +466,10 @@ class Evaluator {
     }
   }
 
-  std::unordered_map<size_t, Bitmap> read_rows(const FragState& st, std::vector<size_t> need) {
-    std::unordered_map<size_t, Bitmap> out;
+  // The byte ranges holding rows `need`'s bitmaps, neighbours joined across small gaps.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges(const FragState& st, std::vector<size_t> need,
+                                                    std::vector<std::vector<size_t>>* rows_of = nullptr) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
     std::sort(need.begin(), need.end(), [&](size_t a, size_t b) { return st.rows[a].offset < st.rows[b].offset; });
     need.erase(std::unique(need.begin(), need.end()), need.end());
     for (size_t i = 0; i < need.size();) {
@@ -408,9 +480,20 @@ class Evaluator {
         end = std::max(end, st.rows[need[j]].offset + st.rows[need[j]].size);
         ++j;
       }
-      const std::vector<uint8_t> bytes = st.idx->read(begin, end - begin);
-      for (size_t k = i; k < j; ++k) out.emplace(need[k], st.idx->bitmap(st.rows[need[k]], bytes, begin));
+      out.push_back({begin, end});
+      if (rows_of) rows_of->emplace_back(need.begin() + i, need.begin() + j);
       i = j;
+    }
+    return out;
+  }
+
+  std::unordered_map<size_t, Bitmap> read_rows(const FragState& st, const std::vector<size_t>& need) {
+    std::unordered_map<size_t, Bitmap> out;
+    std::vector<std::vector<size_t>> rows_of;
+    const auto rs = ranges(st, need, &rows_of);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      const std::vector<uint8_t> bytes = st.idx->read(rs[i].first, rs[i].second - rs[i].first);
+      for (size_t row : rows_of[i]) out.emplace(row, st.idx->bitmap(st.rows[row], bytes, rs[i].first));
     }
     return out;
   }
@@ -621,6 +704,8 @@ class Evaluator {
   Pred pred_{CmpOp::kLt, nullptr, false};
   bool fill_holds_ = false;
   std::vector<FragState> frag_[2];  // per predicate: as asked, negated
+  std::vector<std::shared_ptr<IndexFile>> idx_;
+  std::vector<bool> idx_loaded_;
   Bitmap* hits_ = nullptr;          // where the slab's positions go
   uint64_t* count_ = nullptr;       // and its count
   const Ownership* own_ = nullptr;
