@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <future>
+#include <limits>
 #include <type_traits>
 
 #include "engine/bitmap.h"
@@ -193,7 +194,11 @@ std::vector<PairOut> bin_chunk(const Fragment& f, const Layout& layout, const In
   bin_of.resize(c.cells);
   sorted.resize(c.cells);
   std::vector<uint64_t> count(nbins, 0);
-  std::vector<T> lo(nbins), hi(nbins);
+  // Start every bin's range empty (+inf, -inf) so the loop has no first-value branch;
+  // NaNs never change a range (comparisons with them are false).
+  using Lim = std::numeric_limits<T>;
+  std::vector<T> lo(nbins, Lim::has_infinity ? Lim::infinity() : Lim::max());
+  std::vector<T> hi(nbins, Lim::has_infinity ? -Lim::infinity() : Lim::lowest());
   uint64_t pos = 0;
   for (uint64_t e = c.first; e < c.first + c.count; ++e) {
     EntryValues v = entry_values(f, layout, c.kind == IndexChunk::kDense, e, &tile);
@@ -206,12 +211,9 @@ std::vector<PairOut> bin_chunk(const Fragment& f, const Layout& layout, const In
         b = edges.bin_of(static_cast<double>(x));
       }
       bin_of[pos] = b;
-      if (count[b]++ == 0) {
-        lo[b] = hi[b] = x;
-      } else {
-        lo[b] = x < lo[b] ? x : lo[b];
-        hi[b] = hi[b] < x ? x : hi[b];
-      }
+      ++count[b];
+      lo[b] = x < lo[b] ? x : lo[b];
+      hi[b] = hi[b] < x ? x : hi[b];
     }
   }
   if (pos != c.cells) throw_error(Errc::kInternal, "index chunk: position count differs from its entries'");
