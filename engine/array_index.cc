@@ -7,8 +7,12 @@
 // it and scans the rest.  Inline fragments (at most 64 KiB, in the catalog) are always
 // scanned: their index would cost more than reading them.
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <future>
+#include <mutex>
+#include <thread>
 
 #include "engine/array.h"
 #include "engine/array_files.h"
@@ -63,30 +67,88 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
   // Without the lock: fragments are immutable and kept open by `todo`, so writers and
   // readers go on while indexes are built (a fragment consolidated away meanwhile leaves
   // an orphan index file, removed by the next consolidation or drop_index).
-  // Each index is synced and renamed on the I/O pool while the next one is binned.
+  // Two fragments are built at once by driver threads sharing the filter pool, so one's
+  // serial steps (sampling, writing its file) overlap the other's binning; each index is
+  // then synced and renamed on the I/O pool.  Progress is reported on this thread.
+  const size_t drivers = std::min<size_t>(todo.size(), ctx_->filters().size() > 1 ? 2 : 1);
+  uint64_t total = 0;
+  for (const auto& f : todo) total += index_positions(f->meta());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<uint64_t> done_of(todo.size(), 0);
+  size_t next = 0, running = drivers;
+  bool stop = false;
+  Status first_error;
   std::deque<std::future<void>> publishing;
-  Status built = guard([&] {
-    uint64_t total = 0, done = 0;
-    for (const auto& f : todo) total += index_positions(f->meta());
-    for (const auto& f : todo) {
-      const uint64_t before = done;
-      const WrittenIndex w = write_fragment_index(schema, *f, dir_, o, &ctx_->filters(), [&](uint64_t cells) {
-        done = before + cells;
-        if (b->progress) b->progress(done, total);
+  auto drive = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> g(mu);
+        if (stop || next == todo.size()) break;
+        i = next++;
+      }
+      Status st = guard([&] {
+        const WrittenIndex w = write_fragment_index(schema, *todo[i], dir_, o, &ctx_->filters(), [&](uint64_t cells) {
+          std::lock_guard<std::mutex> g(mu);
+          if (stop) throw_error(Errc::kInvalidArgument, "index build stopped");
+          done_of[i] = cells;
+          cv.notify_all();
+        });
+        auto pub = ctx_->io().submit([w] { publish_index(w); });
+        std::lock_guard<std::mutex> g(mu);
+        publishing.push_back(std::move(pub));
+        done_of[i] = index_positions(todo[i]->meta());
+        b->bytes += w.bytes;
+        ++b->built;
+        b->cells += done_of[i];
       });
-      publishing.push_back(ctx_->io().submit([w] { publish_index(w); }));
-      done = before + index_positions(f->meta());
-      b->bytes += w.bytes;
-      ++b->built;
-      b->cells += index_positions(f->meta());
+      std::lock_guard<std::mutex> g(mu);
+      if (!st.ok() && first_error.ok()) first_error = st;
+      if (!st.ok()) stop = true;
+      cv.notify_all();
     }
-    if (b->progress) b->progress(total, total);
+    std::lock_guard<std::mutex> g(mu);
+    --running;
+    cv.notify_all();
+  };
+  if (b->progress) {  // before any work: a caller may stop the build at once
+    Status st = guard([&] { b->progress(0, total); });
+    if (!st.ok()) return st;
+  }
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < drivers; ++k) threads.emplace_back(drive);
+  Status reported = guard([&] {
+    std::unique_lock<std::mutex> g(mu);
+    uint64_t shown = UINT64_MAX;
+    for (;;) {
+      cv.wait_for(g, std::chrono::milliseconds(100));
+      uint64_t done = 0;
+      for (uint64_t d : done_of) done += d;
+      if (b->progress && done != shown && !stop) {
+        shown = done;
+        g.unlock();
+        try {
+          b->progress(done, total);  // may throw: the caller stops the build
+        } catch (...) {
+          g.lock();
+          stop = true;
+          throw;
+        }
+        g.lock();
+      }
+      if (running == 0) break;
+    }
   });
+  for (auto& t : threads) t.join();
+  if (reported.ok() && first_error.ok() && b->progress) reported = guard([&] { b->progress(total, total); });
   Status published = guard([&] {
     for (auto& p : publishing) p.wait();
     for (auto& p : publishing) p.get();  // the first failure, if any
   });
-  return built.ok() ? published : built;
+  if (!reported.ok()) return reported;
+  if (!first_error.ok()) return first_error;
+  return published;
 }
 
 Status Array::drop_index() {
