@@ -10,7 +10,8 @@
 // Chunks finish in file order into an unlinked spool file; the index is then written
 // bin-major from it under a temporary name, synced and renamed into place.  Memory: the
 // chunks in flight (their tiles, 8 bytes per cell of scratch, their bitmaps) and the
-// pair rows — never the whole index or the whole fragment.
+// pair rows — never the whole index or the whole fragment.  (Array::build_index runs two
+// of these at once.)
 #pragma once
 #include <cstdint>
 #include <functional>
