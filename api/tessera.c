@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vol/query_ops.h"
 #include "vol/sparse_ops.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -46,30 +47,32 @@ htri_t tessera_is_tessera(hid_t obj_id) {
     return strcmp(name, "tessera") == 0;
 }
 
-/* The operation's value, after checking that `dset_id` is a dataset tessera serves. */
-static int find_op(const char *func, hid_t dset_id, const char *op_name) {
+/* The operation's value, after checking that `id` is an object of the expected kind
+ * (a dataset; or a file or group for the query) that tessera serves. */
+static int find_op_of(const char *func, hid_t id, H5VL_subclass_t subcls, const char *op_name) {
     H5E_auto2_t saved;
     void *saved_data;
-    H5I_type_t t = H5Iget_type(dset_id);
-    if (t != H5I_DATASET) {
+    H5I_type_t t = H5Iget_type(id);
+    const int want_dataset = subcls == H5VL_SUBCLS_DATASET;
+    if (want_dataset ? t != H5I_DATASET : (t != H5I_FILE && t != H5I_GROUP)) {
         H5Eclear2(H5E_DEFAULT);
-        push(func, "%s: not a dataset identifier", func);
+        push(func, "%s: not a %s identifier", func, want_dataset ? "dataset" : "file or group");
         return -1;
     }
     char name[64] = "";
-    if (H5VLget_connector_name(dset_id, name, sizeof name) < 0) return -1;
+    if (H5VLget_connector_name(id, name, sizeof name) < 0) return -1;
     if (strcmp(name, "tessera") != 0) {
         H5Eclear2(H5E_DEFAULT);
         push(func,
-             "%s needs a dataset stored by tessera; this one's file is opened with the '%s' connector "
+             "%s needs a %s stored by tessera; this one's file is opened with the '%s' connector "
              "(open the file with HDF5_VOL_CONNECTOR=tessera)",
-             func, name);
+             func, want_dataset ? "dataset" : "file", name);
         return -1;
     }
     int op = 0;
     H5Eget_auto2(H5E_DEFAULT, &saved, &saved_data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    herr_t rc = H5VLfind_opt_operation(H5VL_SUBCLS_DATASET, op_name, &op);
+    herr_t rc = H5VLfind_opt_operation(subcls, op_name, &op);
     H5Eset_auto2(H5E_DEFAULT, saved, saved_data);
     if (rc < 0 || op <= 0) {
         H5Eclear2(H5E_DEFAULT);
@@ -77,6 +80,10 @@ static int find_op(const char *func, hid_t dset_id, const char *op_name) {
         return -1;
     }
     return op;
+}
+
+static int find_op(const char *func, hid_t dset_id, const char *op_name) {
+    return find_op_of(func, dset_id, H5VL_SUBCLS_DATASET, op_name);
 }
 
 hid_t tessera_Dget_defined(hid_t dset_id, hid_t file_space_id, hid_t dxpl_id) {
@@ -136,4 +143,78 @@ herr_t tessera_Pset_as_of(hid_t fapl_id, const char *when) {
     if (old) H5free_memory(old);
     H5VLclose(vol);
     return rc;
+}
+
+/* ---- value indexes and queries (query_ops.h) ---- */
+
+herr_t tessera_Dbuild_index(hid_t dset_id, const tessera_index_config_t *config, hid_t dxpl_id) {
+    int op = find_op(__func__, dset_id, TESSERA_OP_BUILD_INDEX);
+    if (op < 0) return -1;
+    tessera_build_index_args_t a = {config, 0, 0, 0};
+    H5VL_optional_args_t args = {op, &a};
+    return H5VLdataset_optional_op(dset_id, &args, dxpl_id, H5ES_NONE);
+}
+
+herr_t tessera_Ddrop_index(hid_t dset_id, hid_t dxpl_id) {
+    int op = find_op(__func__, dset_id, TESSERA_OP_DROP_INDEX);
+    if (op < 0) return -1;
+    tessera_drop_index_args_t a = {0};
+    H5VL_optional_args_t args = {op, &a};
+    return H5VLdataset_optional_op(dset_id, &args, dxpl_id, H5ES_NONE);
+}
+
+herr_t tessera_Dget_index_info(hid_t dset_id, tessera_index_info_t *info) {
+    int op = find_op(__func__, dset_id, TESSERA_OP_INDEX_INFO);
+    if (op < 0) return -1;
+    if (!info) {
+        push(__func__, "%s: NULL info", __func__);
+        return -1;
+    }
+    tessera_index_info_args_t a = {info};
+    H5VL_optional_args_t args = {op, &a};
+    return H5VLdataset_optional_op(dset_id, &args, H5P_DEFAULT, H5ES_NONE);
+}
+
+/* Runs the query operation on the location (a file or group: name "."). */
+static herr_t run_query(const char *func, hid_t loc_id, const char *expr, hid_t dxpl_id, tessera_query_args_t *a) {
+    int op = find_op_of(func, loc_id, H5VL_SUBCLS_OBJECT, TESSERA_OP_QUERY);
+    if (op < 0) return -1;
+    if (!expr) {
+        push(func, "%s: NULL expression", func);
+        return -1;
+    }
+    a->expr = expr;
+    H5VL_optional_args_t args = {op, a};
+    return H5VLobject_optional_op(loc_id, ".", H5P_DEFAULT, &args, dxpl_id, H5ES_NONE);
+}
+
+hssize_t tessera_Fquery_count(hid_t loc_id, const char *expr, hid_t dxpl_id) {
+    tessera_query_args_t a = {NULL, TESSERA_QUERY_COUNT, 0, H5I_INVALID_HID, NULL};
+    if (run_query(__func__, loc_id, expr, dxpl_id, &a) < 0) return -1;
+    return (hssize_t)a.count;
+}
+
+hid_t tessera_Fquery(hid_t loc_id, const char *expr, hid_t dxpl_id) {
+    tessera_query_args_t a = {NULL, TESSERA_QUERY_SPACE, 0, H5I_INVALID_HID, NULL};
+    if (run_query(__func__, loc_id, expr, dxpl_id, &a) < 0) return H5I_INVALID_HID;
+    return a.space;
+}
+
+herr_t tessera_Fquery_positions(hid_t loc_id, const char *expr, hid_t dxpl_id, tessera_query_result_t *result) {
+    if (!result) {
+        push(__func__, "%s: NULL result", __func__);
+        return -1;
+    }
+    memset(result, 0, sizeof *result);
+    tessera_query_args_t a = {NULL, TESSERA_QUERY_POSITIONS, 0, H5I_INVALID_HID, result};
+    return run_query(__func__, loc_id, expr, dxpl_id, &a);
+}
+
+void tessera_query_result_free(tessera_query_result_t *result) {
+    if (!result) return;
+    if (result->dataset) H5free_memory(result->dataset);
+    if (result->positions) H5free_memory(result->positions);
+    result->dataset = NULL;
+    result->positions = NULL;
+    result->count = 0;
 }

@@ -1,4 +1,5 @@
-/* tessera.h — the tessera connector's own operations on HDF5 datasets (libtessera_api).
+/* tessera.h — the tessera connector's own operations on HDF5 datasets (libtessera_api):
+ * defined elements and erase (below), value indexes and queries (further below).
  *
  * A dataset stored by tessera knows which of its elements have been written: an element
  * is *defined* from its first write until it is erased (or cut off by H5Dset_extent), and
@@ -50,6 +51,78 @@ htri_t tessera_is_tessera(hid_t obj_id);
  * fails.  `tessera commits run.h5` lists the commits.  Negative on failure (the connector
  * is not loaded, `when` has blanks). */
 herr_t tessera_Pset_as_of(hid_t fapl_id, const char *when);
+
+/* ---- Value indexes and queries (docs/queries.md) -------------------------------------
+ *
+ *   tessera_Dbuild_index(temp, NULL, H5P_DEFAULT);            // binned bitmap index
+ *   hssize_t n = tessera_Fquery_count(file, "T[0:50, :] > 270 && P < 1e5", H5P_DEFAULT);
+ *   hid_t hits = tessera_Fquery(file, "T > 270", H5P_DEFAULT);  // a selection of T
+ *   H5Dread(temp, H5T_NATIVE_FLOAT, mem, hits, H5P_DEFAULT, buf);
+ *
+ * A query compares datasets (by path, relative to the location or absolute, or re"regex")
+ * with numbers; variables may carry subarrays x[start:end:stride, ...] and must have the
+ * same number of elements, paired in row-major order.  Datasets without an index are
+ * scanned (correct, slower).  Elements must be integers or floating-point numbers. */
+
+/* Called while an index is built (on the caller's thread): cells done and to do.  A
+ * nonzero return stops the build (tessera_Dbuild_index then fails). */
+typedef int (*tessera_progress_t)(hsize_t done, hsize_t total, void *udata);
+
+typedef struct {
+    unsigned precision;  /* significant decimal digits of bin boundaries, 1..9; 0: the file's
+                          * setting (index_precision, default 3) */
+    unsigned max_bins;   /* most bins per fragment, 2..65536; 0: the file's (index_max_bins, 1024) */
+    int rebuild;         /* nonzero: rebuild indexes that exist too */
+    tessera_progress_t progress; /* may be NULL */
+    void *udata;
+} tessera_index_config_t;
+
+/* Builds the value index of every fragment of the dataset that has none (written data
+ * still buffered is written out first).  Under MPI (an MPI-IO file) the call is
+ * collective: each rank builds the indexes of its share of the flushed fragments.
+ * `config` may be NULL.  Negative on failure (non-numeric elements, a virtual dataset...). */
+herr_t tessera_Dbuild_index(hid_t dset_id, const tessera_index_config_t *config, hid_t dxpl_id);
+
+/* Removes the dataset's value indexes (queries then scan).  Collective under MPI. */
+herr_t tessera_Ddrop_index(hid_t dset_id, hid_t dxpl_id);
+
+typedef struct {
+    hsize_t fragments;          /* fragments stored as files */
+    hsize_t indexed;            /* of those, with an index */
+    hsize_t inline_fragments;   /* small fragments kept in the catalog: always scanned */
+    hsize_t data_bytes;         /* bytes of the file fragments */
+    hsize_t indexed_data_bytes; /* bytes of the indexed ones */
+    hsize_t index_bytes;        /* bytes of their indexes */
+    hsize_t unindexed_cells;    /* stored cells a query would scan */
+} tessera_index_info_t;
+
+herr_t tessera_Dget_index_info(hid_t dset_id, tessera_index_info_t *info);
+
+/* The number of elements satisfying `expr`; negative on failure (a malformed expression:
+ * the message on HDF5's error stack names the character where it goes wrong). */
+hssize_t tessera_Fquery_count(hid_t loc_id, const char *expr, hid_t dxpl_id);
+
+/* A new dataspace of the first variable's dataset (its current extent) selecting the
+ * elements satisfying `expr` (a hyperslab selection, possibly empty): pass it to H5Dread
+ * as the file space.  Close it with H5Sclose.  H5I_INVALID_HID on failure. */
+hid_t tessera_Fquery(hid_t loc_id, const char *expr, hid_t dxpl_id);
+
+#define TESSERA_MAX_RANK 32
+typedef struct {
+    char *dataset;                       /* full path of the first variable's dataset */
+    int rank;
+    hsize_t start[TESSERA_MAX_RANK];     /* the first variable's subarray: start, */
+    hsize_t stride[TESSERA_MAX_RANK];    /* stride */
+    hsize_t shape[TESSERA_MAX_RANK];     /* and shape (elements per dimension) */
+    hsize_t count;                       /* elements satisfying the expression */
+    hsize_t *positions;                  /* their row-major positions in `shape`, ascending:
+                                          * element p is start + stride * unravel(p, shape) */
+} tessera_query_result_t;
+
+/* The hits as positions (for coordinates, masks and values without building an HDF5
+ * selection).  Release with tessera_query_result_free. */
+herr_t tessera_Fquery_positions(hid_t loc_id, const char *expr, hid_t dxpl_id, tessera_query_result_t *result);
+void tessera_query_result_free(tessera_query_result_t *result);
 
 #ifdef __cplusplus
 }

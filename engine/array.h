@@ -30,6 +30,8 @@
 #include "engine/fragment.h"
 #include "engine/fragment_set.h"
 #include "engine/fragment_writer.h"
+#include "engine/index_builder.h"
+#include "engine/query_term.h"
 #include "engine/schema.h"
 #include "engine/var_heap.h"
 #include "engine/write_budget.h"
@@ -78,6 +80,10 @@ struct ArrayOptions {
   // commit's time.  Fragment files count only if the (as-of) catalog records them, or
   // never recorded any and their timestamp is at most this; no journal is rolled.
   uint64_t as_of_ts = 0;
+  // Value indexes (docs/queries.md): build the index of every file fragment this array
+  // publishes (flush, consolidation) with these options.
+  bool index_on_write = false;
+  IndexOptions index;
   // The pools and the tile cache the array works with (context.h); null: the process's.
   std::shared_ptr<Context> context;
   // The environment's settings (EngineOptions::from_env, options.h); throws Error for a
@@ -100,6 +106,31 @@ struct CatalogBinding {
   // of small arrays); dir_created tells it when the array creates it.
   bool dir_absent = false;
   std::function<void()> dir_created;
+};
+
+// What an array's value indexes cover (Array::index_info).
+struct IndexInfo {
+  uint64_t fragments = 0;         // file fragments (inline ones are always scanned)
+  uint64_t indexed = 0;           // of those, with an index file
+  uint64_t inline_fragments = 0;
+  uint64_t data_bytes = 0;        // bytes of the file fragments
+  uint64_t indexed_data_bytes = 0;  // bytes of the indexed ones
+  uint64_t index_bytes = 0;       // bytes of their index files
+  uint64_t unindexed_cells = 0;   // data cells a query would scan (file fragments without an index)
+};
+
+// An index build's work and result (Array::build_index).
+struct IndexBuild {
+  uint32_t part = 0, parts = 1;  // MPI: this rank builds fragment i when i % parts == part
+  bool rebuild = false;          // also rebuild indexes that exist
+  // Only fragments every rank sees (MPI: published ones, in the same order everywhere);
+  // nothing is spilled.  Otherwise the write buffer is spilled first and every file
+  // fragment, published or not, is indexed.
+  bool published_only = false;
+  // Called on the building thread as chunks finish: cells done, cells to do in all.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Out: fragments indexed, their cells, bytes of index written.
+  uint64_t built = 0, cells = 0, bytes = 0;
 };
 
 struct FragmentInfo {
@@ -171,6 +202,18 @@ class Array : public BufferOwner {
   // must be disjoint; points may repeat.  A compact array cannot be erased (kUnsupported).
   Status erase(const std::vector<Box>& boxes);
   Status erase_points(const uint64_t* coords, size_t n);
+
+  // --- Value indexes and queries (array_index.cc, docs/queries.md).
+  // Builds the missing value indexes of the array's file fragments (after spilling the
+  // write buffer, so everything written so far is in a fragment), on the context's filter
+  // pool; fragments stay readable and writable meanwhile.  Elements must be numbers.
+  Status build_index(const IndexOptions& o, IndexBuild* b);
+  // Removes every index file (queries then scan).
+  Status drop_index();
+  Status index_info(IndexInfo* out);
+  // One comparison over a subarray (query_term.h): count and/or positions of the cells
+  // whose newest value satisfies it, through the indexes where fragments have them.
+  Status evaluate(const TermQuery& q, TermAnswer* out);
 
   // Variable-length arrays (schema().var): each cell is a byte string.  Values are given
   // and returned in selection (or point) order: lengths[i] bytes each, concatenated.
@@ -312,6 +355,11 @@ class Array : public BufferOwner {
   // Back-pressure after a buffered write, with mu_ released (write_budget.h).
   Status throttle(Status st, std::unique_lock<std::mutex>* held);
   void erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n);
+  // Value indexes: builds the indexes of just-published file fragments when asked
+  // (index_on_write, or `inputs_indexed`: a consolidation of indexed fragments), and
+  // removes the index file of a fragment that goes.
+  void index_published(const std::vector<std::shared_ptr<Fragment>>& published, bool inputs_indexed = false);
+  void remove_index_of(const FragmentId& id);
   void defined_locked(const std::vector<Box>& region, std::vector<Box>* out);
   void spill();
   // part/parts: see consolidate_part; parts == 1 publishes at once (serial).

@@ -28,7 +28,10 @@ void Array::discard_unpublished() {
   (void)guard([&] {
     direct_.reset();  // a writer's destructor removes its temporary file
     parked_.clear();
-    for (auto& u : unpublished_) remove_file(u.first->path());
+    for (auto& u : unpublished_) {
+      remove_file(u.first->path());
+      remove_index_of(u.first->meta().id);  // built by build_index before the epoch, if any
+    }
     unpublished_.clear();
   });
 }
@@ -47,6 +50,7 @@ void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
     // Not recorded here (one more catalog commit per write): the next writable open
     // records it (load_fragments).
     add_fragment(f, {});
+    index_published({f});
     return;
   }
   unpublished_.push_back({f, w->final_path()});
@@ -136,10 +140,12 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   if (!journal_staged_) return;
   const bool files = !unpublished_.empty();
   std::vector<std::pair<FragmentId, uint64_t>> published;
+  std::vector<std::shared_ptr<Fragment>> to_index;
   for (auto& [f, final_path] : unpublished_) {
     FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
     f->set_path(final_path);
     published.emplace_back(f->meta().id, f->file_size());
+    to_index.push_back(f);
   }
   unpublished_.clear();
   if (files && !synced) sync_dir(frag_dir_);
@@ -155,6 +161,7 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   // it only if newer).
   if (!single_ && !(had_schema && store_->publishes_with_catalog())) remove_file(journal_path());
   journal_staged_ = false;
+  index_published(to_index);  // index_on_write: once the fragments are in place
 }
 
 void Array::recover_journal() {

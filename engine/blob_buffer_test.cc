@@ -10,18 +10,8 @@
 namespace tessera {
 namespace {
 
+using testutil::random_box;
 using testutil::Rng;
-
-Box random_box(Rng& rng, const Coords& extent, uint64_t max_side) {
-  Box b;
-  for (uint64_t e : extent) {
-    const uint64_t side = rng.range(1, std::min(e, max_side));
-    const uint64_t lo = rng.below(e - side + 1);
-    b.lo.push_back(lo);
-    b.hi.push_back(lo + side - 1);
-  }
-  return b;
-}
 
 TEST(BlobBuffer, IndexFindsWhatALinearPassFinds) {
   const uint64_t seed = testutil::named_seed("BlobBufferIndex", 15);

@@ -75,6 +75,7 @@ class ByteReader {
     if (min_bytes && c > remaining() / min_bytes) fail("implausible element count");
     return c;
   }
+  void skip(size_t n) { need(n); pos_ += n; }
   size_t remaining() const { return n_ - pos_; }
   size_t pos() const { return pos_; }
   bool done() const { return pos_ == n_; }

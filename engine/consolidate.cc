@@ -12,6 +12,7 @@
 #include "engine/consolidator.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
+#include "engine/index_format.h"
 
 namespace tessera {
 
@@ -136,12 +137,20 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   store_->record_files({}, dropped_files, &b, false);
   store_->commit(std::move(b), /*sync=*/true);
   add_fragment(nf, replaced);
-  if (opts_.keep_replaced) {
+  // The merged fragment gets its own index when its inputs had some (or index_on_write):
+  // rebuilt from the merged values, whose range decides its bins.
+  bool indexed = false;
+  for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(index_path(dir_, f->meta().id)));
+  index_published({nf}, indexed);
+  if (opts_.keep_replaced) {  // their files and indexes go at vacuum()
     for (auto& f : in) replaced_.push_back(FragmentInfo::of(*f));
     return;
   }
   for (auto& f : in)
-    if (!f->is_inline()) remove_file(f->path());
+    if (!f->is_inline()) {
+      remove_file(f->path());
+      remove_index_of(f->meta().id);
+    }
   if (!dropped_files.empty()) sync_dir(frag_dir_);
 }
 
@@ -178,6 +187,7 @@ Status Array::vacuum(VacuumResult* out) {
     store_->record_files({}, dropped_files, &b, false);
     store_->commit(std::move(b), /*sync=*/true);
     for (auto& p : paths) remove_file(p);
+    for (FragmentId id : dropped_files) remove_index_of(id);
     if (!paths.empty()) sync_dir(frag_dir_);
     replaced_.clear();
   });

@@ -30,7 +30,6 @@ class DefinedPlanner {
   void defined_points(const uint64_t* coords, size_t n, uint8_t* out);
 
  private:
-  bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   const Schema& schema_;
   Layout layout_;
   const ReadView& view_;

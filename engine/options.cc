@@ -42,6 +42,12 @@ const std::vector<Setting>& settings() {
        [](EngineOptions& o, uint64_t v) { o.inline_fragment_kb = v; }},
       {"inline_total_mb", 0, kMiB, [](const EngineOptions& o) { return o.inline_total_mb; },
        [](EngineOptions& o, uint64_t v) { o.inline_total_mb = v; }},
+      {"index_on_write", 0, 1, [](const EngineOptions& o) { return o.index_on_write; },
+       [](EngineOptions& o, uint64_t v) { o.index_on_write = v; }},
+      {"index_precision", 1, 9, [](const EngineOptions& o) { return o.index_precision; },
+       [](EngineOptions& o, uint64_t v) { o.index_precision = v; }},
+      {"index_max_bins", 2, 65536, [](const EngineOptions& o) { return o.index_max_bins; },
+       [](EngineOptions& o, uint64_t v) { o.index_max_bins = v; }},
   };
   return s;
 }
@@ -129,6 +135,9 @@ ArrayOptions EngineOptions::array_options() const {
   a.direct_cells = direct_write_cells;
   a.blob_bytes = blob_kb << 10;
   a.inline_fragment_bytes = inline_fragment_kb << 10;
+  a.index_on_write = index_on_write != 0;
+  a.index.precision = static_cast<uint32_t>(index_precision);
+  a.index.max_bins = static_cast<uint32_t>(index_max_bins);
   return a;
 }
 

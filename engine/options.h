@@ -9,7 +9,7 @@
 //
 // Two kinds of settings:
 //   per container — write_buffer_mb, direct_write_cells, blob_kb, inline_fragment_kb,
-//     inline_total_mb: each container (file) uses the options it was opened with
+//     inline_total_mb, index_on_write, index_precision, index_max_bins: each container (file) uses the options it was opened with
 //     (array_options(), Container::set_inline_budget);
 //   per process — threads, io_threads, tile_cache_mb, write_memory_mb: the thread pools,
 //     the decoded-tile cache and the write budget (write_budget.h) are shared by every
@@ -42,6 +42,12 @@ struct EngineOptions {
   // the connector's settings or fapl, never from the environment (which would turn every
   // open of every file into a read of the past).  Empty: the present.
   std::string as_of;
+  // Value indexes (index_builder.h, docs/queries.md): build every new file fragment's
+  // index when it is published (a flush, a consolidation); bin boundaries' significant
+  // digits and the most bins per fragment, for these and for on-demand builds.
+  uint64_t index_on_write = 0;
+  uint64_t index_precision = 3;
+  uint64_t index_max_bins = 1024;
 
   // One "key=value" setting (the names above).
   Status set(const std::string& key, const std::string& value);

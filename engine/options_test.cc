@@ -14,11 +14,14 @@ TEST(EngineOptions, DefaultsAndArrayOptions) {
   EngineOptions o;
   EXPECT_EQ(o.to_string(),
             "threads=0 io_threads=4 tile_cache_mb=256 write_buffer_mb=64 write_memory_mb=64 direct_write_cells=16384 blob_kb=16384 "
-            "inline_fragment_kb=64 inline_total_mb=256");
+            "inline_fragment_kb=64 inline_total_mb=256 index_on_write=0 index_precision=3 index_max_bins=1024");
   ArrayOptions a = o.array_options();
   EXPECT_EQ(a.buffer_budget, 64ull << 20);
   EXPECT_EQ(a.direct_cells, 16384u);
   EXPECT_EQ(a.inline_fragment_bytes, 64ull << 10);
+  EXPECT_FALSE(a.index_on_write);
+  EXPECT_EQ(a.index.precision, 3u);
+  EXPECT_EQ(a.index.max_bins, 1024u);
 }
 
 TEST(EngineOptions, SettingsApplyInOrder) {
@@ -35,7 +38,8 @@ TEST(EngineOptions, SettingsApplyInOrder) {
 
 TEST(EngineOptions, BadValuesAreErrorsNamingTheSetting) {
   for (const char* bad : {"threads=-1", "threads=4k", "threads=", "threads=1025", "io_threads=0",
-                          "write_buffer_mb=0", "tile_cache_mb=99999999999999999999999", "threads=3.5"}) {
+                          "write_buffer_mb=0", "tile_cache_mb=99999999999999999999999", "threads=3.5",
+                          "index_on_write=2", "index_precision=0", "index_max_bins=1"}) {
     EngineOptions o;
     Status st = o.apply(bad);
     EXPECT_FALSE(st.ok()) << bad;

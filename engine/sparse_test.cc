@@ -31,12 +31,9 @@ struct Shape {
   Coords extent, tile;
 };
 
-class SparseRun {
+class SparseRun : testutil::ArrayRun {
  public:
-  SparseRun(const Shape& shape, uint64_t seed) : shape_(shape), seed_(seed), rng_(seed), dir_("tessera_sparse") {
-    rank_ = static_cast<int>(shape.extent.size());
-    extent_ = shape.extent;
-  }
+  SparseRun(const Shape& shape, uint64_t seed) : ArrayRun(shape.extent, seed, "tessera_sparse"), shape_(shape) {}
 
   void run(int steps) {
     const std::string cpath = dir_.sub("c.tsr");
@@ -65,38 +62,9 @@ class SparseRun {
   }
 
  private:
-  Box random_box(uint64_t max_len) {
-    Coords lo(rank_), hi(rank_);
-    for (int d = 0; d < rank_; ++d) {
-      uint64_t len = rng_.range(1, std::min<uint64_t>(extent_[d], max_len));
-      lo[d] = rng_.below(extent_[d] - len + 1);
-      hi[d] = lo[d] + len - 1;
-    }
-    return Box(lo, hi);
-  }
-  Coords random_cell() {
-    Coords c(rank_);
-    for (int d = 0; d < rank_; ++d) c[d] = rng_.below(extent_[d]);
-    return c;
-  }
   template <class F>
   static void each_cell(const Box& b, F f) {
-    Coords c = b.lo;
-    const int r = b.rank();
-    for (uint64_t k = 0, n = b.cells(); k < n; ++k) {
-      f(c);
-      for (int d = r - 1; d >= 0; --d) {
-        if (++c[d] <= b.hi[d]) break;
-        c[d] = b.lo[d];
-      }
-    }
-  }
-  void expect_ok(const Status& st, const char* what) { ASSERT_TRUE(st.ok()) << what << ": " << status_str(st); }
-
-  void reopen() {
-    if (arr_) expect_ok(arr_->flush(), "flush");
-    arr_.reset();
-    expect_ok(cont_->open_array(id_, true, opts_, &arr_), "open_array");
+    testutil::each_cell(b, f);
   }
 
   void op() {
@@ -245,17 +213,7 @@ class SparseRun {
   }
 
   Shape shape_;
-  uint64_t seed_;
-  Rng rng_;
-  testutil::TempDir dir_;
-  int rank_;
-  Coords extent_;
-  std::unique_ptr<Container> cont_;
-  uint64_t id_ = 0;
-  ArrayOptions opts_;
-  std::unique_ptr<Array> arr_;
   std::map<Coords, uint32_t> model_;
-  std::string log_;
 };
 
 TEST(Sparse, DefinedAndEraseMatchAModel) {

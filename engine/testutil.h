@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/array.h"
 #include "engine/box.h"
+#include "engine/container.h"
 #include "engine/error.h"
 #include "engine/file_io.h"
 #include "engine/fragment.h"
@@ -114,6 +116,38 @@ class Rng {
  private:
   std::mt19937_64 g_;
 };
+
+// A random box inside `extent`, at most `max_len` cells along each dimension.
+inline Box random_box(Rng& rng, const Coords& extent, uint64_t max_len) {
+  const size_t r = extent.size();
+  Coords lo(r), hi(r);
+  for (size_t d = 0; d < r; ++d) {
+    uint64_t len = rng.range(1, std::min<uint64_t>(extent[d], max_len));
+    lo[d] = rng.below(extent[d] - len + 1);
+    hi[d] = lo[d] + len - 1;
+  }
+  return Box(lo, hi);
+}
+
+inline Coords random_cell(Rng& rng, const Coords& extent) {
+  Coords c(extent.size());
+  for (size_t d = 0; d < extent.size(); ++d) c[d] = rng.below(extent[d]);
+  return c;
+}
+
+// Calls f(cell) for every cell of b, row-major.
+template <class F>
+void each_cell(const Box& b, F f) {
+  Coords c = b.lo;
+  const int r = b.rank();
+  for (uint64_t k = 0, n = b.cells(); k < n; ++k) {
+    f(static_cast<const Coords&>(c));
+    for (int d = r - 1; d >= 0; --d) {
+      if (++c[d] <= b.hi[d]) break;
+      c[d] = b.lo[d];
+    }
+  }
+}
 
 inline std::string coords_str(const uint64_t* c, int rank) {
   std::string s = "(";
@@ -303,6 +337,35 @@ inline void read_every_tile(const std::string& path, const Schema& schema) {
     if (f->meta().dense[i].kind == DenseEntry::kData) f->dense_tile(i);
   for (size_t i = 0; i < f->meta().sparse.size(); ++i) f->sparse_tile(i, layout);
 }
+
+// The frame of a randomized run of one array against a model: a container holding the
+// array (reopened at will with opts_), a seeded Rng, the current extent, and a log of the
+// operations for the failure message.  Subclasses add the model and the operations.
+class ArrayRun {
+ protected:
+  ArrayRun(const Coords& extent, uint64_t seed, const char* tag)
+      : seed_(seed), rng_(seed), dir_(tag), rank_(static_cast<int>(extent.size())), extent_(extent) {}
+  Box random_box(uint64_t max_len) { return testutil::random_box(rng_, extent_, max_len); }
+  Coords random_cell() { return testutil::random_cell(rng_, extent_); }
+  void expect_ok(const Status& st, const char* what) { ASSERT_TRUE(st.ok()) << what << ": " << status_str(st); }
+  // Flushes and reopens the array (id_ in cont_) with opts_.
+  void reopen() {
+    if (arr_) expect_ok(arr_->flush(), "flush");
+    arr_.reset();
+    expect_ok(cont_->open_array(id_, true, opts_, &arr_), "open_array");
+  }
+
+  uint64_t seed_;
+  Rng rng_;
+  TempDir dir_;
+  int rank_;
+  Coords extent_;
+  std::unique_ptr<Container> cont_;
+  uint64_t id_ = 0;
+  ArrayOptions opts_;
+  std::unique_ptr<Array> arr_;
+  std::string log_;
+};
 
 }  // namespace testutil
 }  // namespace tessera

@@ -171,3 +171,19 @@ def test_blob_writes_benchmark_runs_both_sides(extra, tessera_env, tmp_path):
     assert "CHECK newest value of the last blob after reopening: ok" in out, out
     rows = [line.split() for line in proc.stdout.splitlines() if line.split() and line.split()[0] in ("1", "2")]
     assert len(rows) == 2 and all(len(r) == 10 for r in rows), out
+
+# ------------------------------------------------------------------ the value-query benchmark
+def test_query_benchmark_counts_agree_with_the_scan(tessera_env, tmp_path):
+    """scripts/bench/bench_query.cc (issue 16) at a tiny scale: every query's count, its
+    positions and its selection equal the scan's count (CHECK lines), the builds ran."""
+    exe = _build_dir(tessera_env) / "scripts" / "bench" / "bench_query"
+    assert exe.is_file(), f"{exe} was not built"
+    env = {k: v for k, v in os.environ.items() if k != "HDF5_VOL_CONNECTOR"}
+    proc = subprocess.run([str(exe), "--frames", "4", "--lat", "90", "--lon", "180", "--reps", "1", "--no-mpi",
+                           "--cache-drop", "fadvise", "--dir", str(tmp_path / "q")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    checks = [line.split("\t") for line in proc.stdout.splitlines() if line.startswith("CHECK\t")]
+    assert len(checks) == 24 and all(c[-1] == "ok" for c in checks), out
+    assert "| 2 threads |" in out and "index:" in out, out

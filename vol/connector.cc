@@ -7,6 +7,7 @@
 // a NULL entry makes HDF5 fail the call with "VOL connector has no '...' method".
 #include "vol/connector_info.h"
 #include "vol/error.h"
+#include "vol/query.h"
 #include "vol/region_store.h"
 #include "vol/sparse.h"
 #include "vol/stored_type.h"
@@ -23,6 +24,7 @@ herr_t connector_initialize(hid_t /*vipl_id*/) {
   if (register_error_class() < 0) return -1;
   register_region_ops();  // old-style region references (region_ops.h)
   register_sparse_ops();  // defined elements and erase (sparse_ops.h)
+  register_query_ops();   // value indexes and queries (query_ops.h)
   return 0;
 }
 
@@ -31,6 +33,7 @@ herr_t connector_terminate() {
   clear_type_caches();
   unregister_region_ops();
   unregister_sparse_ops();
+  unregister_query_ops();
   unregister_error_class();
   return 0;
 }

@@ -24,6 +24,7 @@
 #include "vol/objects.h"
 #include "vol/reference.h"
 #include "vol/selection.h"
+#include "vol/query.h"
 #include "vol/sparse.h"
 #include "vol/tessera_vol.h"
 #include "vol/transform.h"
@@ -697,6 +698,7 @@ herr_t dataset_optional(void* obj, H5VL_optional_args_t* args, hid_t, void**) {
   herr_t rc = 0;
   herr_t st = vol_call(__func__, "dataset optional", [&] {
     if (args && sparse_op(*as_dataset(obj), args->op_type, args->args)) return;  // sparse.h
+    if (args && index_op(*as_dataset(obj), args->op_type, args->args)) return;   // query.h
     rc = dataset_native_optional(*as_dataset(obj), args);
   });
   return st < 0 ? st : rc;

@@ -9,6 +9,7 @@
 //    operation; NULL would make every file open fail.  It answers for every optional
 //    operation: flags = 0 ("not supported") except the few tessera implements.
 #include "vol/error.h"
+#include "vol/query.h"
 #include "vol/region_store.h"
 #include "vol/tessera_vol.h"
 
@@ -78,6 +79,7 @@ herr_t introspect_opt_query(void* /*obj*/, H5VL_subclass_t cls, int opt_type, ui
       if (opt_type == H5VL_NATIVE_OBJECT_GET_COMMENT) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_QUERY_METADATA;
       if (opt_type == H5VL_NATIVE_OBJECT_SET_COMMENT) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
       if (is_region_op(opt_type)) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_MODIFY_METADATA;
+      if (is_query_op(opt_type)) *flags = H5VL_OPT_QUERY_SUPPORTED | H5VL_OPT_QUERY_READ_DATA;
       break;
     case H5VL_SUBCLS_DATASET:  // chunk_io.h
       switch (opt_type) {

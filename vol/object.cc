@@ -14,6 +14,7 @@
 #include "vol/object_copy.h"
 #include "vol/objects.h"
 #include "vol/swmr.h"
+#include "vol/query.h"
 #include "vol/region_store.h"
 #include "vol/tessera_vol.h"
 
@@ -303,6 +304,7 @@ herr_t object_optional(void* obj, const H5VL_loc_params_t* lp, H5VL_optional_arg
     SharedFile& f = *o->file;
     std::lock_guard<std::recursive_mutex> lk(f.mu());
     if (region_op(f, args->op_type, args->args)) return;  // region_ops.h
+    if (query_op(o, lp, args->op_type, args->args)) return;  // query_ops.h
     auto* na = static_cast<H5VL_native_object_optional_args_t*>(args->args);
     switch (args->op_type) {
       case H5VL_NATIVE_OBJECT_GET_COMMENT: {

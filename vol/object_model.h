@@ -133,6 +133,8 @@ class SharedFile {
   uint64_t fileno() const { return fileno_; }
   // Parallel files (MPI-IO fapl): the communicator; nullptr for serial access.
   Parallel* parallel() const { return par_.get(); }
+  // The settings this file was opened with (connector_info.h): index options, ...
+  const tessera::EngineOptions& engine_options() const { return options_; }
 
   // --- objects
   std::optional<ObjectRecord> find_object(uint64_t oid);

@@ -19,15 +19,6 @@
 #define MAXR 4
 #define FILL (-7)
 
-static uint64_t g_rng = 88172645463325252ull;
-static uint64_t rnd(void)
-{
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return g_rng;
-}
-static hsize_t below(hsize_t n) { return n ? rnd() % n : 0; }
 
 typedef struct {
     int     rank;
@@ -434,22 +425,6 @@ static void run_shape(const char *dir, int rank, const hsize_t *cap, const hsize
     free(m.def);
 }
 
-/* The error stack holds a record whose description contains `text`. */
-static herr_t find_text(unsigned n, const H5E_error2_t *e, void *ctx)
-{
-    (void)n;
-    const char **t = ctx;
-    if (e->desc && strstr(e->desc, t[0]))
-        t[1] = "found";
-    return 0;
-}
-static int stack_says(const char *text)
-{
-    const char *t[2] = {text, NULL};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_text, t);
-    return t[1] != NULL;
-}
-
 static void refusals(const char *dir, hid_t native, hid_t tess)
 {
     char path[4200];
@@ -521,10 +496,7 @@ int main(int argc, char **argv)
 {
     (void)logf_; /* vol_test_log.h: this test checks a model, it has no log to compare */
     const char *dir = argc > 1 ? argv[1] : ".";
-    const char *seed = getenv("TESSERA_TEST_SEED");
-    if (seed && *seed)
-        g_rng = strtoull(seed, NULL, 0) | 1;
-    printf("test_sparse: seed %llu\n", (unsigned long long)g_rng);
+    seed_rng("test_sparse", 88172645463325252ull);
     hid_t native, tess, vol;
     if (make_fapls(&native, &tess, &vol) < 0)
         return 1;

@@ -11,6 +11,7 @@
 
 #include <hdf5.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,41 @@ static void check(int ok, const char *what, const char *run)
     printf("  [%s] %s (%s)\n", ok ? "PASS" : "FAIL", what, run);
     if (!ok)
         g_failed++;
+}
+
+/* The model tests' random numbers: xorshift64, seeded from TESSERA_TEST_SEED when set
+ * (seed_rng prints the seed, so a failure can be replayed). */
+static uint64_t g_rng = 88172645463325252ull;
+static inline uint64_t rnd(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+static inline uint64_t below(uint64_t n) { return n ? rnd() % n : 0; }
+static inline void seed_rng(const char *prog, uint64_t dflt)
+{
+    const char *seed = getenv("TESSERA_TEST_SEED");
+    g_rng            = seed ? strtoull(seed, NULL, 0) | 1 : dflt;
+    printf("%s: seed %llu\n", prog, (unsigned long long)g_rng);
+}
+
+/* The current error stack holds a record whose description contains `text` (a refusal
+ * said what it had to say). */
+static herr_t find_text_(unsigned n, const H5E_error2_t *e, void *ctx)
+{
+    (void)n;
+    const char **t = ctx;
+    if (e->desc && strstr(e->desc, t[0]))
+        t[1] = "found";
+    return 0;
+}
+static inline int stack_says(const char *text)
+{
+    const char *t[2] = {text, NULL};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_text_, t);
+    return t[1] != NULL;
 }
 
 /* The file-access plists of the two runs: native HDF5, and the tessera connector (found

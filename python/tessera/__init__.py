@@ -12,6 +12,12 @@ by a resize); undefined elements read as the fill value, exactly as in native HD
     tessera.erase(d, (5, slice(0, 10)))    # back to undefined
     tessera.is_tessera(d)
 
+Value indexes and queries (docs/queries.md):
+
+    tessera.index(f["T"])                          # binned bitmap index
+    tessera.query(f, "T[0:50, :] > 270 && P < 1e5")  # coordinates in T
+    tessera.query(f, "T > 300", result="count")
+
 `key` is anything h5py accepts in d[key] (integers, slices, Ellipsis, index lists, a
 boolean mask); () means the whole dataset.  On a dataset that tessera does not store
 (a native HDF5 file, a virtual dataset...) both raise TesseraError with the message
@@ -21,7 +27,8 @@ import numpy as np
 
 from ._lib import lib
 
-__all__ = ["TesseraError", "defined", "defined_space", "erase", "is_tessera"]
+__all__ = ["TesseraError", "defined", "defined_space", "erase", "is_tessera",
+           "index", "drop_index", "index_info", "IndexInfo", "query"]
 
 
 class TesseraError(RuntimeError):
@@ -155,3 +162,5 @@ from ._tool import __all__ as _tool_all  # noqa: E402
 __all__ += _tool_all
 from ._history import Commit, commits, open_as_of  # noqa: E402  time travel (docs/tool.md)
 __all__ += ["Commit", "commits", "open_as_of"]
+
+from ._query import IndexInfo, drop_index, index, index_info, query  # noqa: E402  (needs TesseraError)

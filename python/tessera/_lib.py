@@ -41,7 +41,48 @@ def lib():
         l.tessera_Derase.restype = ctypes.c_int
         l.tessera_is_tessera.argtypes = [hid]
         l.tessera_is_tessera.restype = ctypes.c_int
+        _value_queries(l)
         _lib = l
         return l
     raise ImportError("libtessera_api.so not found (build tessera, or set TESSERA_API_LIB); looked in: "
                       + ", ".join(tried))
+
+
+# ---- value indexes and queries (api/tessera.h) -----------------------------------------
+hsize = ctypes.c_uint64
+MAX_RANK = 32
+PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, hsize, hsize, ctypes.c_void_p)
+
+
+class IndexConfig(ctypes.Structure):
+    _fields_ = [("precision", ctypes.c_uint), ("max_bins", ctypes.c_uint), ("rebuild", ctypes.c_int),
+                ("progress", PROGRESS), ("udata", ctypes.c_void_p)]
+
+
+class IndexInfoC(ctypes.Structure):
+    _fields_ = [(name, hsize) for name in ("fragments", "indexed", "inline_fragments", "data_bytes",
+                                           "indexed_data_bytes", "index_bytes", "unindexed_cells")]
+
+
+class QueryResultC(ctypes.Structure):
+    _fields_ = [("dataset", ctypes.c_char_p), ("rank", ctypes.c_int), ("start", hsize * MAX_RANK),
+                ("stride", hsize * MAX_RANK), ("shape", hsize * MAX_RANK), ("count", hsize),
+                ("positions", ctypes.POINTER(hsize))]
+
+
+def _value_queries(l):
+    hid = ctypes.c_int64
+    l.tessera_Dbuild_index.argtypes = [hid, ctypes.POINTER(IndexConfig), hid]
+    l.tessera_Dbuild_index.restype = ctypes.c_int
+    l.tessera_Ddrop_index.argtypes = [hid, hid]
+    l.tessera_Ddrop_index.restype = ctypes.c_int
+    l.tessera_Dget_index_info.argtypes = [hid, ctypes.POINTER(IndexInfoC)]
+    l.tessera_Dget_index_info.restype = ctypes.c_int
+    l.tessera_Fquery_count.argtypes = [hid, ctypes.c_char_p, hid]
+    l.tessera_Fquery_count.restype = ctypes.c_int64
+    l.tessera_Fquery.argtypes = [hid, ctypes.c_char_p, hid]
+    l.tessera_Fquery.restype = hid
+    l.tessera_Fquery_positions.argtypes = [hid, ctypes.c_char_p, hid, ctypes.POINTER(QueryResultC)]
+    l.tessera_Fquery_positions.restype = ctypes.c_int
+    l.tessera_query_result_free.argtypes = [ctypes.POINTER(QueryResultC)]
+    l.tessera_query_result_free.restype = None
