@@ -62,6 +62,7 @@ struct DatasetSummary {
   FragmentTotals t;
   uint64_t stored = 0, logical = 0;
   bool variable = false;
+  tessera::IndexInfo index;  // value indexes (docs/queries.md); fragments == 0: none to index
 };
 
 DatasetSummary summarize(const ContainerView& v, const ObjectView& o) {
@@ -74,6 +75,8 @@ DatasetSummary summarize(const ContainerView& v, const ObjectView& o) {
     auto a = v.open_array(o, false);
     s.t = totals_of(a->fragments(), a->replaced_fragments());
     s.stored = a->storage_bytes();
+    if (!s.d.schema.var && s.d.schema.kind != tessera::ElementKind::kOpaque && !a->index_info(&s.index).ok())
+      s.index = tessera::IndexInfo();  // not indexable, or unreadable: shown as no index
   }
   return s;
 }
@@ -126,6 +129,10 @@ void print_dataset(const DatasetSummary& s) {
                 static_cast<unsigned long long>(t.replaced), human_bytes(t.replaced_bytes).c_str());
   std::printf("    bytes      %s stored, %s\n", human_bytes(s.stored).c_str(),
               s.variable ? "variable-length values (no fixed logical size)" : (human_bytes(s.logical) + " logical").c_str());
+  if (s.index.indexed)
+    std::printf("    indexes    %llu of %llu file fragment(s), %s (tessera index; docs/queries.md)\n",
+                static_cast<unsigned long long>(s.index.indexed), static_cast<unsigned long long>(s.index.fragments),
+                human_bytes(s.index.index_bytes).c_str());
 }
 
 void json_dataset(Json& j, const DatasetSummary& s) {
@@ -154,6 +161,8 @@ void json_dataset(Json& j, const DatasetSummary& s) {
   if (s.variable) j.null();
   else j.value(s.logical);
   j.field("stored_bytes", s.stored);
+  j.field("indexed_fragments", s.index.indexed);
+  j.field("index_bytes", s.index.index_bytes);
   j.key("array");
   if (!d.has_array) {
     j.null();

@@ -11,6 +11,8 @@ Runner setup_verify(CLI::App&);
 Runner setup_export(CLI::App&);
 Runner setup_import(CLI::App&);
 Runner setup_commits(CLI::App&);
+Runner setup_index(CLI::App&);
+Runner setup_query(CLI::App&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
@@ -24,6 +26,8 @@ const std::vector<Command>& commands() {
       {"export", "Write a container's contents to a native HDF5 file", setup_export},
       {"import", "Make a container from a native HDF5 file", setup_import},
       {"commits", "The container's commits (flushes), oldest first: what --as-of can read", setup_commits},
+      {"index", "Build (or --drop) a dataset's value indexes (binned bitmaps, docs/queries.md)", setup_index},
+      {"query", "Count or list the elements satisfying a value query, e.g. \"T > 270 && P < 1e5\"", setup_query},
   };
   return kCommands;
 }
