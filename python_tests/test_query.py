@@ -31,6 +31,7 @@ import pytest
 
 h5py = pytest.importorskip("h5py")
 import tessera  # noqa: E402
+from conftest import tool_path  # noqa: E402
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 DTYPES = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", ">i4", ">f8"]
@@ -223,9 +224,7 @@ def test_index_survives_consolidation_and_index_on_write(tessera_env, tmp_path):
         assert info.fragments == info.indexed == 8, info
         assert info.index_bytes < info.data_bytes * 0.3, info
         want = int((d[()] > 50).sum())
-    plugins = os.environ["HDF5_PLUGIN_PATH"].split(":")[0]
-    tool = Path(plugins).parent / "tools" / "tessera_consolidate"
-    subprocess.run([str(tool), str(path)], check=True, capture_output=True)
+    subprocess.run([tool_path(), "consolidate", str(path)], check=True, capture_output=True)
     with h5py.File(path, "r") as f:
         info = tessera.index_info(f["d"])
         assert info.fragments == 1 and info.indexed == 1, "the merged fragment got its index"
