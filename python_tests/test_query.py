@@ -9,7 +9,7 @@ docs/queries.md), against numpy's evaluation of the same expression on the data 
 - expressions over several datasets (&&, ||, !, parentheses, paths relative to a group,
   absolute, regular expressions), same number of elements, paired in row-major order;
 - the selection result reads the hits with h5py's low-level read;
-- indexes survive consolidation (tools/tessera_consolidate) and index_on_write builds
+- indexes survive consolidation (`tessera consolidate`) and index_on_write builds
   them at flush; progress callbacks; a malformed expression names the character; a
   native file is refused;
 - under `mpirun -n 2`: a collective tessera.index in which each rank indexes its share.
