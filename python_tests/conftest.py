@@ -31,19 +31,24 @@ htri_t = ctypes.c_int
 
 
 # --------------------------------------------------------------------------- helpers
-def native_env(env: dict | None = None) -> dict:
-    """The environment of a child process that must use native HDF5: no tessera connector
-    and no compat library — but a sanitizer runtime preloaded ahead of it stays (under
-    scripts/test --sanitize, an instrumented library the child loads, such as the
-    tessera Python package's libtessera_api.so, aborts without it)."""
-    env = dict(os.environ if env is None else env)
-    env.pop("HDF5_VOL_CONNECTOR", None)
+def without_compat(env: dict) -> dict:
+    """Drops only the compat library from LD_PRELOAD: a sanitizer runtime preloaded ahead
+    of it stays (under scripts/test --sanitize, an instrumented library a child loads,
+    such as the tessera Python package's libtessera_api.so, aborts without it)."""
     kept = [p for p in env.get("LD_PRELOAD", "").split(":") if p and "libtessera_compat" not in p]
     if kept:
         env["LD_PRELOAD"] = ":".join(kept)
     else:
         env.pop("LD_PRELOAD", None)
     return env
+
+
+def native_env(env: dict | None = None) -> dict:
+    """The environment of a child process that must use native HDF5: no tessera connector
+    and no compat library (without_compat)."""
+    env = dict(os.environ if env is None else env)
+    env.pop("HDF5_VOL_CONNECTOR", None)
+    return without_compat(env)
 
 
 def tool_path() -> str:

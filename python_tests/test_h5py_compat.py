@@ -27,6 +27,8 @@ import numpy as np
 
 import h5py
 
+from conftest import without_compat
+
 COMPAT_LIB = "libtessera_compat.so"
 
 
@@ -169,21 +171,13 @@ def _normalise(value):
     return json.loads(json.dumps(value))
 
 
-def _without_compat(env: dict) -> dict:
-    """Drops only the compat library from LD_PRELOAD (a sanitizer runtime must stay first)."""
-    kept = [p for p in env.get("LD_PRELOAD", "").split(":") if p and "libtessera_compat" not in p]
-    if kept:
-        env["LD_PRELOAD"] = ":".join(kept)
-    else:
-        env.pop("LD_PRELOAD", None)
-    return env
 
 
 def _native_env(preload: bool) -> dict:
     env = dict(os.environ)
     env.pop("HDF5_VOL_CONNECTOR", None)
     if not preload:
-        _without_compat(env)
+        without_compat(env)
     return env
 
 
@@ -248,7 +242,7 @@ def test_object_references_match_native(tessera_env, tmp_path):
 def test_without_the_library_tessera_fails(tessera_env, tmp_path):
     """The same scenario without LD_PRELOAD fails on tessera (HDF5 refuses the v1 calls):
     the passing runs above are the library's work, not an accident of the environment."""
-    env = _without_compat(dict(os.environ))
+    env = without_compat(dict(os.environ))
     d = tmp_path / "no_preload"
     d.mkdir()
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "navigation", str(d)],
