@@ -71,7 +71,8 @@ void Array::park(std::unique_ptr<FragmentWriter> w) {
 }
 
 void Array::finish_parked() {
-  finish_inflight();  // its fragment is older than what follows, and not listed yet
+  // An empty region means everything: the flush in flight is waited for (its fragment is
+  // older than what follows, and not listed yet).
   finish_parked_for(Box());
 }
 
