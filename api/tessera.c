@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vol/layout_prop.h"
 #include "vol/query_ops.h"
 #include "vol/sparse_ops.h"
 
@@ -143,6 +144,36 @@ herr_t tessera_Pset_as_of(hid_t fapl_id, const char *when) {
     if (old) H5free_memory(old);
     H5VLclose(vol);
     return rc;
+}
+
+herr_t tessera_Pset_layout(hid_t dcpl_id, const char *layout) {
+    if (H5Pisa_class(dcpl_id, H5P_DATASET_CREATE) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        push(__func__, "tessera_Pset_layout: not a dataset creation property list");
+        return -1;
+    }
+    if (!layout || !*layout || strlen(layout) >= TESSERA_LAYOUT_PROP_SIZE) {
+        push(__func__, "tessera_Pset_layout: the layout name must have 1 to %d characters",
+             TESSERA_LAYOUT_PROP_SIZE - 1);
+        return -1;
+    }
+    char value[TESSERA_LAYOUT_PROP_SIZE] = {0};
+    strcpy(value, layout);
+    htri_t have = H5Pexist(dcpl_id, TESSERA_LAYOUT_PROP);
+    if (have < 0) return -1;
+    /* A temporary property: copied with the list (H5Pcopy), never encoded. */
+    if (have) return H5Pset(dcpl_id, TESSERA_LAYOUT_PROP, value);
+    return H5Pinsert2(dcpl_id, TESSERA_LAYOUT_PROP, sizeof value, value, NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
+ssize_t tessera_Pget_layout(hid_t dcpl_id, char *buf, size_t size) {
+    htri_t have = H5Pexist(dcpl_id, TESSERA_LAYOUT_PROP);
+    if (have < 0) return -1;
+    char value[TESSERA_LAYOUT_PROP_SIZE] = {0};
+    if (have && H5Pget(dcpl_id, TESSERA_LAYOUT_PROP, value) < 0) return -1;
+    value[sizeof value - 1] = 0;
+    if (buf && size) snprintf(buf, size, "%s", value);
+    return (ssize_t)strlen(value);
 }
 
 /* ---- value indexes and queries (query_ops.h) ---- */

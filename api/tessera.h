@@ -52,6 +52,20 @@ htri_t tessera_is_tessera(hid_t obj_id);
  * is not loaded, `when` has blanks). */
 herr_t tessera_Pset_as_of(hid_t fapl_id, const char *when);
 
+/* Layouts (docs/layouts.md): makes datasets created with `dcpl_id` store their tiles
+ * (chunks) in the order `layout` names — "row-major" (the default, as HDF5), "column-major",
+ * "z-order", "hilbert" or "multimap" — for a dataset read mostly along some dimension, or
+ * in boxes.  Cells within a tile stay row-major.  Overrides the connector's `layout=`
+ * setting; values read and written are the same whatever the layout.  Native HDF5 ignores
+ * it (the dcpl stays usable for native files).  The name is checked when the dataset is
+ * created: an unknown one fails H5Dcreate with a message listing the names.  Negative on
+ * failure (not a dataset creation property list, a name of 32 characters or more). */
+herr_t tessera_Pset_layout(hid_t dcpl_id, const char *layout);
+
+/* The layout name tessera_Pset_layout put in `dcpl_id` (NUL-terminated, into `buf` of
+ * `size` bytes): its length, 0 if none was set, negative on failure. */
+ssize_t tessera_Pget_layout(hid_t dcpl_id, char *buf, size_t size);
+
 /* ---- Value indexes and queries (docs/queries.md) -------------------------------------
  *
  *   tessera_Dbuild_index(temp, NULL, H5P_DEFAULT);            // binned bitmap index

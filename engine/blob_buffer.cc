@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "engine/curve.h"
+
 namespace tessera {
 
 namespace {
@@ -22,13 +24,9 @@ BlobBuffer::BlobBuffer(Coords tile_extent, BlobMemory* memory)
 BlobBuffer::~BlobBuffer() { clear(); }
 
 uint64_t BlobBuffer::morton(const uint64_t* tile) const {
-  // Bit i of dimension d goes to bit i * rank + d: the code grows with each coordinate,
-  // so a box's tiles all have codes between its first tile's and its last tile's.
-  const size_t r = tile_extent_.size();
-  uint64_t key = 0;
-  for (unsigned i = 0; i < bits_; ++i)
-    for (size_t d = 0; d < r; ++d) key |= ((tile[d] >> i) & 1) << (i * r + d);
-  return key;
+  // The code grows with each coordinate, so a box's tiles all have codes between its first
+  // tile's and its last tile's.
+  return morton_code(tile, static_cast<int>(tile_extent_.size()), bits_);
 }
 
 bool BlobBuffer::tile_range(const Box& b, Coords* lo, Coords* hi) const {

@@ -82,6 +82,14 @@ Status EngineOptions::set(const std::string& key, const std::string& value) {
     as_of = value;
     return Status::OK();
   }
+  if (key == "layout") {
+    Order o;
+    if (!parse_order(value, &o))
+      return Status(Errc::kInvalidArgument,
+                    "setting layout=" + value + ": expected one of " + std::string(order_names()));
+    layout = order_name(o);
+    return Status::OK();
+  }
   for (const Setting& s : settings()) {
     if (key != s.name) continue;
     uint64_t v = 0;
@@ -93,7 +101,7 @@ Status EngineOptions::set(const std::string& key, const std::string& value) {
   }
   std::string known;
   for (const Setting& s : settings()) known += std::string(known.empty() ? "" : ", ") + s.name;
-  known += ", as_of";
+  known += ", as_of, layout";
   return Status(Errc::kInvalidArgument, "unknown setting '" + key + "' (known: " + known + ")");
 }
 
@@ -125,6 +133,10 @@ Status EngineOptions::from_env(EngineOptions* out) {
     Status st = o.set(s.name, v);
     if (!st.ok()) return Status(st.code(), name + ": " + st.message());
   }
+  if (const char* v = std::getenv("TESSERA_LAYOUT")) {
+    Status st = o.set("layout", v);
+    if (!st.ok()) return Status(st.code(), "TESSERA_LAYOUT: " + st.message());
+  }
   *out = o;
   return Status::OK();
 }
@@ -146,6 +158,7 @@ std::string EngineOptions::to_string() const {
   for (const Setting& s : settings())
     out += std::string(out.empty() ? "" : " ") + s.name + "=" + std::to_string(s.get(*this));
   if (!as_of.empty()) out += " as_of=" + as_of;
+  if (!layout.empty()) out += " layout=" + layout;
   return out;
 }
 

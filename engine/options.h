@@ -42,6 +42,10 @@ struct EngineOptions {
   // the connector's settings or fapl, never from the environment (which would turn every
   // open of every file into a read of the past).  Empty: the present.
   std::string as_of;
+  // The tile order of new datasets (docs/layouts.md): "row-major" (empty: the same),
+  // "column-major", "z-order", "hilbert", "multimap".  A dataset's own order is stored in
+  // its schema; tessera_Pset_layout on the dcpl overrides this per dataset.
+  std::string layout;
   // Value indexes (index_builder.h, docs/queries.md): build every new file fragment's
   // index when it is published (a flush, a consolidation); bin boundaries' significant
   // digits and the most bins per fragment, for these and for on-demand builds.

@@ -1,11 +1,38 @@
 #include "engine/schema.h"
 
+#include <cctype>
+
 #include "engine/bytes.h"
 #include "engine/error.h"
+#include "engine/multimap.h"
 
 namespace tessera {
 
 namespace {
+const char* const kOrderNames[] = {"row-major", "column-major", "z-order", "hilbert", "multimap"};
+}
+
+const char* order_name(Order o) {
+  const auto i = static_cast<unsigned>(o);
+  return i <= kLastOrder ? kOrderNames[i] : "unknown";
+}
+
+const char* order_names() { return "row-major, column-major, z-order, hilbert, multimap"; }
+
+bool parse_order(const std::string& name, Order* out) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (unsigned i = 0; i <= kLastOrder; ++i)
+    if (n == kOrderNames[i]) return *out = static_cast<Order>(i), true;
+  if (n == "row") return *out = Order::kRowMajor, true;
+  if (n == "column" || n == "col") return *out = Order::kColMajor, true;
+  if (n == "zorder" || n == "morton") return *out = Order::kZOrder, true;
+  return false;
+}
+
+void Schema::set_tile_order(Order o) {
+  tile_order = o;
+  multimap_cube = o == Order::kMultiMap ? choose_multimap_cube(*this) : Coords();
 }
 
 Box Schema::domain() const {
@@ -57,6 +84,21 @@ void Schema::validate() const {
   if (var && (elem_size != kVarDescriptorSize || !fill.empty() || kind != ElementKind::kOpaque))
     bad("variable-length arrays have 32-byte opaque descriptors and no fill value");
   filters.validate();
+  if (cell_order != Order::kRowMajor && cell_order != Order::kColMajor)
+    bad(std::string("cell order must be row-major or column-major (") + order_name(cell_order) +
+        " is a tile order: docs/layouts.md)");
+  if (static_cast<uint8_t>(tile_order) > kLastOrder) bad("unknown tile order");
+  if ((tile_order == Order::kMultiMap) != !multimap_cube.empty())
+    bad("a MultiMap basic cube is given exactly when the tile order is multimap");
+  if (!multimap_cube.empty()) {
+    if (multimap_cube.size() != r) bad("MultiMap basic cube rank differs");
+    uint64_t cells = 1;
+    for (uint64_t k : multimap_cube) {
+      if (k == 0 || k > (uint64_t{1} << 20)) bad("MultiMap basic cube extents must be 1..2^20 tiles");
+      cells *= k;
+      if (cells > (uint64_t{1} << 32)) bad("MultiMap basic cube holds more than 2^32 tiles");
+    }
+  }
   if (compact) {
     if (var || !filters.empty()) bad("compact arrays hold fixed-size unfiltered cells");
     for (size_t d = 0; d < r; ++d)
@@ -72,7 +114,10 @@ void Schema::validate() const {
 std::vector<uint8_t> Schema::serialize() const {
   ByteWriter w;
   w.bytes("TSRASCHM", 8);
-  w.u32(compact ? 2 : 1);
+  // Version 3: a space-filling tile order (order values above 1 and the MultiMap cube);
+  // the compact flag is then always written.  Versions 1 and 2 are unchanged.
+  const bool v3 = static_cast<uint8_t>(tile_order) > 1;
+  w.u32(v3 ? 3 : compact ? 2 : 1);
   w.u32(static_cast<uint32_t>(extent.size()));
   for (size_t d = 0; d < extent.size(); ++d) {
     w.u64(extent[d]);
@@ -89,7 +134,12 @@ std::vector<uint8_t> Schema::serialize() const {
   w.bytes(fill.data(), fill.size());
   filters.serialize(w);
   w.u8(var ? 1 : 0);
-  if (compact) w.u8(1);
+  if (v3) {
+    w.u8(compact ? 1 : 0);
+    for (uint64_t k : multimap_cube) w.u64(k);
+  } else if (compact) {
+    w.u8(1);
+  }
   return std::move(w.buf());
 }
 
@@ -99,9 +149,9 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   r.bytes(magic, 8);
   if (std::string(magic, 8) != "TSRASCHM") r.fail("bad schema magic");
   uint32_t ver = r.u32();
-  if (ver != 1 && ver != 2)
+  if (ver < 1 || ver > 3)
     throw_error(Errc::kUnsupported, what + ": schema format version " + std::to_string(ver) +
-                                        " is not supported (this build reads versions 1 and 2)");
+                                        " is not supported (this build reads versions 1 to 3)");
   Schema s;
   uint32_t rank = r.u32();
   if (rank < 1 || rank > static_cast<uint32_t>(kMaxRank)) r.fail("bad rank");
@@ -116,7 +166,7 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   s.kind = static_cast<ElementKind>(kind);
   s.big_endian = r.u8() != 0;
   uint8_t co = r.u8(), to = r.u8();
-  if (co > 1 || to > 1) r.fail("unknown cell/tile order");
+  if (co > 1 || to > (ver == 3 ? kLastOrder : 1) || (ver == 3 && to < 2)) r.fail("unknown cell/tile order");
   s.cell_order = static_cast<Order>(co);
   s.tile_order = static_cast<Order>(to);
   s.sparse_capacity = r.u64();
@@ -132,6 +182,12 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
     uint8_t compact = r.u8();
     if (compact != 1) r.fail("bad compact flag");
     s.compact = true;
+  } else if (ver == 3) {
+    uint8_t compact = r.u8();
+    if (compact > 1) r.fail("bad compact flag");
+    s.compact = compact == 1;
+    if (s.tile_order == Order::kMultiMap)
+      for (uint32_t d = 0; d < rank; ++d) s.multimap_cube.push_back(r.u64());
   }
   if (!r.done()) r.fail("trailing bytes");
   try {

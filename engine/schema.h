@@ -13,10 +13,19 @@ namespace tessera {
 // How to interpret an element's bytes for statistics (min/max).  kOpaque: no statistics.
 enum class ElementKind : uint8_t { kOpaque = 0, kInt = 1, kUInt = 2, kFloat = 3 };
 
-// Tile order and cell order.  Row-major is the default, as in HDF5.  The seam for
-// space-filling orders (Z-order, Hilbert, MultiMap) is layout.h: new values here must be
-// given a key function there; nothing else in the engine assumes a particular order.
-enum class Order : uint8_t { kRowMajor = 0, kColMajor = 1 };
+// Tile order and cell order.  Row-major is the default, as in HDF5.  The space-filling
+// orders (Z-order, Hilbert, MultiMap-style: docs/layouts.md) are tile orders; cells within
+// a tile stay row- or column-major, which every copy between tiles and boxes relies on
+// (strided runs).  Every order is implemented in layout.h and nowhere else.
+enum class Order : uint8_t { kRowMajor = 0, kColMajor = 1, kZOrder = 2, kHilbert = 3, kMultiMap = 4 };
+constexpr uint8_t kLastOrder = 4;
+
+// "row-major", "column-major", "z-order", "hilbert", "multimap".
+const char* order_name(Order o);
+// Accepts the names above and "row", "column", "zorder", "morton" (any case); false if unknown.
+bool parse_order(const std::string& name, Order* out);
+// The names parse_order accepts, for error messages.
+const char* order_names();
 
 constexpr uint32_t kVarDescriptorSize = 32;
 
@@ -34,6 +43,9 @@ struct Schema {
   FilterPipeline filters;
   Order cell_order = Order::kRowMajor;
   Order tile_order = Order::kRowMajor;
+  // Tile order kMultiMap only: the basic cube, in tiles per dimension (multimap.h).
+  // Stored, so a later change of how cubes are chosen never reorders an existing array.
+  Coords multimap_cube;
   uint64_t sparse_capacity = 10000;  // cells per sparse data tile
   // Variable-length cells (strings, vlen sequences).  Tiles then hold fixed 32-byte
   // descriptors (var_heap.h) and the bytes live in heap files; elem_size must be
@@ -44,6 +56,10 @@ struct Schema {
   // layout (raw data in the object header) in the catalog's terms.  Serialized only when
   // set (schema version 2), so other schemas read as before.
   bool compact = false;
+
+  // Sets the tile order (and, for kMultiMap, chooses the basic cube for this schema's
+  // shape, tiles and element size).
+  void set_tile_order(Order o);
 
   int rank() const { return static_cast<int>(extent.size()); }
   Box domain() const;            // [0, extent-1]; empty (cells()==0) if any extent is 0

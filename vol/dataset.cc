@@ -449,6 +449,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     uint64_t start = locate(o, loc_params, &base);
     hid_t dcpl = dcpl_id == H5P_DEFAULT ? H5P_DATASET_CREATE_DEFAULT : dcpl_id;
     tessera::Schema schema = schema_from_dcpl(type_id, space_id, dcpl);
+    apply_layout(dcpl, f->engine_options().layout, &schema);
 
     auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, 0, name ? join(base, name) : std::string());
     d->ftype = StoredType::of(type_id);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vol/layout_prop.h"
 #include "vol/object_model.h"
 #include "vol/vlen.h"
 
@@ -96,6 +97,24 @@ std::string encode_space(hid_t space) {
   std::string s(sz, '\0');
   if (H5Sencode2(space, s.data(), &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode dataspace");
   return s;
+}
+
+void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* s) {
+  std::string name = file_default, from = "the connector's layout= setting";
+  htri_t have = H5Pexist(dcpl, TESSERA_LAYOUT_PROP);
+  if (have < 0) fail_arg("cannot read the layout from the dcpl");
+  if (have > 0) {
+    char v[TESSERA_LAYOUT_PROP_SIZE] = {};
+    if (H5Pget(dcpl, TESSERA_LAYOUT_PROP, v) < 0) fail_arg("cannot read the layout from the dcpl");
+    v[sizeof v - 1] = 0;
+    name = v;
+    from = "tessera_Pset_layout";
+  }
+  if (name.empty() || s->compact) return;
+  tessera::Order o;
+  if (!tessera::parse_order(name, &o))
+    fail_arg("unknown layout '" + name + "' (from " + from + "; known: " + tessera::order_names() + ")");
+  s->set_tile_order(o);
 }
 
 tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {

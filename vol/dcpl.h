@@ -4,6 +4,8 @@
 
 #include <hdf5.h>
 
+#include <string>
+
 #include "engine/schema.h"
 
 namespace tessera_vol {
@@ -25,6 +27,12 @@ tessera::Coords engine_dims(hid_t space);
 // scaleoffset, user filters) are not applied to the stored tiles, but they stay in the
 // stored dcpl, so H5Dget_create_plist reports them as the user set them.
 tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl);
+
+// The tile order of a new dataset (docs/layouts.md): the name tessera_Pset_layout put in
+// the dcpl, else `file_default` (the connector's layout= setting; empty: row-major).
+// Throws VolError naming an unknown layout.  Compact datasets keep row-major (one record,
+// no tiles to order).
+void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* s);
 
 // Encodes a property list / type / space (H5Pencode2, H5Tencode, H5Sencode2) to bytes.
 std::string encode_plist(hid_t plist);

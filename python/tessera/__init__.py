@@ -12,6 +12,11 @@ by a resize); undefined elements read as the fill value, exactly as in native HD
     tessera.erase(d, (5, slice(0, 10)))    # back to undefined
     tessera.is_tessera(d)
 
+A dataset's layout, the order of its tiles in storage (docs/layouts.md):
+
+    tessera.create_dataset(f, "T", shape=(1024, 1024, 512), dtype="f4", chunks=(64, 64, 64),
+                           layout="multimap")   # or "z-order", "hilbert", "row-major", ...
+
 Value indexes and queries (docs/queries.md):
 
     tessera.index(f["T"])                          # binned bitmap index
@@ -28,7 +33,7 @@ import numpy as np
 from ._lib import lib
 
 __all__ = ["TesseraError", "defined", "defined_space", "erase", "is_tessera",
-           "index", "drop_index", "index_info", "IndexInfo", "query"]
+           "index", "drop_index", "index_info", "IndexInfo", "query", "create_dataset", "LAYOUTS"]
 
 
 class TesseraError(RuntimeError):
@@ -164,3 +169,4 @@ from ._history import Commit, commits, open_as_of  # noqa: E402  time travel (do
 __all__ += ["Commit", "commits", "open_as_of"]
 
 from ._query import IndexInfo, drop_index, index, index_info, query  # noqa: E402  (needs TesseraError)
+from ._layout import LAYOUTS, create_dataset  # noqa: E402  layouts (docs/layouts.md)

@@ -109,9 +109,11 @@ void print_dataset(const DatasetSummary& s) {
   if (sc.compact) {
     std::printf("    tiles      compact array: one catalog record of all cells\n");
   } else {
-    std::printf("    tiles      %s; tile order %s, cell order %s; tile filters %s%s\n", dims_text(sc.tile_extent).c_str(),
-                order_text(sc.tile_order).c_str(), order_text(sc.cell_order).c_str(), pipeline_text(sc.filters).c_str(),
-                sc.var ? "; variable-length cells (heap files)" : "");
+    std::string cube;  // the MultiMap basic cube, in tiles (docs/layouts.md)
+    if (!sc.multimap_cube.empty()) cube = " (basic cube " + dims_text(sc.multimap_cube) + " tiles)";
+    std::printf("    tiles      %s; tile order %s%s, cell order %s; tile filters %s%s\n", dims_text(sc.tile_extent).c_str(),
+                order_text(sc.tile_order).c_str(), cube.c_str(), order_text(sc.cell_order).c_str(),
+                pipeline_text(sc.filters).c_str(), sc.var ? "; variable-length cells (heap files)" : "");
   }
   const FragmentTotals& t = s.t;
   if (t.count) {
@@ -176,6 +178,10 @@ void json_dataset(Json& j, const DatasetSummary& s) {
   j.values(sc.tile_extent);
   j.field("tile_order", order_text(sc.tile_order));
   j.field("cell_order", order_text(sc.cell_order));
+  if (!sc.multimap_cube.empty()) {
+    j.key("multimap_cube");
+    j.values(sc.multimap_cube);
+  }
   j.field("tile_filters", pipeline_text(sc.filters));
   const FragmentTotals& t = s.t;
   j.key("fragments");

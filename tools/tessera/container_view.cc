@@ -224,7 +224,7 @@ std::string fragment_kind(const tessera::FragmentInfo& f) {
   return s;
 }
 
-std::string order_text(tessera::Order o) { return o == tessera::Order::kColMajor ? "column-major" : "row-major"; }
+std::string order_text(tessera::Order o) { return tessera::order_name(o); }
 
 std::string pipeline_text(const tessera::FilterPipeline& p) {
   if (p.empty()) return "none";
