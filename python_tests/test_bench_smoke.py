@@ -142,6 +142,24 @@ def test_bench_direct_chunk_smoke(tessera_env, tmp_path):
     assert len(rows) == 3 and all(row.endswith("yes") for row in rows), r.stdout
 
 
+def test_bench_layouts_smoke(tessera_env, tmp_path):
+    """scripts/bench/bench_layouts.py (issue 17, MultiMap's Fig. 6) at a tiny scale: every
+    layout and native HDF5 wrote the dataset and read identical values in every query (the
+    script checks hashes and fails otherwise); the table and the target verdicts are
+    printed (timings are not asserted).  fadvise: evicts only the benchmark's files."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_layouts.py"
+    r = subprocess.run([sys.executable, str(script), "--smoke", "--cold", "fadvise", "--dir", str(tmp_path)],
+                       env=dict(os.environ), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "CHECK\tall sides read identical values" in r.stdout, r.stdout
+    rows = [line.split("\t") for line in r.stdout.splitlines() if line.startswith("RESULT\t") and "query" not in line]
+    sides = {row[2] for row in rows}
+    assert sides == {"native", "row-major", "z-order", "hilbert", "multimap"}, r.stdout
+    assert len(rows) == 5 * (3 + 4), r.stdout  # 3 beams and 4 selectivities per side
+    assert sum(line.startswith("TARGET") for line in r.stdout.splitlines()) >= 4 + 4 + 4, r.stdout
+    assert not list(tmp_path.iterdir()), "the benchmark left files behind"
+
+
 # ------------------------------------------------------------------ the many-datasets benchmark
 def test_many_datasets_benchmark_runs_both_sides(tessera_env, tmp_path):
     """scripts/bench/bench_many_datasets.py (issue 15's workload) at a tiny scale: both
