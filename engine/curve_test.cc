@@ -86,14 +86,14 @@ TEST(Curve, HilbertVisitsNeighboursInOrder) {
 }
 
 TEST(Curve, MortonInterleavesLastDimensionFastest) {
-  // (y, x) = (1, 0) -> 0b10, (0, 1) -> 0b01; (3, 5) -> bits y1 x1 y0 x0 ... = 0b100111.
+  // (y, x) = (1, 0) -> 0b10, (0, 1) -> 0b01; (3, 5) = (0b011, 0b101) -> y2 x2 y1 x1 y0 x0 = 0b011011.
   uint64_t a[2] = {1, 0}, b[2] = {0, 1}, c[2] = {3, 5}, w[2];
   EXPECT_EQ(morton_code(a, 2, 32), 2u);
   EXPECT_EQ(morton_code(b, 2, 32), 1u);
-  EXPECT_EQ(morton_code(c, 2, 32), 0b100111u);
+  EXPECT_EQ(morton_code(c, 2, 32), 0b011011u);
   morton_words(c, 2, w);
   EXPECT_EQ(w[0], 0u);
-  EXPECT_EQ(w[1], 0b100111u);
+  EXPECT_EQ(w[1], 0b011011u);
   uint64_t big[2] = {uint64_t{1} << 63, 1};
   morton_words(big, 2, w);
   EXPECT_EQ(w[0], uint64_t{1} << 63);  // y's top bit is the index's top bit

@@ -58,8 +58,8 @@ class ArrayInfo:
     compact: bool                 # one catalog record of all cells, no fragments
     variable_length: bool         # values in heap files (strings, vlen sequences)
     tile_extents: Tuple[int, ...]
-    tile_order: str               # "row-major" / "column-major"
-    cell_order: str
+    tile_order: str               # "row-major", "column-major", "z-order", "hilbert", "multimap" (docs/layouts.md)
+    cell_order: str               # "row-major" / "column-major"
     tile_filters: str             # e.g. "shuffle, zlib(6)", "none"
     fragments: int
     inline_fragments: int         # fragments kept as catalog records
@@ -71,6 +71,7 @@ class ArrayInfo:
     last_time: Optional[_dt.datetime]
     replaced_fragments: int       # merged by a consolidation, kept until vacuum()
     replaced_bytes: int
+    multimap_cube: Optional[Tuple[int, ...]] = None  # tile order "multimap": the basic cube, in tiles
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,8 @@ def _object(o: Dict[str, Any]) -> ObjectInfo:
                         fragment_bytes=fr["bytes"], min_fragment_bytes=fr["min_bytes"],
                         max_fragment_bytes=fr["max_bytes"], fragment_kinds=dict(fr["kinds"]),
                         first_time=_time(fr["first_time_ns"]), last_time=_time(fr["last_time_ns"]),
-                        replaced_fragments=fr["replaced"], replaced_bytes=fr["replaced_bytes"])
+                        replaced_fragments=fr["replaced"], replaced_bytes=fr["replaced_bytes"],
+                        multimap_cube=_tuple(a.get("multimap_cube")))
     return ObjectInfo(**base, datatype=o["datatype"], space=o["space"], shape=tuple(o["shape"]),
                       maxshape=tuple(o["maxshape"]), element_bytes=o["element_bytes"], layout=o["layout"],
                       chunks=_tuple(o["chunk"]), filters=tuple(o["filters"]), logical_bytes=o["logical_bytes"],
