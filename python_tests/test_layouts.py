@@ -112,7 +112,7 @@ def test_layout_matches_native(tmp_path, native, tessera_env, layout):
     assert res.pop("orders") == {"/cube": (layout, "row-major"), "/zip": (layout, "row-major")}
     # The MultiMap basic cube by docs/layouts.md's rule: a 4 MiB track of 640-byte tiles
     # along dimension 0 (unlimited), 8 tiles (or all there are) along the others.
-    assert res.pop("cube") == ((4 << 20) // (8 * 5 * 4 * 4), 8, 8) if layout == "multimap" else None
+    assert res.pop("cube") == (((4 << 20) // (8 * 5 * 4 * 4), 8, 8) if layout == "multimap" else None)
     for key in ("consolidated", "consolidated_zip"):
         np.testing.assert_array_equal(res.pop(key), native["reopened" if key == "consolidated" else "reopened_zip"])
     assert res.keys() == native.keys()
