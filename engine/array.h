@@ -155,7 +155,8 @@ class Array : public BufferOwner {
  public:
   // durable = false: nothing is synced (the caller syncs the file system before it
   // records the array anywhere, e.g. at its flush).
-  static Status create(const std::string& dir, const Schema& schema, bool durable = true);
+  // env: where the files go (the Context's of the arrays that will open it).
+  static Status create(const std::string& dir, const Schema& schema, bool durable = true, Env& env = Env::posix());
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
                      std::unique_ptr<Array>* out);
   // A catalog-bound array (Container::open_array); `dir` may not exist yet.
@@ -421,6 +422,7 @@ class Array : public BufferOwner {
 
   mutable std::mutex mu_;
   std::shared_ptr<Context> ctx_;  // opts_.context, or the process's
+  Env& env() const { return ctx_->env(); }  // every file-system call of the array
   std::string dir_, frag_dir_;
   bool writable_ = false;
   ArrayOptions opts_;

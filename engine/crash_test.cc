@@ -450,7 +450,7 @@ struct Tally {
 // The array's fragment directory, which a catalog-bound array creates only for a file.
 std::vector<std::string> frag_names(const std::string& adir) {
   const std::string d = join_path(adir, "frag");
-  return is_directory(d) ? list_dir(d) : std::vector<std::string>();
+  return is_directory(Env::posix(), d) ? list_dir(Env::posix(), d) : std::vector<std::string>();
 }
 
 // Inline fragment records: each must be a complete fragment whose every tile decodes.

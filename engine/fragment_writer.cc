@@ -57,7 +57,7 @@ void FragmentWriter::abort() {
     }
   }
   try {
-    if (!in_memory_) remove_file(tmp_path_);
+    if (!in_memory_) remove_file(ctx_.env(), tmp_path_);
   } catch (...) {
   }
   committed_ = true;  // nothing left to clean up
@@ -95,7 +95,7 @@ void FragmentWriter::name_files() {
 void FragmentWriter::open_file() {
   name_files();
   if (before_file_) before_file_();
-  out_ = AppendFile(File::open_rw(tmp_path_, true, true), 0);
+  out_ = AppendFile(File::open_rw(ctx_.env(), tmp_path_, true, true), 0);
   head_ = std::move(mem_);  // written with the next append
   mem_ = {};
   in_memory_ = false;
@@ -360,7 +360,7 @@ std::string FragmentWriter::finish() {
 void FragmentWriter::publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
                                       bool already_synced) {
   if (!already_synced) f.sync();
-  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) throw_errno("publish fragment", final_path, errno);
+  if (f.env().rename(tmp_path.c_str(), final_path.c_str()) != 0) throw_errno("publish fragment", final_path, errno);
 }
 
 void FragmentWriter::write_footer() {
