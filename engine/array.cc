@@ -436,7 +436,7 @@ void Array::buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t
 }
 
 bool Array::appends_after_direct(const Box& box) const {
-  if (!direct_ || direct_skip_ != 0 || direct_whole_) return false;
+  if (!direct_ || direct_skip_ != 0 || direct_whole_ || direct_->failed()) return false;
   const Layout layout(schema_);
   Coords first(box.lo.size());
   layout.tile_of(box.lo.data(), first.data());

@@ -396,6 +396,12 @@ class Array : public BufferOwner {
                      bool whole = false);
   void encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, uint64_t* size, uint32_t* skip);
   std::unique_ptr<FragmentWriter> direct_;
+  // Why unflushed writes were lost (a fragment file whose write failed), until the next
+  // flush reports it (report_lost throws kIo): a flush never succeeds over lost writes.
+  std::string lost_;
+  void note_lost(const std::string& why);
+  void report_lost();
+  void complete_parked(std::unique_ptr<FragmentWriter> w);
   uint32_t direct_skip_ = 0;
   bool direct_whole_ = false;  // direct_ checksums tiles whole (FragmentWriter::set_whole_checksums)
   Coords direct_last_;  // the last tile direct_ holds

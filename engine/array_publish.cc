@@ -66,8 +66,32 @@ void Array::park(std::unique_ptr<FragmentWriter> w) {
   while (parked_.size() > opts_.max_open_writers) {
     auto front = std::move(parked_.front());
     parked_.pop_front();
-    complete(std::move(front));
+    complete_parked(std::move(front));
   }
+}
+
+// A parked writer's cells exist only in its file: if finishing it fails, they are lost,
+// and the next flush must say so rather than report success.
+void Array::complete_parked(std::unique_ptr<FragmentWriter> w) {
+  const std::string path = w->final_path();
+  try {
+    complete(std::move(w));
+  } catch (const std::exception& e) {
+    note_lost("finishing fragment '" + path + "' failed: " + e.what());
+    throw;
+  }
+}
+
+void Array::note_lost(const std::string& why) {
+  if (lost_.empty()) lost_ = why;
+}
+
+void Array::report_lost() {
+  if (lost_.empty()) return;
+  std::string why;
+  why.swap(lost_);
+  throw_error(Errc::kIo, "array '" + dir_ + "': writes made since the last flush were lost (" + why +
+                             "); the array holds what was flushed before and what was written after");
 }
 
 void Array::finish_parked() {
@@ -92,7 +116,7 @@ void Array::finish_parked_for(const Box& region) {
   while (!parked_.empty()) {
     auto front = std::move(parked_.front());
     parked_.pop_front();
-    complete(std::move(front));
+    complete_parked(std::move(front));
   }
 }
 
@@ -228,6 +252,7 @@ void Array::recover_one_journal(const std::string& path) {
 void Array::flush_impl() {
   check_background();
   finish_parked();
+  report_lost();
   spill();
   materialize_inline();
   stage_publish(false);
@@ -246,6 +271,7 @@ Status Array::prepare_flush() {
   return guard([&] {
     if (!writable_) return;
     finish_parked();
+    report_lost();
     spill();
     materialize_inline();
   });
@@ -302,6 +328,7 @@ Status Array::publish_own(size_t* published) {
   return guard([&] {
     if (!writable_ || journal_staged_) return;  // mid-epoch: the epoch publishes them
     finish_parked();
+    report_lost();
     spill();
     // Collective arrays hold no inline fragments (those go through the catalog, which
     // only rank 0 writes at an epoch): only fragment files are published here.

@@ -107,6 +107,17 @@ void FragmentWriter::open_file() {
 // written as one call from offset 0 it gets large folios, and whole-tile reads copy from
 // fewer of them (measurably faster warm reads of 8 MiB tiles).
 void FragmentWriter::append(const void* p, size_t n) {
+  try {
+    append_impl(p, n);
+  } catch (...) {
+    // The tile entry that refers to these bytes is already recorded: the fragment can
+    // never be finished consistently (finish() refuses it; the array drops it).
+    failed_ = true;
+    throw;
+  }
+}
+
+void FragmentWriter::append_impl(const void* p, size_t n) {
   if (in_memory_ && mem_.size() + n > inline_limit_) open_file();
   const auto* b = static_cast<const uint8_t*>(p);
   if (in_memory_) {
@@ -342,6 +353,17 @@ void FragmentWriter::flush_erased_tile() {
 }
 
 std::string FragmentWriter::finish() {
+  if (failed_)
+    throw_error(Errc::kIo, "fragment '" + tmp_path_ + "': an earlier write to it failed, so it cannot be finished");
+  try {
+    return finish_impl();
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+}
+
+std::string FragmentWriter::finish_impl() {
   write_footer();
   if (in_memory_) {
     committed_ = true;  // nothing on disk; the caller takes the bytes
