@@ -28,6 +28,14 @@ void Array::discard_unpublished() {
   (void)guard([&] {
     direct_.reset();  // a writer's destructor removes its temporary file
     parked_.clear();
+    // A journal staged for an epoch whose commit then failed (a sync or rename after
+    // the agreement): the epoch record may be durable, or become durable with the
+    // catalog's next sync, so whether these files are committed is the catalog's to say.
+    // They stay for recovery, which rolls the journal forward or back by the epoch.
+    if (journal_staged_ && staged_epoch_ != 0 && !single_) {
+      unpublished_.clear();
+      return;
+    }
     for (auto& u : unpublished_) {
       remove_file(env(), u.first->path());
       remove_index_of(u.first->meta().id);  // built by build_index before the epoch, if any

@@ -382,6 +382,7 @@ TEST(Fault, EnvCountsAndFailsTheArmedPoint) {
 
 TEST(Fault, SerialFlushPerFileSyncs) { flush_with_faults(false, kPerFile, "serial flush, per-file syncs"); }
 TEST(Fault, SerialFlushSyncfs) { flush_with_faults(false, kSyncfs, "serial flush, syncfs"); }
+TEST(Fault, EpochCommit) { flush_with_faults(true, kPerFile, "epoch commit"); }
 
 TEST(Fault, Consolidation) {
   Rig rig;
