@@ -237,7 +237,15 @@ void Array::recover_one_journal(const std::string& path) {
   const std::vector<uint8_t>& schema_bytes = j.schema;
   std::vector<std::string> read_through;
   j.roll(env(), frag_dir_, forward, writable_, &read_through);
-  for (auto& p : read_through) recovered_.push_back(Fragment::open(p, ctx_));  // readers see the batch whole too
+  // Readers see the batch whole too.  A file the writer renamed since roll() looked is
+  // no longer under its temporary name: the listing that follows finds it under its final one.
+  for (auto& p : read_through) {
+    try {
+      recovered_.push_back(Fragment::open(p, ctx_));
+    } catch (const Error& e) {
+      if (e.code() != Errc::kNotFound || path_exists(env(), p)) throw;
+    }
+  }
   if (forward && !schema_bytes.empty()) {
     FragmentId jid;
     Schema js = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &jid);
