@@ -2,7 +2,7 @@
 
 usage: mpirun -n N python kill_loops_mpi_writer.py PATH SEED
 
-Every rank prints "PID <rank> <pid>" first.  Then epoch e = 1, 2, ...: each rank writes
+Every rank writes its pid to PATH.pid<rank> first.  Then epoch e = 1, 2, ...: each rank writes
 value e into its part of dataset x (several box writes out of tile order, so several
 fragments per rank, and a few scattered elements through the write buffer), the ranks
 grow dataset g by one row holding e, and the collective H5Fflush commits the epoch;
@@ -23,7 +23,8 @@ path, seed = sys.argv[1], int(sys.argv[2])
 PER = 4096
 rng = np.random.default_rng(seed * 100 + rank)
 
-print("PID", rank, os.getpid(), flush=True)
+with open(f"{path}.pid{rank}", "w") as pf:  # for the killer (stdout lines of ranks may interleave)
+    pf.write(str(os.getpid()))
 f = h5py.File(path, "w", driver="mpio", comm=comm)
 x = f.create_dataset("x", (size * PER,), dtype="i4", chunks=(512,), fillvalue=-1,
                      compression="gzip" if seed % 2 else None)
