@@ -10,7 +10,8 @@
 // same reader saw before.  Any failed open or read counts too (the writer may remove
 // fragments a reader listed, but a read must never fail for it).
 //
-// TESSERA_STRESS_SECONDS (default 4) and TESSERA_STRESS_READERS (default 3).
+// TESSERA_STRESS_SECONDS (default 4) and TESSERA_STRESS_READERS (default 3);
+// TESSERA_STRESS_REUSE=0: readers always open afresh (no refresh of held handles).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
