@@ -57,6 +57,9 @@ ArrayOptions writer_opts() {
   ArrayOptions o;
   o.durable_writes = false;
   o.blob_bytes = 0;
+  // TESSERA_STRESS_INLINE_KB: the small array's inline budget (default 1024): small, its
+  // fragments soon become files (two per commit).
+  o.inline_array_bytes = testutil::env_u64("TESSERA_STRESS_INLINE_KB", 1024) << 10;
   return o;
 }
 
