@@ -45,17 +45,17 @@ ArrayOptions ArrayOptions::from_env() {
   return o.array_options();
 }
 
-Status Array::create(const std::string& dir, const Schema& schema, bool durable) {
+Status Array::create(const std::string& dir, const Schema& schema, bool durable, Env& env) {
   return guard([&] {
     schema.validate();
-    if (path_exists(dir)) throw_errno("create array", dir, EEXIST);
-    make_dir(dir);  // the parent exists (a container's arrays/ directory, or the caller's)
-    make_dir(join_path(dir, kFragDir));
-    if (schema.var) make_dir(join_path(dir, kHeapDir));
-    write_schema(dir, schema, FragmentId{}, durable, /*fresh=*/!durable);
+    if (path_exists(env, dir)) throw_errno("create array", dir, EEXIST);
+    make_dir(env, dir);  // the parent exists (a container's arrays/ directory, or the caller's)
+    make_dir(env, join_path(dir, kFragDir));
+    if (schema.var) make_dir(env, join_path(dir, kHeapDir));
+    write_schema(env, dir, schema, FragmentId{}, durable, /*fresh=*/!durable);
     if (durable) {
-      sync_dir(dir);
-      sync_dir(parent_dir(dir));
+      sync_dir(env, dir);
+      sync_dir(env, parent_dir(dir));
     }
   });
 }
@@ -67,7 +67,7 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
   a->ctx_ = Context::or_process(opts.context);
-  a->store_ = make_dir_store(dir);
+  a->store_ = make_dir_store(a->env(), dir);
   Status st = guard([&] { a->open_impl(writable); });
   if (st.ok()) *out = std::move(a);
   return st;
@@ -80,7 +80,7 @@ void Array::open_impl(bool writable, const Schema* known) {
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
   heap_dir_ = join_path(dir_, kHeapDir);
-  heaps_ = std::make_unique<HeapReader>(heap_dir_);
+  heaps_ = std::make_unique<HeapReader>(env(), heap_dir_);
   if (schema_.compact) {
     // No fragments, journals or directory: the cells are one catalog record.
     compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
@@ -122,7 +122,7 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   const std::map<FragmentId, uint64_t> recorded = store_->recorded_files();
   std::set<FragmentId> listed;
   std::vector<std::string> names;
-  if (store_->dir_exists()) names = list_dir(frag_dir_);
+  if (store_->dir_exists()) names = list_dir(env(), frag_dir_);
   for (const std::string& name : names) {
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
@@ -436,7 +436,7 @@ void Array::buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t
 }
 
 bool Array::appends_after_direct(const Box& box) const {
-  if (!direct_ || direct_skip_ != 0 || direct_whole_) return false;
+  if (!direct_ || direct_skip_ != 0 || direct_whole_ || direct_->failed()) return false;
   const Layout layout(schema_);
   Coords first(box.lo.size());
   layout.tile_of(box.lo.data(), first.data());
@@ -633,7 +633,7 @@ void Array::spill() {
   if (pending_heap_) {
     if (!pending_heap_->empty()) {
       store_->ensure_dir(true, schema_.var);
-      pending_heap_->publish(heap_dir_);
+      pending_heap_->publish(env(), heap_dir_);
     }
     pending_heap_.reset();
   }
@@ -719,7 +719,7 @@ Status Array::write_var(const Selection& sel, const uint64_t* lengths, const voi
       std::vector<uint8_t> desc = make_descriptors(&heap, n, lengths, data);
       if (!heap.empty()) {
         store_->ensure_dir(true, schema_.var);
-        heap.publish(heap_dir_);
+        heap.publish(env(), heap_dir_);
       }
       write_dense(sel, desc.data(), sstride);
     } else {

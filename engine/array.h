@@ -155,7 +155,8 @@ class Array : public BufferOwner {
  public:
   // durable = false: nothing is synced (the caller syncs the file system before it
   // records the array anywhere, e.g. at its flush).
-  static Status create(const std::string& dir, const Schema& schema, bool durable = true);
+  // env: where the files go (the Context's of the arrays that will open it).
+  static Status create(const std::string& dir, const Schema& schema, bool durable = true, Env& env = Env::posix());
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
                      std::unique_ptr<Array>* out);
   // A catalog-bound array (Container::open_array); `dir` may not exist yet.
@@ -395,6 +396,12 @@ class Array : public BufferOwner {
                      bool whole = false);
   void encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, uint64_t* size, uint32_t* skip);
   std::unique_ptr<FragmentWriter> direct_;
+  // Why unflushed writes were lost (a fragment file whose write failed), until the next
+  // flush reports it (report_lost throws kIo): a flush never succeeds over lost writes.
+  std::string lost_;
+  void note_lost(const std::string& why);
+  void report_lost();
+  void complete_parked(std::unique_ptr<FragmentWriter> w);
   uint32_t direct_skip_ = 0;
   bool direct_whole_ = false;  // direct_ checksums tiles whole (FragmentWriter::set_whole_checksums)
   Coords direct_last_;  // the last tile direct_ holds
@@ -421,6 +428,7 @@ class Array : public BufferOwner {
 
   mutable std::mutex mu_;
   std::shared_ptr<Context> ctx_;  // opts_.context, or the process's
+  Env& env() const { return ctx_->env(); }  // every file-system call of the array
   std::string dir_, frag_dir_;
   bool writable_ = false;
   ArrayOptions opts_;

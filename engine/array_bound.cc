@@ -30,7 +30,7 @@ Status Array::open_bound(const std::string& dir, CatalogBinding binding, bool wr
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
   a->ctx_ = Context::or_process(opts.context);
-  a->store_ = make_catalog_store(dir, std::move(binding));
+  a->store_ = make_catalog_store(a->env(), dir, std::move(binding));
   Status st = guard([&] { a->open_impl(writable, known); });
   if (st.ok()) *out = std::move(a);
   return st;
@@ -72,7 +72,7 @@ void Array::materialize_inline() {
     auto bytes = f->inline_bytes();
     const std::string final_path = join_path(frag_dir_, FragmentWriter::file_name(f->meta().id));
     const std::string tmp = join_path(frag_dir_, "." + f->meta().id.name() + ".inline.tmp");
-    File out = File::open_rw(tmp, /*create=*/true);
+    File out = File::open_rw(env(), tmp, /*create=*/true);
     out.truncate(0);
     out.pwrite_all(bytes->data(), bytes->size(), 0);
     out.close();

@@ -86,6 +86,10 @@ void Array::close_direct() {
   if (!direct_) return;
   auto w = std::move(direct_);
   direct_last_.clear();
+  if (w->failed()) {  // a write into it failed: its cells are gone (w's destructor removes the file)
+    note_lost("a write to fragment '" + w->final_path() + "' failed");
+    return;
+  }
   park(std::move(w));
 }
 
@@ -153,7 +157,7 @@ void Array::append_direct(const uint64_t* tile, uint32_t skip, const std::functi
     spill();
   }
   buffer_->erase_inside(cb);  // older buffered cells of the chunk are overwritten
-  if (direct_ && (skip != direct_skip_ || whole != direct_whole_ ||
+  if (direct_ && (direct_->failed() || skip != direct_skip_ || whole != direct_whole_ ||
                   layout.compare_tiles(direct_last_.data(), tile) >= 0))
     close_direct();
   if (!direct_) {

@@ -50,20 +50,20 @@ Schema parse_schema_file(const std::vector<uint8_t>& b, const std::string& what,
   return s;
 }
 
-void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable, bool fresh) {
+void write_schema(Env& env, const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable, bool fresh) {
   std::vector<uint8_t> b = schema_file_bytes(s, extent_id);
   if (fresh) {
-    File f = File::open_rw(join_path(dir, kSchemaFile), /*create=*/true, /*exclusive=*/true);
+    File f = File::open_rw(env, join_path(dir, kSchemaFile), /*create=*/true, /*exclusive=*/true);
     f.pwrite_all(b.data(), b.size(), 0);
     f.close();
     return;
   }
-  write_file_atomic(join_path(dir, kSchemaFile), b.data(), b.size(), durable);
+  write_file_atomic(env, join_path(dir, kSchemaFile), b.data(), b.size(), durable);
 }
 
-Schema read_schema(const std::string& dir, FragmentId* extent_id) {
+Schema read_schema(Env& env, const std::string& dir, FragmentId* extent_id) {
   std::string path = join_path(dir, kSchemaFile);
-  return parse_schema_file(read_file(path), "array schema '" + path + "'", extent_id);
+  return parse_schema_file(read_file(env, path), "array schema '" + path + "'", extent_id);
 }
 
 }  // namespace array_files

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/env.h"
 #include "engine/fragment_id.h"
 #include "engine/schema.h"
 
@@ -28,9 +29,9 @@ std::vector<uint8_t> schema_file_bytes(const Schema& s, const FragmentId& extent
 Schema parse_schema_file(const std::vector<uint8_t>& b, const std::string& what, FragmentId* extent_id);
 // fresh = true: the array is new and referenced by nothing yet, so the file is written in
 // place (no temporary file to allocate) and not synced; the caller syncs later.
-void write_schema(const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true,
+void write_schema(Env& env, const std::string& dir, const Schema& s, const FragmentId& extent_id, bool durable = true,
                   bool fresh = false);
-Schema read_schema(const std::string& dir, FragmentId* extent_id);
+Schema read_schema(Env& env, const std::string& dir, FragmentId* extent_id);
 
 }  // namespace array_files
 }  // namespace tessera

@@ -155,9 +155,9 @@ Status Array::drop_index() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     const std::string idir = index_dir(dir_);
-    if (!store_->dir_exists() || !is_directory(idir)) return;
-    for (const std::string& name : list_dir(idir)) remove_file(join_path(idir, name));
-    sync_dir(idir);
+    if (!store_->dir_exists() || !is_directory(env(), idir)) return;
+    for (const std::string& name : list_dir(env(), idir)) remove_file(env(), join_path(idir, name));
+    sync_dir(env(), idir);
   });
 }
 
@@ -175,10 +175,10 @@ Status Array::index_info(IndexInfo* out) {
       ++out->fragments;
       out->data_bytes += f->file_size();
       const std::string p = index_path(dir_, f->meta().id);
-      if (path_exists(p)) {
+      if (path_exists(env(), p)) {
         ++out->indexed;
         out->indexed_data_bytes += f->file_size();
-        out->index_bytes += File::open_read(p).size();
+        out->index_bytes += File::open_read(env(), p).size();
       } else {
         out->unindexed_cells += index_positions(f->meta());
       }
@@ -229,7 +229,7 @@ void Array::index_published(const std::vector<std::shared_ptr<Fragment>>& publis
 }
 
 void Array::remove_index_of(const FragmentId& id) {
-  if (store_->dir_exists()) remove_file(index_path(dir_, id));
+  if (store_->dir_exists()) remove_file(env(), index_path(dir_, id));
 }
 
 }  // namespace tessera

@@ -28,8 +28,16 @@ void Array::discard_unpublished() {
   (void)guard([&] {
     direct_.reset();  // a writer's destructor removes its temporary file
     parked_.clear();
+    // A journal staged for an epoch whose commit then failed (a sync or rename after
+    // the agreement): the epoch record may be durable, or become durable with the
+    // catalog's next sync, so whether these files are committed is the catalog's to say.
+    // They stay for recovery, which rolls the journal forward or back by the epoch.
+    if (journal_staged_ && staged_epoch_ != 0 && !single_) {
+      unpublished_.clear();
+      return;
+    }
     for (auto& u : unpublished_) {
-      remove_file(u.first->path());
+      remove_file(env(), u.first->path());
       remove_index_of(u.first->meta().id);  // built by build_index before the epoch, if any
     }
     unpublished_.clear();
@@ -45,7 +53,7 @@ void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
   auto f = Fragment::open(tmp, ctx_);
   if (opts_.durable_writes && !batch) {
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
-    sync_dir(frag_dir_);
+    sync_dir(env(), frag_dir_);
     f->set_path(w->final_path());
     // Not recorded here (one more catalog commit per write): the next writable open
     // records it (load_fragments).
@@ -66,8 +74,32 @@ void Array::park(std::unique_ptr<FragmentWriter> w) {
   while (parked_.size() > opts_.max_open_writers) {
     auto front = std::move(parked_.front());
     parked_.pop_front();
-    complete(std::move(front));
+    complete_parked(std::move(front));
   }
+}
+
+// A parked writer's cells exist only in its file: if finishing it fails, they are lost,
+// and the next flush must say so rather than report success.
+void Array::complete_parked(std::unique_ptr<FragmentWriter> w) {
+  const std::string path = w->final_path();
+  try {
+    complete(std::move(w));
+  } catch (const std::exception& e) {
+    note_lost("finishing fragment '" + path + "' failed: " + e.what());
+    throw;
+  }
+}
+
+void Array::note_lost(const std::string& why) {
+  if (lost_.empty()) lost_ = why;
+}
+
+void Array::report_lost() {
+  if (lost_.empty()) return;
+  std::string why;
+  why.swap(lost_);
+  throw_error(Errc::kIo, "array '" + dir_ + "': writes made since the last flush were lost (" + why +
+                             "); the array holds what was flushed before and what was written after");
 }
 
 void Array::finish_parked() {
@@ -92,7 +124,7 @@ void Array::finish_parked_for(const Box& region) {
   while (!parked_.empty()) {
     auto front = std::move(parked_.front());
     parked_.pop_front();
-    complete(std::move(front));
+    complete_parked(std::move(front));
   }
 }
 
@@ -127,7 +159,7 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   for (auto& [f, final_path] : unpublished_) j.moves.emplace_back(f->path(), final_path);
   // An extent change belongs to the batch: the schema it ends with is replayed with it.
   if (schema_dirty_) j.schema = schema_file_bytes(schema_, extent_id_);
-  j.write(journal_path(), /*durable=*/!synced);
+  j.write(env(), journal_path(), /*durable=*/!synced);
   journal_staged_ = true;
 }
 
@@ -149,7 +181,7 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
     to_index.push_back(f);
   }
   unpublished_.clear();
-  if (files && !synced) sync_dir(frag_dir_);
+  if (files && !synced) sync_dir(env(), frag_dir_);
   // Inline fragments and the schema change: catalog records (into the caller's batch) or
   // the schema file — written before the journal goes: until then a crash replays both.
   const bool had_schema = schema_dirty_;
@@ -160,7 +192,7 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   // flush replaces it: the record is durable only once the caller syncs the catalog, and
   // a crash before that replays the change from the journal (recover_one_journal takes
   // it only if newer).
-  if (!single_ && !(had_schema && store_->publishes_with_catalog())) remove_file(journal_path());
+  if (!single_ && !(had_schema && store_->publishes_with_catalog())) remove_file(env(), journal_path());
   journal_staged_ = false;
   index_published(to_index);  // index_on_write: once the fragments are in place
 }
@@ -168,21 +200,21 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
 void Array::recover_journal() {
   std::vector<std::string> rank_journals;
   const std::string stem = std::string(kJournalFile) + ".tmp.";
-  for (const std::string& name : list_dir(frag_dir_)) {
+  for (const std::string& name : list_dir(env(), frag_dir_)) {
     // A journal's own temporary file, left by a crash while it was being written.
     bool tmp = name.compare(0, stem.size(), stem) == 0 ||
                (name.compare(0, sizeof kRankJournalPrefix - 1, kRankJournalPrefix) == 0 &&
                 name.find(".journal.tmp.") != std::string::npos);
-    if (tmp && writable_) remove_file(join_path(frag_dir_, name));
+    if (tmp && writable_) remove_file(env(), join_path(frag_dir_, name));
     if (is_rank_journal(name)) rank_journals.push_back(join_path(frag_dir_, name));
   }
   recover_one_journal(join_path(frag_dir_, kJournalFile));
   for (const std::string& p : rank_journals) recover_one_journal(p);
   if (writable_ && opts_.sole_writer) {
     // Fragments a crashed writer never staged (".<id>.<pid>.<n>.tmp"): never published.
-    for (const std::string& name : list_dir(frag_dir_))
+    for (const std::string& name : list_dir(env(), frag_dir_))
       if (name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0)
-        remove_file(join_path(frag_dir_, name));
+        remove_file(env(), join_path(frag_dir_, name));
   }
 }
 
@@ -190,22 +222,30 @@ void Array::recover_journal() {
 // is committed) or back (per-rank journals of an uncommitted epoch: their temporary
 // fragments are removed).  Read-only: the same decision, applied to the view only.
 void Array::recover_one_journal(const std::string& path) {
-  if (!path_exists(path)) return;
+  if (!path_exists(env(), path)) return;
   PublishJournal j;
   try {
-    j = PublishJournal::read(path);
+    j = PublishJournal::read(env(), path);
     FragmentId id;
     if (!j.schema.empty()) parse_schema_file(j.schema, "publish journal '" + path + "' schema", &id);  // validate
   } catch (const Error&) {
     // A journal is synced before its first rename: a damaged one means no rename began.
-    if (writable_) remove_file(path);
+    if (writable_) remove_file(env(), path);
     return;
   }
   const bool forward = j.forward(opts_.committed_epoch);
   const std::vector<uint8_t>& schema_bytes = j.schema;
   std::vector<std::string> read_through;
-  j.roll(frag_dir_, forward, writable_, &read_through);
-  for (auto& p : read_through) recovered_.push_back(Fragment::open(p, ctx_));  // readers see the batch whole too
+  j.roll(env(), frag_dir_, forward, writable_, &read_through);
+  // Readers see the batch whole too.  A file the writer renamed since roll() looked is
+  // no longer under its temporary name: the listing that follows finds it under its final one.
+  for (auto& p : read_through) {
+    try {
+      recovered_.push_back(Fragment::open(p, ctx_));
+    } catch (const Error& e) {
+      if (e.code() != Errc::kNotFound || path_exists(env(), p)) throw;
+    }
+  }
   if (forward && !schema_bytes.empty()) {
     FragmentId jid;
     Schema js = parse_schema_file(schema_bytes, "publish journal '" + path + "' schema", &jid);
@@ -220,14 +260,15 @@ void Array::recover_one_journal(const std::string& path) {
     }
   }
   if (writable_) {
-    sync_dir(frag_dir_);
-    remove_file(path);
+    sync_dir(env(), frag_dir_);
+    remove_file(env(), path);
   }
 }
 
 void Array::flush_impl() {
   check_background();
   finish_parked();
+  report_lost();
   spill();
   materialize_inline();
   stage_publish(false);
@@ -246,6 +287,7 @@ Status Array::prepare_flush() {
   return guard([&] {
     if (!writable_) return;
     finish_parked();
+    report_lost();
     spill();
     materialize_inline();
   });
@@ -302,6 +344,7 @@ Status Array::publish_own(size_t* published) {
   return guard([&] {
     if (!writable_ || journal_staged_) return;  // mid-epoch: the epoch publishes them
     finish_parked();
+    report_lost();
     spill();
     // Collective arrays hold no inline fragments (those go through the catalog, which
     // only rank 0 writes at an epoch): only fragment files are published here.
@@ -316,7 +359,7 @@ Status Array::publish_own(size_t* published) {
       ++*published;
     }
     unpublished_.clear();
-    sync_dir(frag_dir_);
+    sync_dir(env(), frag_dir_);
   });
 }
 

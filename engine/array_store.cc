@@ -18,22 +18,22 @@ namespace {
 
 class DirStore final : public ArrayStore {
  public:
-  explicit DirStore(std::string dir) : dir_(std::move(dir)) {}
+  DirStore(Env& env, std::string dir) : env_(env), dir_(std::move(dir)) {}
 
   Schema open(bool, const Schema*, FragmentId* extent_id) override {
-    if (!is_directory(dir_)) throw_errno("open array", dir_, ENOENT);
-    Schema s = read_schema(dir_, extent_id);
+    if (!is_directory(env_, dir_)) throw_errno("open array", dir_, ENOENT);
+    Schema s = read_schema(env_, dir_, extent_id);
     if (s.compact) throw_error(Errc::kCorrupt, "array '" + dir_ + "': a compact array outside a catalog");
     return s;
   }
-  Schema load_schema(FragmentId* extent_id) override { return read_schema(dir_, extent_id); }
+  Schema load_schema(FragmentId* extent_id) override { return read_schema(env_, dir_, extent_id); }
   void store_schema(const Schema& s, const FragmentId& extent_id, bool durable) override {
-    write_schema(dir_, s, extent_id, durable);
+    write_schema(env_, dir_, s, extent_id, durable);
   }
   bool publishes_with_catalog() const override { return false; }
   void publish(const std::vector<std::shared_ptr<Fragment>>&, const Schema* schema, const FragmentId& extent_id,
                const std::vector<std::pair<FragmentId, uint64_t>>&, bool synced, CatalogBatch*) override {
-    if (schema) write_schema(dir_, *schema, extent_id, !synced);
+    if (schema) write_schema(env_, dir_, *schema, extent_id, !synced);
   }
 
   bool dir_exists() const override { return true; }
@@ -59,6 +59,7 @@ class DirStore final : public ArrayStore {
   [[noreturn]] std::string none(const char* what) const {
     throw_error(Errc::kInternal, "array '" + dir_ + "' keeps no " + what + " (it is not in a catalog)");
   }
+  Env& env_;
   std::string dir_;
 };
 
@@ -66,14 +67,14 @@ class DirStore final : public ArrayStore {
 
 class CatalogStore final : public ArrayStore {
  public:
-  CatalogStore(std::string dir, CatalogBinding b)
-      : dir_(std::move(dir)), frag_dir_(join_path(dir_, kFragDir)), cat_(std::move(b)) {}
+  CatalogStore(Env& env, std::string dir, CatalogBinding b)
+      : env_(env), dir_(std::move(dir)), frag_dir_(join_path(dir_, kFragDir)), cat_(std::move(b)) {}
 
   Schema open(bool writable, const Schema* known, FragmentId* extent_id) override {
     if (writable && !cat_.catalog->writable())
       throw_error(Errc::kInvalidArgument, "array '" + dir_ + "': its catalog is open read-only");
     // Created on first need (a file fragment or heap).
-    dir_exists_ = !cat_.dir_absent && is_directory(frag_dir_);
+    dir_exists_ = !cat_.dir_absent && is_directory(env_, frag_dir_);
     return known ? *known : load_schema(extent_id);
   }
   Schema load_schema(FragmentId* extent_id) override {
@@ -121,12 +122,12 @@ class CatalogStore final : public ArrayStore {
   // write (or a heap, published at once) syncs the chain now.
   void ensure_dir(bool durable, bool heap) override {
     if (dir_exists_) return;
-    make_dir(dir_);  // the container's arrays/ directory exists
-    make_dir(frag_dir_);
-    if (heap) make_dir(join_path(dir_, kHeapDir));
+    make_dir(env_, dir_);  // the container's arrays/ directory exists
+    make_dir(env_, frag_dir_);
+    if (heap) make_dir(env_, join_path(dir_, kHeapDir));
     if (durable) {
-      sync_dir(dir_);
-      sync_dir(parent_dir(dir_));
+      sync_dir(env_, dir_);
+      sync_dir(env_, parent_dir(dir_));
     }
     dir_exists_ = true;
     if (cat_.dir_created) cat_.dir_created();
@@ -134,7 +135,7 @@ class CatalogStore final : public ArrayStore {
   void refresh(bool records) override {
     if (records && !cat_.catalog->writable()) cat_.catalog->reload();
     // A rank may have created the directory when it first wrote a file.
-    dir_exists_ = dir_exists_ || is_directory(frag_dir_);
+    dir_exists_ = dir_exists_ || is_directory(env_, frag_dir_);
   }
 
   uint64_t inline_limit(bool writable, const ArrayOptions& opts) const override {
@@ -243,6 +244,7 @@ class CatalogStore final : public ArrayStore {
  private:
   bool alive() const { return cat_.catalog->contains(cat_.prefix + "schema"); }
   std::string file_key(const FragmentId& id) const { return cat_.prefix + "file/" + id.name(); }
+  Env& env_;
   std::string dir_, frag_dir_;
   CatalogBinding cat_;
   bool dir_exists_ = false;
@@ -251,10 +253,12 @@ class CatalogStore final : public ArrayStore {
 
 }  // namespace
 
-std::unique_ptr<ArrayStore> make_dir_store(const std::string& dir) { return std::make_unique<DirStore>(dir); }
+std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir) {
+  return std::make_unique<DirStore>(env, dir);
+}
 
-std::unique_ptr<ArrayStore> make_catalog_store(const std::string& dir, CatalogBinding binding) {
-  return std::make_unique<CatalogStore>(dir, std::move(binding));
+std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, CatalogBinding binding) {
+  return std::make_unique<CatalogStore>(env, dir, std::move(binding));
 }
 
 }  // namespace tessera

@@ -96,7 +96,8 @@ class ArrayStore {
 };
 
 // dir: the array's directory; frag_dir: its fragment directory.
-std::unique_ptr<ArrayStore> make_dir_store(const std::string& dir);
-std::unique_ptr<ArrayStore> make_catalog_store(const std::string& dir, CatalogBinding binding);
+// env: the array's (its Context's).
+std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir);
+std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, CatalogBinding binding);
 
 }  // namespace tessera

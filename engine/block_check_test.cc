@@ -47,7 +47,7 @@ struct Fixture {
     EXPECT_TRUE(a->flush().ok());
   }
   std::string fragment_path() const {
-    for (const std::string& n : list_dir(join_path(dir, "frag")))
+    for (const std::string& n : list_dir(Env::posix(), join_path(dir, "frag")))
       if (n.size() > 4 && n.compare(n.size() - 4, 4, ".tfr") == 0) return join_path(join_path(dir, "frag"), n);
     ADD_FAILURE() << "no fragment";
     return "";
@@ -63,7 +63,7 @@ bool rows_match(const std::vector<int32_t>& truth, const std::vector<int32_t>& o
 }
 
 void flip(const std::string& path, uint64_t off) {
-  File f = File::open_rw(path, false);
+  File f = File::open_rw(Env::posix(), path, false);
   uint8_t b;
   f.pread_exact(&b, 1, off);
   b ^= 0x5A;
@@ -83,7 +83,7 @@ TEST(BlockChecks, UnfilteredTilesAreCheckedPerBlock) {
     EXPECT_EQ(f->meta().dense[0].blob.checksum, 0u);
     blob_off = f->meta().dense[0].blob.offset;
   }
-  const std::vector<uint8_t> original = read_file(frag);
+  const std::vector<uint8_t> original = read_file(Env::posix(), frag);
   Rng rng(5);
   for (uint64_t b = 0; b < kN / kRowsPerBlock; ++b) {
     SCOPED_TRACE("block " + std::to_string(b));
@@ -113,7 +113,7 @@ TEST(BlockChecks, UnfilteredTilesAreCheckedPerBlock) {
     EXPECT_EQ(a->read(Selection::from_box(Box({0, 0}, {kN - 1, kN - 1})), out.data()).code(), Errc::kCorrupt);
     uint64_t pt[2] = {r0 + 1, 1};
     EXPECT_EQ(a->read_points(pt, 1, out.data()).code(), Errc::kCorrupt);
-    File f = File::open_rw(frag, false);
+    File f = File::open_rw(Env::posix(), frag, false);
     f.pwrite_all(original.data(), original.size(), 0);
     f.close();
   }
@@ -130,7 +130,7 @@ TEST(BlockChecks, UnfilteredTilesAreCheckedPerBlock) {
 void downgrade_to_v1(const std::string& path) {
   auto f = Fragment::open(path);
   FragmentMeta m = f->meta();
-  const std::vector<uint8_t> bytes = read_file(path);
+  const std::vector<uint8_t> bytes = read_file(Env::posix(), path);
   m.check_block = 0;
   for (DenseEntry& e : m.dense) {
     if (e.kind != DenseEntry::kData) continue;
@@ -158,7 +158,7 @@ void downgrade_to_v1(const std::string& path) {
   std::memcpy(trailer + 24, &v1, 4);
   std::memcpy(trailer + 32, kFragEndMagic, 8);
   out.insert(out.end(), trailer, trailer + sizeof trailer);
-  File w = File::open_rw(path, false);
+  File w = File::open_rw(Env::posix(), path, false);
   w.truncate(0);
   w.pwrite_all(out.data(), out.size(), 0);
   w.close();
@@ -193,7 +193,7 @@ TEST(BlockChecks, FormatVersion1FragmentsAreStillRead) {
 TEST(BlockChecks, UnknownFormatVersionIsRejected) {
   Fixture fx;
   const std::string frag = fx.fragment_path();
-  File f = File::open_rw(frag, false);
+  File f = File::open_rw(Env::posix(), frag, false);
   const uint32_t v = kFragVersion + 1;
   f.pwrite_all(&v, 4, 8);
   f.close();

@@ -82,30 +82,31 @@ RecordView inspect(const uint8_t* buf, uint64_t n, uint64_t off) {
 
 }  // namespace
 
-std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool create) {
+std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool create, Env& env) {
   std::unique_ptr<Catalog> c(new Catalog());
+  c->env_ = &env;
   c->mode_ = mode;
   c->dir_ = dir;
   c->log_path_ = join_path(dir, "catalog.log");
   bool rw = mode == Mode::kReadWrite;
   // A read-only or shadow catalog never creates anything, whatever `create` says.
-  if (!(rw && create) && !path_exists(c->log_path_))
+  if (!(rw && create) && !path_exists(env, c->log_path_))
     throw_errno("cannot open catalog", c->log_path_, ENOENT);
   if (rw) {
-    if (create && !is_directory(dir)) {
-      make_dirs(dir);
-      sync_dir(parent_dir(dir));  // the container directory itself must survive a crash
+    if (create && !is_directory(env, dir)) {
+      make_dirs(env, dir);
+      sync_dir(env, parent_dir(dir));  // the container directory itself must survive a crash
     }
-    c->lock_ = FileLock::try_lock(join_path(dir, "catalog.lock"), /*exclusive=*/true);
+    c->lock_ = FileLock::try_lock(env, join_path(dir, "catalog.lock"), /*exclusive=*/true);
     if (!c->lock_.locked())
       throw_error(Errc::kBusy, "container '" + dir + "' is open for writing by another process");
-    bool existed = path_exists(c->log_path_);
-    c->log_ = File::open_rw(c->log_path_, create);
+    bool existed = path_exists(env, c->log_path_);
+    c->log_ = File::open_rw(env, c->log_path_, create);
     // Make the new name durable; a crash before replay() writes the header leaves an
     // empty file, which reads as an empty catalog.
-    if (!existed) sync_dir(dir);
+    if (!existed) sync_dir(env, dir);
   } else {
-    c->log_ = File::open_read(c->log_path_);
+    c->log_ = File::open_read(env, c->log_path_);
   }
   c->replay();
   return c;
@@ -426,10 +427,10 @@ void Catalog::reload() {
   if (mode_ != Mode::kReadOnly) return;
   // Compaction publishes a new file by rename: follow the name if it moved to a new inode.
   struct stat path_st, fd_st;
-  if (::stat(log_path_.c_str(), &path_st) != 0) throw_errno("cannot stat", log_path_, errno);
-  if (::fstat(log_.fd(), &fd_st) != 0) throw_errno("cannot stat", log_path_, errno);
+  if (env_->stat(log_path_.c_str(), &path_st, true) != 0) throw_errno("cannot stat", log_path_, errno);
+  if (env_->fstat(log_.fd(), &fd_st) != 0) throw_errno("cannot stat", log_path_, errno);
   if (path_st.st_ino != fd_st.st_ino || path_st.st_dev != fd_st.st_dev) {
-    File f = File::open_read(log_path_);
+    File f = File::open_read(*env_, log_path_);
     Map old_kv(&pool_);
     old_kv.swap(kv_);
     version_.fetch_add(1, std::memory_order_acq_rel);
@@ -485,13 +486,13 @@ void Catalog::maybe_compact() {
       put(v.data(), vl);
     }
     seal_record(data.data() + base, len);
-    remove_file(tmp);  // a leftover from a crash
-    File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
+    remove_file(*env_, tmp);  // a leftover from a crash
+    File f = File::open_rw(*env_, tmp, /*create=*/true, /*exclusive=*/true);
     f.pwrite_all(data.data(), data.size(), 0);
     f.sync();
     f.close();
   } catch (const Error&) {
-    try { remove_file(tmp); } catch (...) {}
+    try { remove_file(*env_, tmp); } catch (...) {}
     return;
   }
   // The log being replaced stays readable as history (reads as of an earlier commit):
@@ -500,15 +501,15 @@ void Catalog::maybe_compact() {
     try {
       archive_log();
     } catch (const Error&) {
-      try { remove_file(tmp); } catch (...) {}
+      try { remove_file(*env_, tmp); } catch (...) {}
       return;  // keep appending to the old log; history is never dropped silently
     }
   }
   try {
-    rename_durable(tmp, log_path_);
+    rename_durable(*env_, tmp, log_path_);
   } catch (const Error&) {
-    if (path_exists(tmp)) {  // the rename itself failed: the old log is still in place
-      try { remove_file(tmp); } catch (...) {}
+    if (path_exists(*env_, tmp)) {  // the rename itself failed: the old log is still in place
+      try { remove_file(*env_, tmp); } catch (...) {}
       return;
     }
     // Renamed but the directory sync failed: harmless, both logs hold the same map.
@@ -516,7 +517,7 @@ void Catalog::maybe_compact() {
   // From here the old descriptor points at an unlinked file; appending to it would lose
   // commits, so close it first and let commit() refuse if the reopen fails.
   log_ = File();
-  log_ = File::open_rw(log_path_, /*create=*/false);
+  log_ = File::open_rw(*env_, log_path_, /*create=*/false);
   log_end_ = log_.size();
 }
 
@@ -528,11 +529,11 @@ bool Catalog::has_pending() const {
 namespace {
 
 // Archived logs, oldest first: catalog.history/<16 hex digits>.log.
-std::vector<std::string> history_files(const std::string& dir) {
+std::vector<std::string> history_files(Env& env, const std::string& dir) {
   std::vector<std::string> out;
   const std::string h = join_path(dir, Catalog::kHistoryDir);
-  if (!is_directory(h)) return out;
-  for (const std::string& name : list_dir(h))
+  if (!is_directory(env, h)) return out;
+  for (const std::string& name : list_dir(env, h))
     if (name.size() == 20 && name.compare(16, 4, ".log") == 0 &&
         name.find_first_not_of("0123456789abcdef") == 16)
       out.push_back(join_path(h, name));
@@ -543,52 +544,53 @@ std::vector<std::string> history_files(const std::string& dir) {
 
 void Catalog::archive_log() {
   const std::string h = join_path(dir_, kHistoryDir);
-  if (!is_directory(h)) {
-    make_dir(h);
-    sync_dir(dir_);
+  if (!is_directory(*env_, h)) {
+    make_dir(*env_, h);
+    sync_dir(*env_, dir_);
   }
   // The next number; a crash after a link and before the rename left the live log linked
   // already (the same inode): then that link is the archive.
   struct stat live;
-  if (::fstat(log_.fd(), &live) != 0) throw_errno("cannot stat", log_path_, errno);
+  if (env_->fstat(log_.fd(), &live) != 0) throw_errno("cannot stat", log_path_, errno);
   uint64_t next = 1;
-  for (const std::string& p : history_files(dir_)) {
+  for (const std::string& p : history_files(*env_, dir_)) {
     struct stat st;
-    if (::stat(p.c_str(), &st) == 0 && st.st_ino == live.st_ino && st.st_dev == live.st_dev) return;
+    if (env_->stat(p.c_str(), &st, true) == 0 && st.st_ino == live.st_ino && st.st_dev == live.st_dev) return;
     next = std::strtoull(p.c_str() + p.size() - 20, nullptr, 16) + 1;
   }
   char name[32];
   std::snprintf(name, sizeof name, "%016llx.log", static_cast<unsigned long long>(next));
   const std::string to = join_path(h, name);
-  if (::link(log_path_.c_str(), to.c_str()) != 0) throw_errno("cannot archive the catalog log as", to, errno);
-  sync_dir(h);
+  if (env_->link(log_path_.c_str(), to.c_str()) != 0) throw_errno("cannot archive the catalog log as", to, errno);
+  sync_dir(*env_, h);
 }
 
 uint64_t Catalog::drop_history() {
   std::lock_guard<std::mutex> g(mu_);
   uint64_t bytes = 0;
-  for (const std::string& p : history_files(dir_)) {
-    bytes += File::open_read(p).size();
-    remove_file(p);
+  for (const std::string& p : history_files(*env_, dir_)) {
+    bytes += File::open_read(*env_, p).size();
+    remove_file(*env_, p);
   }
   const std::string h = join_path(dir_, kHistoryDir);
-  if (is_directory(h)) sync_dir(h);
+  if (is_directory(*env_, h)) sync_dir(*env_, h);
   return bytes;
 }
 
-std::unique_ptr<Catalog> Catalog::open_as_of(const std::string& dir, uint64_t commit) {
+std::unique_ptr<Catalog> Catalog::open_as_of(const std::string& dir, uint64_t commit, Env& env) {
   std::unique_ptr<Catalog> c(new Catalog());
+  c->env_ = &env;
   c->mode_ = Mode::kReadOnly;
   c->frozen_ = true;
   c->dir_ = dir;
   c->log_path_ = join_path(dir, "catalog.log");
-  std::vector<std::string> files = history_files(dir);
+  std::vector<std::string> files = history_files(env, dir);
   files.push_back(c->log_path_);
   const std::string want = std::to_string(commit);
   bool found = false;
   for (size_t i = 0; i < files.size() && !found; ++i) {
     const bool live = i + 1 == files.size();
-    std::vector<uint8_t> buf = read_file(files[i]);
+    std::vector<uint8_t> buf = read_file(env, files[i]);
     if (buf.size() < kFileHeaderSize) {
       if (live && all_zero(buf.data(), buf.size())) break;  // an interrupted creation: empty
       throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad file header");

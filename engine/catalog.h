@@ -55,12 +55,13 @@ class Catalog {
   enum class Mode { kReadOnly, kReadWrite, kShadow };
   // Throws: kNotFound if missing and !create, kBusy if another writer holds the lock,
   // kCorrupt for a damaged log.
-  static std::unique_ptr<Catalog> open(const std::string& dir, Mode mode, bool create);
+  // env: every file-system call of the catalog (the container's Context's).
+  static std::unique_ptr<Catalog> open(const std::string& dir, Mode mode, bool create, Env& env = Env::posix());
   // The catalog as it was right after the commit that put `kCommitKey` = `commit`
   // (history.h): replayed from the archived logs (catalog.history/, kept by compaction)
   // and the live log.  Read-only and frozen (reload() does nothing).  Throws kNotFound
   // when no log holds that commit (its history was removed).
-  static std::unique_ptr<Catalog> open_as_of(const std::string& dir, uint64_t commit);
+  static std::unique_ptr<Catalog> open_as_of(const std::string& dir, uint64_t commit, Env& env = Env::posix());
   static constexpr const char* kCommitKey = "sys/commit";
   static constexpr const char* kHistoryDir = "catalog.history";
   ~Catalog();
@@ -134,6 +135,7 @@ class Catalog {
 
   mutable std::mutex mu_;
   Mode mode_ = Mode::kReadOnly;
+  Env* env_ = &Env::posix();
   std::string dir_, log_path_;
   FileLock lock_;
   File log_;

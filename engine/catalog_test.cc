@@ -28,7 +28,7 @@ class CatalogTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override { remove_tree(dir_); }
+  void TearDown() override { remove_tree(Env::posix(), dir_); }
 
   std::unique_ptr<Catalog> rw(bool create = false) { return Catalog::open(dir_, Catalog::Mode::kReadWrite, create); }
   std::unique_ptr<Catalog> ro() { return Catalog::open(dir_, Catalog::Mode::kReadOnly, false); }
@@ -55,12 +55,12 @@ class CatalogTest : public ::testing::Test {
   }
   void truncate_log(uint64_t size) { ASSERT_EQ(::truncate(log().c_str(), static_cast<off_t>(size)), 0); }
   void patch_log(uint64_t off, const std::vector<uint8_t>& bytes) {
-    File f = File::open_rw(log(), false);
+    File f = File::open_rw(Env::posix(), log(), false);
     f.pwrite_all(bytes.data(), bytes.size(), off);
   }
   uint8_t log_byte(uint64_t off) {
     uint8_t b;
-    File::open_read(log()).pread_exact(&b, 1, off);
+    File::open_read(Env::posix(), log()).pread_exact(&b, 1, off);
     return b;
   }
   template <class F>
@@ -142,7 +142,7 @@ TEST_F(CatalogTest, OpenErrors) {
   // create=true also makes the directory.
   std::string sub = join_path(dir_, "a/b");
   Catalog::open(sub, Catalog::Mode::kReadWrite, true);
-  EXPECT_TRUE(path_exists(join_path(sub, "catalog.log")));
+  EXPECT_TRUE(path_exists(Env::posix(), join_path(sub, "catalog.log")));
 
   auto r = Catalog::open(sub, Catalog::Mode::kReadOnly, false);
   CatalogBatch b;
@@ -196,7 +196,7 @@ TEST_F(CatalogTest, ReaderReloadSeesLaterCommits) {
 
 TEST_F(CatalogTest, ReaderOfFreshlyCreatedEmptyFile) {
   // A writer that crashed right after creating the file leaves it empty.
-  File::open_rw(log(), true);
+  File::open_rw(Env::posix(), log(), true);
   auto r = ro();
   EXPECT_TRUE(r->scan("").empty());
   auto w = rw();
@@ -207,9 +207,9 @@ TEST_F(CatalogTest, ReaderOfFreshlyCreatedEmptyFile) {
 
 TEST_F(CatalogTest, TornTailIsDroppedAtEveryCutPoint) {
   std::vector<uint64_t> ends = three_commits();
-  std::vector<uint8_t> full = read_file(log());
+  std::vector<uint8_t> full = read_file(Env::posix(), log());
   for (uint64_t cut = ends[2] + 1; cut < ends[3]; ++cut) {
-    write_file_atomic(log(), full.data(), cut);
+    write_file_atomic(Env::posix(), log(), full.data(), cut);
     {
       auto r = ro();  // a reader stops before the torn record and leaves it alone
       EXPECT_EQ(r->scan("").size(), 2u);
@@ -255,10 +255,10 @@ TEST_F(CatalogTest, PartlyZeroedLastPayloadIsTorn) {
 
 TEST_F(CatalogTest, FlippedByteInMiddleRecordIsCorruption) {
   std::vector<uint64_t> ends = three_commits();
-  std::vector<uint8_t> full = read_file(log());
+  std::vector<uint8_t> full = read_file(Env::posix(), log());
   // Every byte of the middle record: header (length, checksums) and payload.
   for (uint64_t off = ends[1]; off < ends[2]; ++off) {
-    write_file_atomic(log(), full.data(), full.size());
+    write_file_atomic(Env::posix(), log(), full.data(), full.size());
     patch_log(off, {static_cast<uint8_t>(full[off] ^ 0x10)});
     for (bool writer : {false, true}) {
       Error e = error_of([&] { writer ? rw() : ro(); });
@@ -309,7 +309,7 @@ TEST_F(CatalogTest, CompactionKeepsContents) {
   }
   // 300 records of ~1 KB would be ~300 KB without compaction.
   EXPECT_LT(log_size(), 2 * 1100 + 64 * 1024 + 2048);
-  EXPECT_FALSE(path_exists(log() + ".tmp"));
+  EXPECT_FALSE(path_exists(Env::posix(), log() + ".tmp"));
   EXPECT_EQ(*w->get("hot"), big + "299");
   EXPECT_EQ(w->scan(""), (KV{{"hot", big + "299"}, {"keep", "this"}}));
 

@@ -118,7 +118,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   } else {
     nf = Fragment::open(tmp, ctx_);
     FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
-    sync_dir(frag_dir_);
+    sync_dir(env(), frag_dir_);
     nf->set_path(w.final_path());
     store_->record_files({{id, nf->file_size()}}, {}, &b, false);
   }
@@ -140,7 +140,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   // The merged fragment gets its own index when its inputs had some (or index_on_write):
   // rebuilt from the merged values, whose range decides its bins.
   bool indexed = false;
-  for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(index_path(dir_, f->meta().id)));
+  for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(env(), index_path(dir_, f->meta().id)));
   index_published({nf}, indexed);
   if (opts_.keep_replaced) {  // their files and indexes go at vacuum()
     for (auto& f : in) replaced_.push_back(FragmentInfo::of(*f));
@@ -148,10 +148,10 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   }
   for (auto& f : in)
     if (!f->is_inline()) {
-      remove_file(f->path());
+      remove_file(env(), f->path());
       remove_index_of(f->meta().id);
     }
-  if (!dropped_files.empty()) sync_dir(frag_dir_);
+  if (!dropped_files.empty()) sync_dir(env(), frag_dir_);
 }
 
 Status Array::vacuum(VacuumResult* out) {
@@ -186,9 +186,9 @@ Status Array::vacuum(VacuumResult* out) {
     }
     store_->record_files({}, dropped_files, &b, false);
     store_->commit(std::move(b), /*sync=*/true);
-    for (auto& p : paths) remove_file(p);
+    for (auto& p : paths) remove_file(env(), p);
     for (FragmentId id : dropped_files) remove_index_of(id);
-    if (!paths.empty()) sync_dir(frag_dir_);
+    if (!paths.empty()) sync_dir(env(), frag_dir_);
     replaced_.clear();
   });
 }

@@ -77,7 +77,7 @@ TEST(Consolidate, MergedReadsAsTheFragmentsItReplaced) {
   ASSERT_TRUE(Array::open(dir, false, ArrayOptions{}, &a).ok());
   EXPECT_EQ(a->fragments().size(), 1u);
   size_t files = 0;
-  for (const std::string& name : list_dir(dir + "/frag"))
+  for (const std::string& name : list_dir(Env::posix(), dir + "/frag"))
     files += name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0 && name[0] != '.';
   EXPECT_EQ(files, 1u) << "the replaced fragment files are removed";
   m.expect(*a);

@@ -29,9 +29,9 @@ std::vector<uint8_t> header_bytes() {
   return h;
 }
 
-void check_header(const std::string& root) {
+void check_header(Env& env, const std::string& root) {
   std::string p = join_path(root, kHeaderFile);
-  std::vector<uint8_t> h = read_file(p);
+  std::vector<uint8_t> h = read_file(env, p);
   if (h.size() != 24 || std::memcmp(h.data(), "TSRACONT", 8) != 0)
     throw_error(Errc::kCorrupt, "container header '" + p + "': not a tessera container");
   uint64_t ck;
@@ -46,63 +46,73 @@ void check_header(const std::string& root) {
 
 }  // namespace
 
-bool Container::is_container(const std::string& path) {
+bool Container::is_container(const std::string& path, Env& env) {
   try {
-    if (!is_directory(path)) return false;
-    check_header(path);
+    if (!is_directory(env, path)) return false;
+    check_header(env, path);
     return true;
   } catch (...) {
     return false;
   }
 }
 
-Status Container::create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out) {
+Status Container::create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out,
+                         const std::shared_ptr<Context>& ctx) {
+  Env& env = ctx ? ctx->env() : Env::posix();
   return guard([&] {
-    if (path_exists(path)) {
+    if (path_exists(env, path)) {
       if (mode == CreateMode::kExclusive) throw_errno("create container", path, EEXIST);
-      if (is_directory(path)) {
-        if (!is_container(path))
+      if (is_directory(env, path)) {
+        if (!is_container(path, env))
           throw_error(Errc::kAlreadyExists, "cannot truncate '" + path +
                                                 "': it is a directory but not a tessera container");
         // Take the writer lock first so we never truncate a container another process writes.
-        auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false);
+        auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false, env);
         probe.reset();
-        remove_tree(path);
+        remove_tree(env, path);
       } else {
-        remove_file(path);
+        remove_file(env, path);
       }
     }
-    make_dir(path);
-    make_dir(join_path(path, kArraysDir));
+    make_dir(env, path);
+    make_dir(env, join_path(path, kArraysDir));
     std::vector<uint8_t> h = header_bytes();
-    write_file_atomic(join_path(path, kHeaderFile), h.data(), h.size());
-    sync_dir(parent_dir(path));
+    write_file_atomic(env, join_path(path, kHeaderFile), h.data(), h.size());
+    sync_dir(env, parent_dir(path));
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
+    c->ctx_ = ctx;
+    c->env_ = &env;
     c->writable_ = true;
-    c->catalog_ = Catalog::open(path, Catalog::Mode::kReadWrite, true);
+    c->catalog_ = Catalog::open(path, Catalog::Mode::kReadWrite, true, env);
     c->init_budget();
     *out = std::move(c);
   });
 }
 
-Status Container::open(const std::string& path, bool writable, std::unique_ptr<Container>* out) {
+Status Container::open(const std::string& path, bool writable, std::unique_ptr<Container>* out,
+                       const std::shared_ptr<Context>& ctx) {
+  Env& env = ctx ? ctx->env() : Env::posix();
   return guard([&] {
-    if (!path_exists(path)) throw_errno("open container", path, ENOENT);
-    if (!is_directory(path)) throw_error(Errc::kCorrupt, "'" + path + "' is not a tessera container");
-    check_header(path);
+    if (!path_exists(env, path)) throw_errno("open container", path, ENOENT);
+    if (!is_directory(env, path)) throw_error(Errc::kCorrupt, "'" + path + "' is not a tessera container");
+    check_header(env, path);
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
+    c->ctx_ = ctx;
+    c->env_ = &env;
     c->writable_ = writable;
-    c->catalog_ = Catalog::open(path, writable ? Catalog::Mode::kReadWrite : Catalog::Mode::kReadOnly, false);
+    c->catalog_ = Catalog::open(path, writable ? Catalog::Mode::kReadWrite : Catalog::Mode::kReadOnly, false, env);
     c->init_budget();
     *out = std::move(c);
   });
 }
 
-Status Container::open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out) {
+Status Container::open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out,
+                             const std::shared_ptr<Context>& ctx) {
+  Env& env = ctx ? ctx->env() : Env::posix();
   std::unique_ptr<Container> live;
-  Status st = open(path, false, &live);
+  Status st = open(path, false, &live, ctx);
   if (!st.ok()) return st;
   CommitInfo commit;
   st = find_commit(live->catalog(), when, &commit);
@@ -110,24 +120,30 @@ Status Container::open_as_of(const std::string& path, const std::string& when, s
   return guard([&] {
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
+    c->ctx_ = ctx;
+    c->env_ = &env;
     c->writable_ = false;
     c->as_of_seq_ = commit.seq;
     c->as_of_ts_ = commit.ts_ns;
-    c->catalog_ = Catalog::open_as_of(path, commit.seq);
+    c->catalog_ = Catalog::open_as_of(path, commit.seq, env);
     c->init_budget();
     *out = std::move(c);
   });
 }
 
-Status Container::open_shadow(const std::string& path, std::unique_ptr<Container>* out) {
+Status Container::open_shadow(const std::string& path, std::unique_ptr<Container>* out,
+                              const std::shared_ptr<Context>& ctx) {
+  Env& env = ctx ? ctx->env() : Env::posix();
   return guard([&] {
-    check_header(path);
+    check_header(env, path);
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
+    c->ctx_ = ctx;
+    c->env_ = &env;
     c->writable_ = true;
     c->shadow_ = true;
     c->file_arrays_ = true;
-    c->catalog_ = Catalog::open(path, Catalog::Mode::kShadow, false);
+    c->catalog_ = Catalog::open(path, Catalog::Mode::kShadow, false, env);
     *out = std::move(c);
   });
 }
@@ -137,19 +153,19 @@ uint64_t Container::committed_epoch() const {
   return v ? std::strtoull(v->c_str(), nullptr, 10) : 0;
 }
 
-Status Container::remove(const std::string& path) {
+Status Container::remove(const std::string& path, Env& env) {
   return guard([&] {
-    if (!is_container(path)) throw_error(Errc::kNotFound, "'" + path + "' is not a tessera container");
-    auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false);
+    if (!is_container(path, env)) throw_error(Errc::kNotFound, "'" + path + "' is not a tessera container");
+    auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false, env);
     probe.reset();
-    remove_tree(path);
+    remove_tree(env, path);
   });
 }
 
 void Container::init_budget() {
   budget_->cap = process_options().inline_total_mb << 20;  // set_inline_cap: the opener's options
   budget_->used = catalog_->value_bytes(kArrayKeys);
-  for (const std::string& name : list_dir(join_path(path_, kArraysDir))) {
+  for (const std::string& name : list_dir(env(), join_path(path_, kArraysDir))) {
     char* end = nullptr;
     uint64_t id = std::strtoull(name.c_str(), &end, 16);
     if (name.size() == 16 && end && *end == 0) dirs_->insert(id);
@@ -174,7 +190,7 @@ std::string Container::array_dir(uint64_t id) const {
 
 Status Container::sync() {
   return guard([&] {
-    sync_filesystem(path_);
+    sync_filesystem(env(), path_);
     *unsynced_arrays_ = false;
   });
 }
@@ -217,10 +233,10 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
       std::lock_guard<std::mutex> g(*dirs_mu_);
       listed = dirs_->erase(next) != 0;
     }
-    if (listed && path_exists(array_dir(next))) remove_tree(array_dir(next));
+    if (listed && path_exists(env(), array_dir(next))) remove_tree(env(), array_dir(next));
     if (file_arrays_) {
       if (!durable) *unsynced_arrays_ = true;
-      Status st = Array::create(array_dir(next), schema, durable);
+      Status st = Array::create(array_dir(next), schema, durable, env());
       if (!st.ok()) throw_error(st.code(), st.message());
       std::lock_guard<std::mutex> g(*dirs_mu_);
       dirs_->insert(next);
@@ -238,6 +254,7 @@ Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opt
 Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions& opts, const Schema* known,
                                   std::unique_ptr<Array>* out) {
   ArrayOptions o = opts;
+  if (!o.context) o.context = ctx_;  // the container's Env (null: the process's context)
   Status st = guard([&] { o.committed_epoch = committed_epoch(); });
   if (!st.ok()) return st;
   if (shadow_) o.shadow = true;
@@ -252,7 +269,7 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
   if (!known && !catalog_->contains(prefix + "schema")) {
     std::string dir = array_dir(id);
     // An array of an older container keeps its schema in its directory.
-    if (path_exists(join_path(dir, "schema"))) {
+    if (path_exists(env(), join_path(dir, "schema"))) {
       if (as_of_ts_)  // its schema file holds only the current extent
         return Status(Errc::kUnsupported, "array " + std::to_string(id) + " of '" + path_ +
                                               "' keeps its schema in a file (a parallel file's array, or an older "
@@ -285,12 +302,12 @@ Status Container::recover_arrays() {
   return guard([&] {
     if (!writable_ || shadow_) throw_error(Errc::kInvalidArgument, "recover_arrays needs the writer");
     const std::string root = join_path(path_, kArraysDir);
-    for (const std::string& name : list_dir(root)) {
+    for (const std::string& name : list_dir(env(), root)) {
       if (name.size() != 16 || name.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
       bool needed = false;
       const std::string frag = join_path(join_path(root, name), "frag");
-      if (!is_directory(frag)) continue;
-      for (const std::string& f : list_dir(frag)) {
+      if (!is_directory(env(), frag)) continue;
+      for (const std::string& f : list_dir(env(), frag)) {
         bool journal = f.find(".journal") != std::string::npos;
         bool tmp = f.size() > 4 && f.compare(f.size() - 4, 4, ".tmp") == 0;
         if (journal || tmp) {
@@ -320,7 +337,7 @@ Status Container::remove_array(uint64_t id) {
     budget_->used -= std::min<uint64_t>(budget_->used.load(), freed);
     // A catalog-bound array's files stay until a vacuum (vacuum_removed): reads as of
     // earlier commits still need them (history.h).  Ids are never handed out twice.
-    if (!shadow_ && !bound) remove_tree(array_dir(id));
+    if (!shadow_ && !bound) remove_tree(env(), array_dir(id));
     std::lock_guard<std::mutex> g(*dirs_mu_);
     dirs_->erase(id);
   });
@@ -331,29 +348,29 @@ Status Container::vacuum_removed(uint64_t* arrays, uint64_t* bytes) {
   return guard([&] {
     if (!writable_ || shadow_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
     const std::string root = join_path(path_, kArraysDir);
-    for (const std::string& name : list_dir(root)) {
+    for (const std::string& name : list_dir(env(), root)) {
       char* end = nullptr;
       const uint64_t id = std::strtoull(name.c_str(), &end, 16);
       if (name.size() != 16 || !end || *end) continue;
       const std::string dir = array_dir(id);
-      if (catalog_->contains(array_prefix(id) + "schema") || path_exists(join_path(dir, "schema"))) continue;
+      if (catalog_->contains(array_prefix(id) + "schema") || path_exists(env(), join_path(dir, "schema"))) continue;
       std::vector<std::string> files;
       std::vector<std::string> stack{dir};
       while (!stack.empty()) {
         std::string d = stack.back();
         stack.pop_back();
-        for (const std::string& e : list_dir(d)) {
+        for (const std::string& e : list_dir(env(), d)) {
           const std::string p = join_path(d, e);
-          if (is_directory(p)) stack.push_back(p);
-          else *bytes += File::open_read(p).size();
+          if (is_directory(env(), p)) stack.push_back(p);
+          else *bytes += File::open_read(env(), p).size();
         }
       }
-      remove_tree(dir);
+      remove_tree(env(), dir);
       ++*arrays;
       std::lock_guard<std::mutex> g(*dirs_mu_);
       dirs_->erase(id);
     }
-    sync_dir(root);
+    sync_dir(env(), root);
   });
 }
 

@@ -22,24 +22,31 @@ namespace tessera {
 class Container {
  public:
   enum class CreateMode { kTruncate, kExclusive };
-  static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out);
-  static Status open(const std::string& path, bool writable, std::unique_ptr<Container>* out);
+  // ctx: the Context (context.h) of the container's file-system calls (its Env) and of
+  // the arrays it opens whose ArrayOptions name none; null: POSIX and the process's.
+  static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out,
+                       const std::shared_ptr<Context>& ctx = nullptr);
+  static Status open(const std::string& path, bool writable, std::unique_ptr<Container>* out,
+                     const std::shared_ptr<Context>& ctx = nullptr);
   // Read-only, as of a past commit (history.h): `when` as find_commit takes it ("12",
   // "@<ns>", "2026-11-26T10:41:09Z").  The catalog is the one of that moment and every
   // array opened shows what that commit left (ArrayOptions::as_of_ts).
-  static Status open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out);
+  static Status open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out,
+                           const std::shared_ptr<Context>& ctx = nullptr);
   // The commit an as-of container shows (seq 0: the live container).
   uint64_t as_of_commit() const { return as_of_seq_; }
   uint64_t as_of_time() const { return as_of_ts_; }
   // MPI ranks other than 0 of a parallel file: a writable view whose catalog is a shadow
   // (catalog.h) and whose array creation/removal only allocates ids — rank 0 runs the same
   // calls and does the disk work.  Rank 0 must have created or opened the container first.
-  static Status open_shadow(const std::string& path, std::unique_ptr<Container>* out);
+  static Status open_shadow(const std::string& path, std::unique_ptr<Container>* out,
+                            const std::shared_ptr<Context>& ctx = nullptr);
   // True for a directory holding a valid container header; never throws.
-  static bool is_container(const std::string& path);
-  static Status remove(const std::string& path);
+  static bool is_container(const std::string& path, Env& env = Env::posix());
+  static Status remove(const std::string& path, Env& env = Env::posix());
 
   const std::string& path() const { return path_; }
+  Env& env() const { return *env_; }  // every file-system call of the container
   bool writable() const { return writable_; }
   bool shadow() const { return shadow_; }
   // Parallel files: new arrays get a directory and schema file at creation (not catalog
@@ -92,6 +99,8 @@ class Container {
  private:
   Container() = default;
   std::string path_;
+  std::shared_ptr<Context> ctx_;  // may be null (the process's)
+  Env* env_ = &Env::posix();
   bool writable_ = false;
   bool shadow_ = false;
   uint64_t as_of_seq_ = 0, as_of_ts_ = 0;

@@ -64,7 +64,7 @@ TEST(Container, CreateOpenRemove) {
 
   ASSERT_TRUE(Container::remove(path).ok());
   EXPECT_FALSE(Container::is_container(path));
-  EXPECT_FALSE(is_directory(path));
+  EXPECT_FALSE(is_directory(Env::posix(), path));
 }
 
 TEST(Container, NotAContainer) {
@@ -75,9 +75,9 @@ TEST(Container, NotAContainer) {
   EXPECT_EQ(st.code(), Errc::kNotFound) << st.message();
   const std::string file = root + "/plain.h5";
   const char junk[] = "not a container";
-  write_file_atomic(file, junk, sizeof junk);
+  write_file_atomic(Env::posix(), file, junk, sizeof junk);
   EXPECT_FALSE(Container::is_container(file));
   EXPECT_FALSE(Container::open(file, false, &c).ok());
   EXPECT_FALSE(Container::remove(file).ok()) << "remove refuses what is not a container";
-  EXPECT_TRUE(path_exists(file) && !is_directory(file)) << "and leaves it alone";
+  EXPECT_TRUE(path_exists(Env::posix(), file) && !is_directory(Env::posix(), file)) << "and leaves it alone";
 }

@@ -6,8 +6,8 @@
 
 namespace tessera {
 
-Context::Context(const EngineOptions& o)
-    : opts_(o), tiles_(o.tile_cache_mb << 20), budget_(o.write_memory_mb << 20) {}
+Context::Context(const EngineOptions& o, std::shared_ptr<Env> env)
+    : opts_(o), env_(env ? std::move(env) : Env::posix_shared()), tiles_(o.tile_cache_mb << 20), budget_(o.write_memory_mb << 20) {}
 
 Context::~Context() = default;
 

@@ -6,6 +6,8 @@
 // test or a tool can run arrays with their own pool sizes and cache next to others.
 // Arrays opened without one use Context::process(), built at first use from the
 // process's options (options.h configure_process: the connector's first file).
+// The context also carries the Env all their file-system calls go through (env.h):
+// POSIX unless a test passes one that injects faults.
 #pragma once
 #include <sys/types.h>
 
@@ -13,6 +15,7 @@
 #include <mutex>
 
 #include "engine/blob_memory.h"
+#include "engine/env.h"
 #include "engine/options.h"
 #include "engine/thread_pool.h"
 #include "engine/tile_cache.h"
@@ -22,7 +25,8 @@ namespace tessera {
 
 class Context {
  public:
-  explicit Context(const EngineOptions& o);
+  // env null: the POSIX one.
+  explicit Context(const EngineOptions& o, std::shared_ptr<Env> env = nullptr);
   ~Context();  // joins the pools' threads (in the process that started them)
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -35,6 +39,8 @@ class Context {
   // Spilled blobs' memory kept for the next blobs, within the budget (blob_memory.h).
   BlobMemory& blob_memory() { return blob_memory_; }
   const EngineOptions& options() const { return opts_; }
+  Env& env() const { return *env_; }
+  const std::shared_ptr<Env>& env_shared() const { return env_; }
 
   // The process's default context.  Never destroyed: pool threads may still be running
   // (a writeback hint) while static destructors and HDF5's plugin unloading run.
@@ -53,6 +59,7 @@ class Context {
     ~LazyPool();
   };
   EngineOptions opts_;
+  std::shared_ptr<Env> env_;
   LazyPool filters_, io_;
   TileCache tiles_;
   WriteBudget budget_;  // after the pools: its flusher thread stops before they do

@@ -51,7 +51,7 @@ class Corruption : public ::testing::Test {
     std::printf("[ seed     ] Corruption: seed %llu\n", static_cast<unsigned long long>(seed_));
     cpath_ = tmp_.sub("c");
     build();
-    for (const std::string& rel : testutil::list_files(cpath_)) original_[rel] = read_file(join_path(cpath_, rel));
+    for (const std::string& rel : testutil::list_files(cpath_)) original_[rel] = read_file(Env::posix(), join_path(cpath_, rel));
   }
 
   // ---- building the container ------------------------------------------------------------
@@ -298,7 +298,7 @@ class Corruption : public ::testing::Test {
   }
 
   void put_file(const std::string& rel, const std::vector<uint8_t>& bytes) {
-    File f = File::open_rw(join_path(cpath_, rel), false);
+    File f = File::open_rw(Env::posix(), join_path(cpath_, rel), false);
     f.truncate(0);
     if (!bytes.empty()) f.pwrite_all(bytes.data(), bytes.size(), 0);
     f.close();
@@ -424,7 +424,7 @@ TEST_F(Corruption, EveryFileFlippedAndTruncated) {
           std::unique_ptr<Container> c;
           Status st = Container::open(cpath_, true, &c);
           EXPECT_FALSE(st.ok()) << "a writer must not open (or repair) a catalog damaged in the middle";
-          EXPECT_EQ(read_file(join_path(cpath_, rel)), bad) << "a corrupt catalog must not be modified";
+          EXPECT_EQ(read_file(Env::posix(), join_path(cpath_, rel)), bad) << "a corrupt catalog must not be modified";
         }
       } else if (!r.any_error) {
         if (r.catalog_opened) {
@@ -555,7 +555,7 @@ TEST(CorruptionInline, DamagedInlineRecordsAreDetected) {
       }
       ASSERT_TRUE(a->flush().ok());
       ASSERT_EQ(a->fragments().size(), 1u);
-      EXPECT_FALSE(is_directory(c->array_dir(id))) << "a small array must not create a directory";
+      EXPECT_FALSE(is_directory(Env::posix(), c->array_dir(id))) << "a small array must not create a directory";
       truth[id] = Corruption::read_all_public(*a);
       ids.push_back(id);
     }

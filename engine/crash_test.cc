@@ -445,12 +445,15 @@ std::string describe_state(const State& got, const State& want) {
 
 struct Tally {
   uint64_t total_ops = 0, in_flight_seen = 0, temp_files_seen = 0, leftovers_seen = 0, inline_seen = 0;
+  // SIGKILLs (not children that ran out of ops), by the op in flight (CrashOp::Kind), and
+  // those of children whose write buffer spills in background flushes.
+  uint64_t kills = 0, by_kind[8] = {}, background = 0;
 };
 
 // The array's fragment directory, which a catalog-bound array creates only for a file.
 std::vector<std::string> frag_names(const std::string& adir) {
   const std::string d = join_path(adir, "frag");
-  return is_directory(d) ? list_dir(d) : std::vector<std::string>();
+  return is_directory(Env::posix(), d) ? list_dir(Env::posix(), d) : std::vector<std::string>();
 }
 
 // Inline fragment records: each must be a complete fragment whose every tile decodes.
@@ -523,6 +526,11 @@ void kill_once(uint64_t seed, Mode mode, Tally* tally) {
   const char* kind_names[] = {"dense box write", "point write + flush", "consolidation", "set_extent",
                               "point write (buffered)", "flush", "erase", "write_boxes (irregular write)"};
   const std::string in_flight = kind_names[in_flight_kind];
+  if (WIFSIGNALED(out.status)) {
+    ++tally->kills;
+    ++tally->by_kind[in_flight_kind];
+    if ((seed / 9) % 2) ++tally->background;  // child_main: buffer_budget 2048
+  }
 
   // Every file in the fragment directory is a complete fragment, an ignorable temp file,
   // or the publish journal of a flush the crash interrupted (the next writer finishes it;
@@ -625,6 +633,16 @@ void run_kills(Mode mode) {
               name, static_cast<unsigned long long>(t.total_ops), static_cast<unsigned long long>(t.in_flight_seen),
               static_cast<unsigned long long>(t.temp_files_seen), static_cast<unsigned long long>(t.leftovers_seen),
               static_cast<unsigned long long>(t.inline_seen), secs);
+  // scripts/kill_loops sums these lines (docs/reliability.md, "Kill loops").
+  std::printf("[ kills    ] %s: %llu SIGKILLs, each followed by a reopen checked against the model; in flight: "
+              "%llu consolidations, %llu flushes, %llu writes, %llu extent changes or erases; %llu with background "
+              "flushes; failures %d\n",
+              name, static_cast<unsigned long long>(t.kills), static_cast<unsigned long long>(t.by_kind[CrashOp::kConsolidate]),
+              static_cast<unsigned long long>(t.by_kind[CrashOp::kFlush] + t.by_kind[CrashOp::kPointsFlush]),
+              static_cast<unsigned long long>(t.by_kind[CrashOp::kDenseBox] + t.by_kind[CrashOp::kBoxes] +
+                                              t.by_kind[CrashOp::kPoints]),
+              static_cast<unsigned long long>(t.by_kind[CrashOp::kSetExtent] + t.by_kind[CrashOp::kErase]),
+              static_cast<unsigned long long>(t.background), ::testing::Test::HasFailure() ? 1 : 0);
 }
 
 // Dense box writes (direct fragments), point writes + flush, consolidations.

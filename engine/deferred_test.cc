@@ -37,7 +37,7 @@ ArrayOptions deferred() {
 
 size_t published(const std::string& dir) {
   size_t n = 0;
-  for (auto& name : list_dir(dir + "/frag"))
+  for (auto& name : list_dir(Env::posix(), dir + "/frag"))
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0 && name[0] != '.') ++n;
   return n;
 }

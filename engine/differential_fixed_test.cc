@@ -201,7 +201,7 @@ TEST_F(DifferentialFixed, TileWhollyCoveredByNewerFragment) {
   uint64_t off = f->meta().dense[idx].blob.offset + 3;
   f.reset();
   {
-    File w = File::open_rw(old_path, false);
+    File w = File::open_rw(Env::posix(), old_path, false);
     uint8_t b;
     w.pread_exact(&b, 1, off);
     b ^= 0xFF;

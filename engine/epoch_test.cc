@@ -73,7 +73,7 @@ std::vector<int32_t> read_all(Array& a) {
 
 size_t count_names(const std::string& dir, const std::string& suffix) {
   size_t n = 0;
-  for (auto& name : list_dir(dir))
+  for (auto& name : list_dir(Env::posix(), dir))
     if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) ++n;
   return n;
 }
@@ -106,7 +106,7 @@ TEST(Epoch, ShadowCatalogAppliesInMemoryAndNeverWrites) {
   b.put("k1", "v1");
   writer->commit(b);
   writer->sync();
-  const size_t size = read_file(writer->log_path()).size();
+  const size_t size = read_file(Env::posix(), writer->log_path()).size();
   // No lock: a shadow opens while the writer holds it.
   auto shadow = Catalog::open(dir, Catalog::Mode::kShadow, false);
   EXPECT_EQ(shadow->get("k1").value_or(""), "v1");
@@ -119,7 +119,7 @@ TEST(Epoch, ShadowCatalogAppliesInMemoryAndNeverWrites) {
   EXPECT_EQ(shadow->get("k2").value_or(""), "v2");
   EXPECT_FALSE(shadow->get("k1").has_value());
   shadow.reset();
-  EXPECT_EQ(read_file(writer->log_path()).size(), size);
+  EXPECT_EQ(read_file(Env::posix(), writer->log_path()).size(), size);
   auto reader = Catalog::open(dir, Catalog::Mode::kReadOnly, false);
   EXPECT_EQ(reader->get("k1").value_or(""), "v1");
   EXPECT_FALSE(reader->get("k2").has_value());
@@ -207,7 +207,7 @@ TEST(Epoch, CollectiveArrayDiscardsWhatNoEpochCommitted) {
     write_part(*r1, 1);
     ASSERT_TRUE(r1->prepare_flush().ok());
   }
-  EXPECT_EQ(list_dir(dir + "/frag").size(), 0u);
+  EXPECT_EQ(list_dir(Env::posix(), dir + "/frag").size(), 0u);
   std::unique_ptr<Array> ro;
   ASSERT_TRUE(Array::open(dir, false, ArrayOptions{}, &ro).ok());
   EXPECT_EQ(read_all(*ro), model(false));
@@ -224,7 +224,7 @@ TEST(Epoch, ShadowRankNeverWritesSchemaOrFillFragments) {
   ASSERT_TRUE(r1->prepare_flush().ok());
   ASSERT_TRUE(r1->stage_prepared(false, 1).ok());
   ASSERT_TRUE(r1->publish_prepared(false).ok());
-  const auto before = read_file(dir + "/schema");
+  const auto before = read_file(Env::posix(), dir + "/schema");
   ASSERT_TRUE(r1->set_extent({4, 32}).ok());  // a shrink over data: rank 0 would write fill
   ASSERT_TRUE(r1->set_extent({40, 32}).ok());
   EXPECT_EQ(r1->schema().extent, (Coords{40, 32}));
@@ -232,7 +232,7 @@ TEST(Epoch, ShadowRankNeverWritesSchemaOrFillFragments) {
   ASSERT_TRUE(r1->prepare_flush().ok());
   ASSERT_TRUE(r1->stage_prepared(false, 2).ok());
   ASSERT_TRUE(r1->publish_prepared(false).ok());
-  EXPECT_EQ(read_file(dir + "/schema"), before);
+  EXPECT_EQ(read_file(Env::posix(), dir + "/schema"), before);
 }
 
 TEST(Epoch, SerialConsolidationMergesEveryRanksFragments) {

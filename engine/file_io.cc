@@ -1,6 +1,5 @@
 #include "engine/file_io.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -18,49 +17,52 @@ namespace tessera {
 // ---- File -------------------------------------------------------------------------------
 
 File::~File() {
-  if (fd_ >= 0) ::close(fd_);  // destructor: errors are unreportable; close() reports them
+  if (fd_ >= 0) env_->close(fd_);  // destructor: errors are unreportable; close() reports them
 }
 
-File::File(File&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
+File::File(File&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)), env_(o.env_) { o.fd_ = -1; }
 
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
+    if (fd_ >= 0) env_->close(fd_);
     fd_ = o.fd_;
     path_ = std::move(o.path_);
+    env_ = o.env_;
     o.fd_ = -1;
   }
   return *this;
 }
 
-static int open_fd(const std::string& path, int flags, mode_t mode = 0) {
+static int open_fd(Env& env, const std::string& path, int flags, mode_t mode = 0) {
   for (;;) {
-    int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    int fd = env.open(path.c_str(), flags | O_CLOEXEC, mode);
     if (fd >= 0) return fd;
     if (errno != EINTR) throw_errno("cannot open", path, errno);
   }
 }
 
-File File::open_read(const std::string& path) {
+File File::open_read(Env& env, const std::string& path) {
   File f;
-  f.fd_ = open_fd(path, O_RDONLY);
+  f.fd_ = open_fd(env, path, O_RDONLY);
   f.path_ = path;
+  f.env_ = &env;
   return f;
 }
 
-File File::open_rw(const std::string& path, bool create, bool exclusive) {
+File File::open_rw(Env& env, const std::string& path, bool create, bool exclusive) {
   int flags = O_RDWR;
   if (create) flags |= O_CREAT;
   if (create && exclusive) flags |= O_EXCL;
   File f;
-  f.fd_ = open_fd(path, flags, 0644);
+  f.fd_ = open_fd(env, path, flags, 0644);
   f.path_ = path;
+  f.env_ = &env;
   return f;
 }
 
 uint64_t File::size() const {
   struct stat st;
-  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_, errno);
+  if (env_->fstat(fd_, &st) != 0) throw_errno("cannot stat", path_, errno);
   return static_cast<uint64_t>(st.st_size);
 }
 
@@ -73,7 +75,7 @@ size_t File::pread_some(void* buf, size_t n, uint64_t off) const {
   auto* p = static_cast<uint8_t*>(buf);
   size_t done = 0;
   while (done < n) {
-    ssize_t r = ::pread(fd_, p + done, n - done, static_cast<off_t>(off + done));
+    ssize_t r = env_->pread(fd_, p + done, n - done, static_cast<off_t>(off + done));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw_errno("cannot read", path_, errno);
@@ -96,7 +98,7 @@ void File::preadv_exact(struct iovec* iov, int cnt, uint64_t off) const {
   for (int i = 0; i < cnt; ++i) want += iov[i].iov_len;
   uint64_t done = 0;
   while (cnt > 0) {
-    ssize_t r = ::preadv(fd_, iov, cnt, static_cast<off_t>(off + done));
+    ssize_t r = env_->preadv(fd_, iov, cnt, static_cast<off_t>(off + done));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw_errno("cannot read", path_, errno);
@@ -123,7 +125,7 @@ void File::pwrite_all(const void* buf, size_t n, uint64_t off) {
   const auto* p = static_cast<const uint8_t*>(buf);
   size_t done = 0;
   while (done < n) {
-    ssize_t r = ::pwrite(fd_, p + done, n - done, static_cast<off_t>(off + done));
+    ssize_t r = env_->pwrite(fd_, p + done, n - done, static_cast<off_t>(off + done));
     if (r < 0) {
       if (errno == EINTR) continue;
       throw_errno("cannot write", path_, errno);
@@ -135,7 +137,7 @@ void File::pwrite_all(const void* buf, size_t n, uint64_t off) {
 }
 
 void File::sync() {
-  while (::fdatasync(fd_) != 0) {
+  while (env_->fdatasync(fd_) != 0) {
     if (errno != EINTR) throw_errno("cannot sync", path_, errno);
   }
 }
@@ -144,7 +146,7 @@ void AppendFile::append2(const void* a, size_t na, const void* b, size_t nb) {
   struct iovec iov[2] = {{const_cast<void*>(a), na}, {const_cast<void*>(b), nb}};
   ssize_t r;
   do {
-    r = ::pwritev(f_.fd(), iov, 2, static_cast<off_t>(off_));
+    r = f_.env().pwritev(f_.fd(), iov, 2, static_cast<off_t>(off_));
   } while (r < 0 && errno == EINTR);
   const size_t done = r > 0 ? static_cast<size_t>(r) : 0;
   // A short or failed vector write: the rest (and the real errno) through pwrite_all.
@@ -158,7 +160,7 @@ void AppendFile::append2(const void* a, size_t na, const void* b, size_t nb) {
 }
 
 void File::truncate(uint64_t size) {
-  while (::ftruncate(fd_, static_cast<off_t>(size)) != 0) {
+  while (env_->ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     if (errno != EINTR) throw_errno("cannot truncate", path_, errno);
   }
 }
@@ -168,94 +170,83 @@ void File::close() {
   int fd = fd_;
   fd_ = -1;
   // Never retry close(): on Linux the descriptor is gone even when it reports EINTR.
-  if (::close(fd) != 0 && errno != EINTR) throw_errno("cannot close", path_, errno);
+  if (env_->close(fd) != 0 && errno != EINTR) throw_errno("cannot close", path_, errno);
 }
 
 // ---- paths and directories ----------------------------------------------------------------
 
-static bool stat_path(const std::string& path, struct stat* st, bool follow) {
-  int rc = follow ? ::stat(path.c_str(), st) : ::lstat(path.c_str(), st);
+static bool stat_path(Env& env, const std::string& path, struct stat* st, bool follow) {
+  int rc = env.stat(path.c_str(), st, follow);
   if (rc == 0) return true;
   if (errno == ENOENT || errno == ENOTDIR) return false;
   throw_errno("cannot stat", path, errno);
 }
 
-bool path_exists(const std::string& path) {
+bool path_exists(Env& env, const std::string& path) {
   struct stat st;
-  return stat_path(path, &st, true);
+  return stat_path(env, path, &st, true);
 }
 
-bool is_directory(const std::string& path) {
+bool is_directory(Env& env, const std::string& path) {
   struct stat st;
-  return stat_path(path, &st, true) && S_ISDIR(st.st_mode);
+  return stat_path(env, path, &st, true) && S_ISDIR(st.st_mode);
 }
 
-void make_dir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) == 0) return;
+void make_dir(Env& env, const std::string& path) {
+  if (env.mkdir(path.c_str(), 0755) == 0) return;
   int err = errno;
-  if (err == EEXIST && is_directory(path)) return;
+  if (err == EEXIST && is_directory(env, path)) return;
   throw_errno("cannot create directory", path, err);
 }
 
-void make_dirs(const std::string& path) {
+void make_dirs(Env& env, const std::string& path) {
   if (path.empty()) return;
   // Create each prefix ending before a '/', then the full path.
   for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-    if (path[pos - 1] != '/') make_dir(path.substr(0, pos));
+    if (path[pos - 1] != '/') make_dir(env, path.substr(0, pos));
   }
-  make_dir(path);
+  make_dir(env, path);
 }
 
-void remove_file(const std::string& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove", path, errno);
+void remove_file(Env& env, const std::string& path) {
+  if (env.unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove", path, errno);
 }
 
-void remove_tree(const std::string& path) {
+void remove_tree(Env& env, const std::string& path) {
   struct stat st;
-  if (!stat_path(path, &st, false)) return;
+  if (!stat_path(env, path, &st, false)) return;
   if (!S_ISDIR(st.st_mode)) {  // files and symlinks (never followed)
-    remove_file(path);
+    remove_file(env, path);
     return;
   }
-  for (const auto& name : list_dir(path)) remove_tree(join_path(path, name));
-  if (::rmdir(path.c_str()) != 0 && errno != ENOENT)
+  for (const auto& name : list_dir(env, path)) remove_tree(env, join_path(path, name));
+  if (env.rmdir(path.c_str()) != 0 && errno != ENOENT)
     throw_errno("cannot remove directory", path, errno);
 }
 
-void sync_dir(const std::string& dir) {
-  int fd = open_fd(dir, O_RDONLY | O_DIRECTORY);
-  while (::fsync(fd) != 0) {
+void sync_dir(Env& env, const std::string& dir) {
+  int fd = open_fd(env, dir, O_RDONLY | O_DIRECTORY);
+  while (env.fsync(fd) != 0) {
     if (errno == EINTR) continue;
     int err = errno;
-    ::close(fd);
+    env.close(fd);
     throw_errno("cannot sync directory", dir, err);
   }
-  ::close(fd);
+  env.close(fd);
 }
 
-void rename_durable(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0)
+void rename_durable(Env& env, const std::string& from, const std::string& to) {
+  if (env.rename(from.c_str(), to.c_str()) != 0)
     throw_errno("cannot rename '" + from + "' to", to, errno);
   std::string to_dir = parent_dir(to), from_dir = parent_dir(from);
-  sync_dir(to_dir);
+  sync_dir(env, to_dir);
   // A cross-directory move also changed the source directory.
-  if (from_dir != to_dir) sync_dir(from_dir);
+  if (from_dir != to_dir) sync_dir(env, from_dir);
 }
 
-std::vector<std::string> list_dir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) throw_errno("cannot list directory", dir, errno);
+std::vector<std::string> list_dir(Env& env, const std::string& dir) {
   std::vector<std::string> names;
-  for (;;) {
-    errno = 0;
-    struct dirent* e = ::readdir(d);
-    if (!e) break;
-    std::string name = e->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  int err = errno;
-  ::closedir(d);
-  if (err != 0) throw_errno("cannot list directory", dir, err);
+  if (int err = env.list_dir(dir.c_str(), &names); err != 0) throw_errno("cannot list directory", dir, err);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -275,40 +266,40 @@ std::string join_path(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  File f = File::open_read(path);
+std::vector<uint8_t> read_file(Env& env, const std::string& path) {
+  File f = File::open_read(env, path);
   std::vector<uint8_t> data(f.size());
   f.pread_exact(data.data(), data.size(), 0);
   return data;
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t n, bool durable) {
+void write_file_atomic(Env& env, const std::string& path, const void* data, size_t n, bool durable) {
   // pid + counter keeps concurrent writers (threads or processes) off each other's temp file.
   static std::atomic<uint64_t> counter{0};
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
                     std::to_string(counter.fetch_add(1));
   try {
-    File f = File::open_rw(tmp, /*create=*/true, /*exclusive=*/true);
+    File f = File::open_rw(env, tmp, /*create=*/true, /*exclusive=*/true);
     f.pwrite_all(data, n, 0);
     if (durable) f.sync();
     f.close();
     if (durable) {
-      rename_durable(tmp, path);
-    } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      rename_durable(env, tmp, path);
+    } else if (env.rename(tmp.c_str(), path.c_str()) != 0) {
       throw_errno("rename to", path, errno);
     }
   } catch (...) {
-    ::unlink(tmp.c_str());  // best effort; the original error is what matters
+    env.unlink(tmp.c_str());  // best effort; the original error is what matters
     throw;
   }
 }
 
-void sync_filesystem(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+void sync_filesystem(Env& env, const std::string& path) {
+  int fd = env.open(path.c_str(), O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) throw_errno("open for syncfs", path, errno);
-  int rc = ::syncfs(fd);
+  int rc = env.syncfs(fd);
   int err = errno;
-  ::close(fd);
+  env.close(fd);
   if (rc != 0) throw_errno("syncfs", path, err);
 }
 
@@ -316,36 +307,38 @@ void sync_filesystem(const std::string& path) {
 
 FileLock::~FileLock() { unlock(); }
 
-FileLock::FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+FileLock::FileLock(FileLock&& o) noexcept : fd_(o.fd_), env_(o.env_) { o.fd_ = -1; }
 
 FileLock& FileLock::operator=(FileLock&& o) noexcept {
   if (this != &o) {
     unlock();
     fd_ = o.fd_;
+    env_ = o.env_;
     o.fd_ = -1;
   }
   return *this;
 }
 
-FileLock FileLock::try_lock(const std::string& path, bool exclusive) {
+FileLock FileLock::try_lock(Env& env, const std::string& path, bool exclusive) {
   // flock locks belong to the open file description, so a second try_lock in the same
   // process (a fresh open()) conflicts just like another process would.
-  int fd = open_fd(path, O_RDWR | O_CREAT, 0644);
+  int fd = open_fd(env, path, O_RDWR | O_CREAT, 0644);
   int op = (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB;
-  while (::flock(fd, op) != 0) {
+  while (env.flock(fd, op) != 0) {
     int err = errno;
     if (err == EINTR) continue;
-    ::close(fd);
+    env.close(fd);
     if (err == EWOULDBLOCK) return FileLock();
     throw_errno("cannot lock", path, err);
   }
   FileLock l;
   l.fd_ = fd;
+  l.env_ = &env;
   return l;
 }
 
 void FileLock::unlock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+  if (fd_ >= 0) env_->close(fd_);  // closing the last descriptor releases the flock
   fd_ = -1;
 }
 

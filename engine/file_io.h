@@ -3,10 +3,14 @@
 //     and the parent directory is fsync'ed (publish = rename);
 //   * every failure throws tessera::Error naming the path and errno.
 // Short reads throw kCorrupt ("'<path>': truncated: wanted N bytes at offset O").
+// Every call goes through an Env (env.h): a File keeps the one it was opened with, the
+// free functions take it first.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "engine/env.h"
 
 struct iovec;
 
@@ -21,13 +25,14 @@ class File {
   File(const File&) = delete;
   File& operator=(const File&) = delete;
 
-  static File open_read(const std::string& path);
+  static File open_read(Env& env, const std::string& path);
   // O_RDWR; creates the file when `create` (mode 0644); O_EXCL when `exclusive`.
-  static File open_rw(const std::string& path, bool create, bool exclusive = false);
+  static File open_rw(Env& env, const std::string& path, bool create, bool exclusive = false);
 
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
+  Env& env() const { return *env_; }
   uint64_t size() const;                                        // fstat
   void pread_exact(void* buf, size_t n, uint64_t off) const;   // throws kCorrupt on EOF
   // Scatters the n = sum of lens bytes at off over the buffers (preadv; modifies iov).
@@ -42,6 +47,7 @@ class File {
  private:
   int fd_ = -1;
   std::string path_;
+  Env* env_ = nullptr;
 };
 
 // Appends sequentially to a file, tracking the offset (used by fragment writers).
@@ -59,26 +65,26 @@ class AppendFile {
   uint64_t off_;
 };
 
-bool path_exists(const std::string& path);
-bool is_directory(const std::string& path);
-void make_dir(const std::string& path);           // ok if it already exists as a directory
-void make_dirs(const std::string& path);          // mkdir -p
-void remove_file(const std::string& path);        // ok if missing
-void remove_tree(const std::string& path);        // rm -rf; ok if missing
-void sync_dir(const std::string& dir);
+bool path_exists(Env& env, const std::string& path);
+bool is_directory(Env& env, const std::string& path);
+void make_dir(Env& env, const std::string& path);           // ok if it already exists as a directory
+void make_dirs(Env& env, const std::string& path);          // mkdir -p
+void remove_file(Env& env, const std::string& path);        // ok if missing
+void remove_tree(Env& env, const std::string& path);        // rm -rf; ok if missing
+void sync_dir(Env& env, const std::string& dir);
 // rename(from, to) then fsync the parent directory of `to`.
-void rename_durable(const std::string& from, const std::string& to);
+void rename_durable(Env& env, const std::string& from, const std::string& to);
 // Entry names (not "." or "..") in a directory, sorted.
-std::vector<std::string> list_dir(const std::string& dir);
+std::vector<std::string> list_dir(Env& env, const std::string& dir);
 std::string parent_dir(const std::string& path);
 std::string join_path(const std::string& a, const std::string& b);
-std::vector<uint8_t> read_file(const std::string& path);
+std::vector<uint8_t> read_file(Env& env, const std::string& path);
 // tmp file in the same directory + fdatasync + rename_durable.  With durable = false the
 // replacement is still atomic (rename) but not synced: the caller syncs later (syncfs).
-void write_file_atomic(const std::string& path, const void* data, size_t n, bool durable = true);
+void write_file_atomic(Env& env, const std::string& path, const void* data, size_t n, bool durable = true);
 // syncfs(2) on the file system holding `path`: one call makes every earlier write on it
 // durable — cheaper than thousands of fsyncs when a flush publishes many small files.
-void sync_filesystem(const std::string& path);
+void sync_filesystem(Env& env, const std::string& path);
 
 // An advisory lock (flock) held for the object's lifetime.
 class FileLock {
@@ -88,12 +94,13 @@ class FileLock {
   FileLock(FileLock&& o) noexcept;
   FileLock& operator=(FileLock&& o) noexcept;
   // Returns an unlocked FileLock (locked() == false) if another holder has it.
-  static FileLock try_lock(const std::string& path, bool exclusive);
+  static FileLock try_lock(Env& env, const std::string& path, bool exclusive);
   bool locked() const { return fd_ >= 0; }
   void unlock();
 
  private:
   int fd_ = -1;
+  Env* env_ = nullptr;
 };
 
 }  // namespace tessera

@@ -21,7 +21,8 @@ std::atomic<uint64_t> g_serial{1};
 }  // namespace
 
 std::shared_ptr<Fragment> Fragment::open(const std::string& path, std::shared_ptr<Context> ctx) {
-  return open_source(path, std::make_unique<FileSource>(File::open_read(path)), std::move(ctx));
+  ctx = Context::or_process(std::move(ctx));
+  return open_source(path, std::make_unique<FileSource>(File::open_read(ctx->env(), path)), ctx);
 }
 
 std::shared_ptr<Fragment> Fragment::open_inline(const std::string& label,

@@ -48,6 +48,7 @@ class Fragment {
                                                std::shared_ptr<Context> ctx = nullptr);
   const FragmentMeta& meta() const { return meta_; }
   const std::string& path() const { return path_; }
+  Env& env() const { return ctx_->env(); }  // its Context's
   // The fragment file was renamed (a deferred publish): keeps messages accurate.
   void set_path(std::string p) { path_ = std::move(p); }
   // The open file of a file fragment (kInternal for an inline one).

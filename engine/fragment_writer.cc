@@ -57,7 +57,7 @@ void FragmentWriter::abort() {
     }
   }
   try {
-    if (!in_memory_) remove_file(tmp_path_);
+    if (!in_memory_) remove_file(ctx_.env(), tmp_path_);
   } catch (...) {
   }
   committed_ = true;  // nothing left to clean up
@@ -95,7 +95,7 @@ void FragmentWriter::name_files() {
 void FragmentWriter::open_file() {
   name_files();
   if (before_file_) before_file_();
-  out_ = AppendFile(File::open_rw(tmp_path_, true, true), 0);
+  out_ = AppendFile(File::open_rw(ctx_.env(), tmp_path_, true, true), 0);
   head_ = std::move(mem_);  // written with the next append
   mem_ = {};
   in_memory_ = false;
@@ -107,6 +107,17 @@ void FragmentWriter::open_file() {
 // written as one call from offset 0 it gets large folios, and whole-tile reads copy from
 // fewer of them (measurably faster warm reads of 8 MiB tiles).
 void FragmentWriter::append(const void* p, size_t n) {
+  try {
+    append_impl(p, n);
+  } catch (...) {
+    // The tile entry that refers to these bytes is already recorded: the fragment can
+    // never be finished consistently (finish() refuses it; the array drops it).
+    failed_ = true;
+    throw;
+  }
+}
+
+void FragmentWriter::append_impl(const void* p, size_t n) {
   if (in_memory_ && mem_.size() + n > inline_limit_) open_file();
   const auto* b = static_cast<const uint8_t*>(p);
   if (in_memory_) {
@@ -342,6 +353,17 @@ void FragmentWriter::flush_erased_tile() {
 }
 
 std::string FragmentWriter::finish() {
+  if (failed_)
+    throw_error(Errc::kIo, "fragment '" + tmp_path_ + "': an earlier write to it failed, so it cannot be finished");
+  try {
+    return finish_impl();
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+}
+
+std::string FragmentWriter::finish_impl() {
   write_footer();
   if (in_memory_) {
     committed_ = true;  // nothing on disk; the caller takes the bytes
@@ -360,7 +382,7 @@ std::string FragmentWriter::finish() {
 void FragmentWriter::publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
                                       bool already_synced) {
   if (!already_synced) f.sync();
-  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) throw_errno("publish fragment", final_path, errno);
+  if (f.env().rename(tmp_path.c_str(), final_path.c_str()) != 0) throw_errno("publish fragment", final_path, errno);
 }
 
 void FragmentWriter::write_footer() {

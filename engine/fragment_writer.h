@@ -74,7 +74,10 @@ class FragmentWriter {
   // Writes footer and trailer but neither syncs nor publishes: the complete fragment
   // stays under its temporary name, which the caller now owns (see publish_finished).
   // Returns the temporary path, or "" when the fragment stayed in memory (take_inline()).
+  // Throws (and keeps throwing) once a write to the file failed.
   std::string finish();
+  // A write to the file failed (ENOSPC, EIO...): the fragment is lost; only abort() is left.
+  bool failed() const { return failed_; }
   // After finish() returned "": the fragment's bytes (the same bytes a .tfr file holds).
   std::vector<uint8_t> take_inline() { return std::move(mem_); }
   const std::string& final_path() {
@@ -100,6 +103,8 @@ class FragmentWriter {
     BlobRef* ref;  // points into meta_ entries (stable: entries are deques below)
     std::vector<uint64_t>* blocks;  // the entry's block_checks, or null
   };
+  std::string finish_impl();
+  void append_impl(const void* p, size_t n);
   void write_footer();
   void flush_sparse_tile();
   void flush_erased_tile();
@@ -144,6 +149,7 @@ class FragmentWriter {
   Box er_mbr_;
   uint64_t expect_sparse_ = 0;
   bool committed_ = false;
+  bool failed_ = false;
 };
 
 }  // namespace tessera

@@ -117,8 +117,8 @@ TEST(History, EveryCommitReadsAsItWasCommitted) {
       if (at.count(ci.seq)) continue;  // nothing changed: no commit
       at[ci.seq] = model;
       when[ci.seq] = ci.ts_ns;
-      if (is_directory(join_path(path, Catalog::kHistoryDir)))
-        compactions_seen = list_dir(join_path(path, Catalog::kHistoryDir)).size();
+      if (is_directory(Env::posix(), join_path(path, Catalog::kHistoryDir)))
+        compactions_seen = list_dir(Env::posix(), join_path(path, Catalog::kHistoryDir)).size();
     }
     EXPECT_GE(compactions_seen, 2u) << "the test should see the catalog compact (archived logs)";
     const auto commits = list_commits(c->catalog());

@@ -254,6 +254,7 @@ struct Spooled {
 template <class T>
 WrittenIndex build_typed(const Schema& s, const Fragment& f, const std::string& array_dir, const IndexOptions& o,
                      ThreadPool* pool, const IndexProgress& progress, NumType type) {
+  Env& env = f.env();
   const Layout layout(s);
   const bool be = s.big_endian;
   const std::vector<IndexChunk> chunks = make_chunks(f.meta(), o.chunk_cells);
@@ -267,12 +268,12 @@ WrittenIndex build_typed(const Schema& s, const Fragment& f, const std::string& 
   const uint32_t nan_bin = edges.bins();  // after every value bin; dropped below when empty
 
   const std::string dir = index_dir(array_dir);
-  make_dir(dir);
+  make_dir(env, dir);
   const std::string stem = join_path(dir, "." + f.meta().id.name() + "." + std::to_string(::getpid()) + "." +
                                               std::to_string(g_tmp.fetch_add(1)));
   // The spool: unlinked at once, so a crash leaves nothing behind.
-  File spool_file = File::open_rw(stem + ".spool.tmp", /*create=*/true, /*exclusive=*/true);
-  remove_file(stem + ".spool.tmp");
+  File spool_file = File::open_rw(env, stem + ".spool.tmp", /*create=*/true, /*exclusive=*/true);
+  remove_file(env, stem + ".spool.tmp");
   AppendFile spool(std::move(spool_file));
   std::vector<Spooled> spooled;
   uint64_t done_cells = 0;
@@ -303,7 +304,7 @@ WrittenIndex build_typed(const Schema& s, const Fragment& f, const std::string& 
   head.chunks = chunks;
   std::vector<IndexPair> rows;
   try {
-    AppendFile out(File::open_rw(tmp, /*create=*/true, /*exclusive=*/true));
+    AppendFile out(File::open_rw(env, tmp, /*create=*/true, /*exclusive=*/true));
     uint8_t header[kIndexHeaderBytes] = {};
     std::memcpy(header, kIndexMagic, 8);
     const uint32_t version = kIndexVersion;
@@ -361,9 +362,9 @@ WrittenIndex build_typed(const Schema& s, const Fragment& f, const std::string& 
     out.append(tr.buf().data(), tr.size());
     const uint64_t bytes = out.offset();
     out.file().close();
-    return WrittenIndex{tmp, index_path(array_dir, f.meta().id), bytes};
+    return WrittenIndex{tmp, index_path(array_dir, f.meta().id), bytes, &env};
   } catch (...) {
-    remove_file(tmp);
+    remove_file(env, tmp);
     throw;
   }
 }
@@ -399,13 +400,14 @@ WrittenIndex write_fragment_index(const Schema& s, const Fragment& f, const std:
 }
 
 void publish_index(const WrittenIndex& w) {
+  Env& env = *w.env;
   try {
-    File f = File::open_rw(w.tmp, /*create=*/false);
+    File f = File::open_rw(env, w.tmp, /*create=*/false);
     f.sync();
     f.close();
-    rename_durable(w.tmp, w.path);
+    rename_durable(env, w.tmp, w.path);
   } catch (...) {
-    remove_file(w.tmp);
+    remove_file(env, w.tmp);
     throw;
   }
 }

@@ -48,6 +48,7 @@ uint64_t build_fragment_index(const Schema& s, const Fragment& f, const std::str
 struct WrittenIndex {
   std::string tmp, path;
   uint64_t bytes = 0;
+  Env* env = nullptr;  // the fragment's (its Context's)
 };
 WrittenIndex write_fragment_index(const Schema& s, const Fragment& f, const std::string& array_dir,
                                   const IndexOptions& o, ThreadPool* pool, const IndexProgress& progress = nullptr);

@@ -173,7 +173,7 @@ std::shared_ptr<IndexFile> IndexFile::open(const std::string& array_dir, const F
   const std::string path = index_path(array_dir, f.meta().id);
   auto x = std::make_shared<IndexFile>();
   try {
-    x->file_ = File::open_read(path);
+    x->file_ = File::open_read(f.env(), path);
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) return nullptr;
     throw;

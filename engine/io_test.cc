@@ -22,7 +22,7 @@ class IoTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override { remove_tree(dir_); }
+  void TearDown() override { remove_tree(Env::posix(), dir_); }
   std::string p(const std::string& name) const { return join_path(dir_, name); }
   std::string dir_;
 };
@@ -73,7 +73,7 @@ TEST(IoChecksum, StableAndSensitive) {
 }
 
 TEST_F(IoTest, WriteReadAndTruncatedRead) {
-  File f = File::open_rw(p("a"), true);
+  File f = File::open_rw(Env::posix(), p("a"), true);
   std::vector<uint8_t> data(10000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
   f.pwrite_all(data.data(), data.size(), 0);
@@ -96,26 +96,26 @@ TEST_F(IoTest, WriteReadAndTruncatedRead) {
   EXPECT_EQ(f.size(), 5u);
   f.close();
   EXPECT_FALSE(f.is_open());
-  EXPECT_EQ(read_file(p("a")), std::vector<uint8_t>(data.begin(), data.begin() + 5));
+  EXPECT_EQ(read_file(Env::posix(), p("a")), std::vector<uint8_t>(data.begin(), data.begin() + 5));
 }
 
 TEST_F(IoTest, OpenErrorsNameThePath) {
   try {
-    File::open_read(p("missing"));
+    File::open_read(Env::posix(), p("missing"));
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::kNotFound);
     EXPECT_NE(std::string(e.what()).find(p("missing")), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("errno = 2"), std::string::npos);
   }
-  EXPECT_EQ(code_of([&] { File::open_rw(p("missing"), false); }), Errc::kNotFound);
-  File::open_rw(p("x"), true, true);
-  EXPECT_EQ(code_of([&] { File::open_rw(p("x"), true, true); }), Errc::kAlreadyExists);
-  EXPECT_EQ(code_of([&] { File::open_rw(p("x"), true, false); }), Errc::kOk);
+  EXPECT_EQ(code_of([&] { File::open_rw(Env::posix(), p("missing"), false); }), Errc::kNotFound);
+  File::open_rw(Env::posix(), p("x"), true, true);
+  EXPECT_EQ(code_of([&] { File::open_rw(Env::posix(), p("x"), true, true); }), Errc::kAlreadyExists);
+  EXPECT_EQ(code_of([&] { File::open_rw(Env::posix(), p("x"), true, false); }), Errc::kOk);
 }
 
 TEST_F(IoTest, MoveTransfersOwnership) {
-  File a = File::open_rw(p("m"), true);
+  File a = File::open_rw(Env::posix(), p("m"), true);
   int fd = a.fd();
   File b = std::move(a);
   EXPECT_FALSE(a.is_open());
@@ -124,50 +124,50 @@ TEST_F(IoTest, MoveTransfersOwnership) {
   af.append("abc", 3);
   af.append("de", 2);
   EXPECT_EQ(af.offset(), 5u);
-  std::vector<uint8_t> got = read_file(p("m"));
+  std::vector<uint8_t> got = read_file(Env::posix(), p("m"));
   EXPECT_EQ(std::string(got.begin(), got.end()), "abcde");
 }
 
 TEST_F(IoTest, Directories) {
   std::string deep = p("a/b//c/");
-  make_dirs(deep);
-  EXPECT_TRUE(is_directory(p("a/b/c")));
-  make_dirs(deep);  // idempotent
-  make_dir(p("a"));
-  write_file_atomic(p("a/b/file"), "xy", 2);
-  EXPECT_TRUE(path_exists(p("a/b/file")));
-  EXPECT_FALSE(is_directory(p("a/b/file")));
-  EXPECT_EQ(code_of([&] { make_dir(p("a/b/file")); }), Errc::kAlreadyExists);
-  EXPECT_EQ(list_dir(p("a/b")), (std::vector<std::string>{"c", "file"}));
+  make_dirs(Env::posix(), deep);
+  EXPECT_TRUE(is_directory(Env::posix(), p("a/b/c")));
+  make_dirs(Env::posix(), deep);  // idempotent
+  make_dir(Env::posix(), p("a"));
+  write_file_atomic(Env::posix(), p("a/b/file"), "xy", 2);
+  EXPECT_TRUE(path_exists(Env::posix(), p("a/b/file")));
+  EXPECT_FALSE(is_directory(Env::posix(), p("a/b/file")));
+  EXPECT_EQ(code_of([&] { make_dir(Env::posix(), p("a/b/file")); }), Errc::kAlreadyExists);
+  EXPECT_EQ(list_dir(Env::posix(), p("a/b")), (std::vector<std::string>{"c", "file"}));
   ASSERT_EQ(::symlink(dir_.c_str(), p("a/b/c/link").c_str()), 0);  // must not be followed
-  remove_tree(p("a"));
-  EXPECT_FALSE(path_exists(p("a")));
-  EXPECT_TRUE(is_directory(dir_));
-  remove_tree(p("a"));  // missing is fine
-  remove_file(p("nothing"));
-  EXPECT_EQ(code_of([&] { list_dir(p("nothing")); }), Errc::kNotFound);
+  remove_tree(Env::posix(), p("a"));
+  EXPECT_FALSE(path_exists(Env::posix(), p("a")));
+  EXPECT_TRUE(is_directory(Env::posix(), dir_));
+  remove_tree(Env::posix(), p("a"));  // missing is fine
+  remove_file(Env::posix(), p("nothing"));
+  EXPECT_EQ(code_of([&] { list_dir(Env::posix(), p("nothing")); }), Errc::kNotFound);
 }
 
 TEST_F(IoTest, AtomicWriteReplacesAndLeavesNoTemp) {
-  write_file_atomic(p("f"), "first", 5);
-  write_file_atomic(p("f"), "second!", 7);
-  std::vector<uint8_t> got = read_file(p("f"));
+  write_file_atomic(Env::posix(), p("f"), "first", 5);
+  write_file_atomic(Env::posix(), p("f"), "second!", 7);
+  std::vector<uint8_t> got = read_file(Env::posix(), p("f"));
   EXPECT_EQ(std::string(got.begin(), got.end()), "second!");
-  write_file_atomic(p("empty"), nullptr, 0);
-  EXPECT_TRUE(read_file(p("empty")).empty());
-  EXPECT_EQ(list_dir(dir_), (std::vector<std::string>{"empty", "f"}));
-  EXPECT_EQ(code_of([&] { write_file_atomic(p("nodir/f"), "x", 1); }), Errc::kNotFound);
-  EXPECT_EQ(list_dir(dir_).size(), 2u);
+  write_file_atomic(Env::posix(), p("empty"), nullptr, 0);
+  EXPECT_TRUE(read_file(Env::posix(), p("empty")).empty());
+  EXPECT_EQ(list_dir(Env::posix(), dir_), (std::vector<std::string>{"empty", "f"}));
+  EXPECT_EQ(code_of([&] { write_file_atomic(Env::posix(), p("nodir/f"), "x", 1); }), Errc::kNotFound);
+  EXPECT_EQ(list_dir(Env::posix(), dir_).size(), 2u);
 }
 
 TEST_F(IoTest, RenameDurable) {
-  write_file_atomic(p("src"), "data", 4);
-  make_dir(p("sub"));
-  rename_durable(p("src"), p("sub/dst"));
-  EXPECT_FALSE(path_exists(p("src")));
-  EXPECT_EQ(read_file(p("sub/dst")).size(), 4u);
-  EXPECT_EQ(code_of([&] { rename_durable(p("src"), p("dst")); }), Errc::kNotFound);
-  sync_dir(dir_);
+  write_file_atomic(Env::posix(), p("src"), "data", 4);
+  make_dir(Env::posix(), p("sub"));
+  rename_durable(Env::posix(), p("src"), p("sub/dst"));
+  EXPECT_FALSE(path_exists(Env::posix(), p("src")));
+  EXPECT_EQ(read_file(Env::posix(), p("sub/dst")).size(), 4u);
+  EXPECT_EQ(code_of([&] { rename_durable(Env::posix(), p("src"), p("dst")); }), Errc::kNotFound);
+  sync_dir(Env::posix(), dir_);
 }
 
 TEST(IoPath, ParentAndJoin) {
@@ -185,23 +185,23 @@ TEST(IoPath, ParentAndJoin) {
 
 TEST_F(IoTest, FileLockExcludesWithinProcess) {
   std::string lp = p("lock");
-  FileLock a = FileLock::try_lock(lp, true);
+  FileLock a = FileLock::try_lock(Env::posix(), lp, true);
   ASSERT_TRUE(a.locked());
-  EXPECT_FALSE(FileLock::try_lock(lp, true).locked());
-  EXPECT_FALSE(FileLock::try_lock(lp, false).locked());
+  EXPECT_FALSE(FileLock::try_lock(Env::posix(), lp, true).locked());
+  EXPECT_FALSE(FileLock::try_lock(Env::posix(), lp, false).locked());
   FileLock moved = std::move(a);
   EXPECT_FALSE(a.locked());
   EXPECT_TRUE(moved.locked());
-  EXPECT_FALSE(FileLock::try_lock(lp, true).locked());
+  EXPECT_FALSE(FileLock::try_lock(Env::posix(), lp, true).locked());
   moved.unlock();
-  FileLock s1 = FileLock::try_lock(lp, false), s2 = FileLock::try_lock(lp, false);
+  FileLock s1 = FileLock::try_lock(Env::posix(), lp, false), s2 = FileLock::try_lock(Env::posix(), lp, false);
   EXPECT_TRUE(s1.locked());
   EXPECT_TRUE(s2.locked());  // shared locks coexist
-  EXPECT_FALSE(FileLock::try_lock(lp, true).locked());
+  EXPECT_FALSE(FileLock::try_lock(Env::posix(), lp, true).locked());
   s1.unlock();
   s2.unlock();
-  EXPECT_TRUE(FileLock::try_lock(lp, true).locked());
-  EXPECT_EQ(code_of([&] { FileLock::try_lock(p("nodir/lock"), true); }), Errc::kNotFound);
+  EXPECT_TRUE(FileLock::try_lock(Env::posix(), lp, true).locked());
+  EXPECT_EQ(code_of([&] { FileLock::try_lock(Env::posix(), p("nodir/lock"), true); }), Errc::kNotFound);
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ struct Fixture {
 
 std::vector<std::string> band_fragments(const std::string& dir) {
   std::vector<std::string> out;
-  for (const std::string& n : list_dir(join_path(dir, "frag")))
+  for (const std::string& n : list_dir(Env::posix(), join_path(dir, "frag")))
     if (n.size() > 4 && n.compare(n.size() - 4, 4, ".tfr") == 0) out.push_back(join_path(join_path(dir, "frag"), n));
   return out;
 }
@@ -163,9 +163,9 @@ TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
     f.reset();
     ++tested;
     SCOPED_TRACE(frag);
-    const std::vector<uint8_t> original = read_file(frag);
+    const std::vector<uint8_t> original = read_file(Env::posix(), frag);
     {
-      File w = File::open_rw(frag, false);
+      File w = File::open_rw(Env::posix(), frag, false);
       uint8_t b;
       w.pread_exact(&b, 1, off);
       b ^= 0x5A;
@@ -190,7 +190,7 @@ TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
     fx.check_box(*a, tile.lo[0] + 128, tile.hi[0], tile.lo[1], tile.hi[1]);
     const uint64_t other_r0 = tile.lo[0] >= kT ? 0 : kT;
     fx.check_box(*a, other_r0, other_r0 + kT - 1, 0, kN - 1);
-    File w = File::open_rw(frag, false);
+    File w = File::open_rw(Env::posix(), frag, false);
     w.pwrite_all(original.data(), original.size(), 0);
     w.close();
   }

@@ -61,28 +61,28 @@ PublishJournal PublishJournal::decode(const std::vector<uint8_t>& b, const std::
   return j;
 }
 
-PublishJournal PublishJournal::read(const std::string& path) {
-  return decode(read_file(path), "publish journal '" + path + "'");
+PublishJournal PublishJournal::read(Env& env, const std::string& path) {
+  return decode(read_file(env, path), "publish journal '" + path + "'");
 }
 
-void PublishJournal::roll(const std::string& frag_dir, bool fwd, bool writable,
+void PublishJournal::roll(Env& env, const std::string& frag_dir, bool fwd, bool writable,
                           std::vector<std::string>* read_through) const {
   for (auto& [from, to] : moves) {
     if (parent_dir(from) != frag_dir || parent_dir(to) != frag_dir) continue;  // never leave the array
-    if (!path_exists(from)) continue;  // already renamed (or removed)
+    if (!path_exists(env, from)) continue;  // already renamed (or removed)
     if (!fwd) {
-      if (writable) remove_file(from);
+      if (writable) remove_file(env, from);
     } else if (writable) {
-      if (::rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
+      if (env.rename(from.c_str(), to.c_str()) != 0) throw_errno("finish publishing", to, errno);
     } else {
       read_through->push_back(from);
     }
   }
 }
 
-void PublishJournal::write(const std::string& path, bool durable) const {
+void PublishJournal::write(Env& env, const std::string& path, bool durable) const {
   std::vector<uint8_t> b = encode();
-  write_file_atomic(path, b.data(), b.size(), durable);
+  write_file_atomic(env, path, b.data(), b.size(), durable);
 }
 
 }  // namespace tessera

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/env.h"
+
 namespace tessera {
 
 struct PublishJournal {
@@ -21,9 +23,9 @@ struct PublishJournal {
   // Throws Error(kCorrupt) naming `what` for anything but a whole, well-formed journal
   // (bad magic, unknown version, checksum mismatch, truncation, trailing bytes).
   static PublishJournal decode(const std::vector<uint8_t>& bytes, const std::string& what);
-  static PublishJournal read(const std::string& path);
+  static PublishJournal read(Env& env, const std::string& path);
   // Written atomically (temporary file, rename); durable: synced with its directory.
-  void write(const std::string& path, bool durable) const;
+  void write(Env& env, const std::string& path, bool durable) const;
   // Whether recovery rolls the batch forward, given the last committed epoch.
   bool forward(uint64_t committed_epoch) const { return epoch == 0 || epoch <= committed_epoch; }
   // Recovery's file side, for fragments in `frag_dir` (moves naming any other directory
@@ -31,7 +33,7 @@ struct PublishJournal {
   // finishes the renames still to do; a reader gets the temporary fragments to read the
   // batch whole through (*read_through).  Back (an epoch that never committed): a writer
   // removes the temporary fragments — they never existed.
-  void roll(const std::string& frag_dir, bool forward, bool writable, std::vector<std::string>* read_through) const;
+  void roll(Env& env, const std::string& frag_dir, bool forward, bool writable, std::vector<std::string>* read_through) const;
 };
 
 }  // namespace tessera

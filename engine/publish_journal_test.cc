@@ -78,15 +78,15 @@ TEST(PublishJournal, WrittenAndReadBack) {
   const std::string p = t.sub("publish.journal");
   for (bool durable : {false, true}) {
     PublishJournal j = sample(3, true);
-    j.write(p, durable);
-    PublishJournal r = PublishJournal::read(p);
+    j.write(Env::posix(), p, durable);
+    PublishJournal r = PublishJournal::read(Env::posix(), p);
     EXPECT_EQ(r.epoch, 3u);
     EXPECT_EQ(r.moves, j.moves);
     EXPECT_EQ(r.schema, j.schema);
   }
   PublishJournal empty;
-  empty.write(p, true);
-  EXPECT_TRUE(PublishJournal::read(p).moves.empty());
+  empty.write(Env::posix(), p, true);
+  EXPECT_TRUE(PublishJournal::read(Env::posix(), p).moves.empty());
 }
 
 TEST(PublishJournal, SerialRollsForwardEpochsOnlyWhenCommitted) {
@@ -134,9 +134,9 @@ TEST(PublishJournal, RollForwardBackAndReadThrough) {
   for (int mode = 0; mode < 3; ++mode) {  // 0 forward writer, 1 forward reader, 2 back
     testutil::TempDir t("tessera_journal_roll");
     const std::string frag = t.sub("frag"), other = t.sub("other");
-    make_dir(frag);
-    make_dir(other);
-    auto touch = [](const std::string& p) { write_file_atomic(p, "x", 1, false); };
+    make_dir(Env::posix(), frag);
+    make_dir(Env::posix(), other);
+    auto touch = [](const std::string& p) { write_file_atomic(Env::posix(), p, "x", 1, false); };
     touch(frag + "/.a.tmp");
     touch(frag + "/b.tfr");  // already renamed before the crash
     touch(other + "/.c.tmp");
@@ -145,20 +145,20 @@ TEST(PublishJournal, RollForwardBackAndReadThrough) {
                {frag + "/.b.tmp", frag + "/b.tfr"},
                {other + "/.c.tmp", frag + "/c.tfr"}};
     std::vector<std::string> through;
-    j.roll(frag, /*forward=*/mode != 2, /*writable=*/mode != 1, &through);
+    j.roll(Env::posix(), frag, /*forward=*/mode != 2, /*writable=*/mode != 1, &through);
     if (mode == 0) {
-      EXPECT_TRUE(path_exists(frag + "/a.tfr"));
-      EXPECT_FALSE(path_exists(frag + "/.a.tmp"));
+      EXPECT_TRUE(path_exists(Env::posix(), frag + "/a.tfr"));
+      EXPECT_FALSE(path_exists(Env::posix(), frag + "/.a.tmp"));
       EXPECT_TRUE(through.empty());
     } else if (mode == 1) {
-      EXPECT_TRUE(path_exists(frag + "/.a.tmp"));
+      EXPECT_TRUE(path_exists(Env::posix(), frag + "/.a.tmp"));
       EXPECT_EQ(through, std::vector<std::string>{frag + "/.a.tmp"});
     } else {
-      EXPECT_FALSE(path_exists(frag + "/.a.tmp"));
-      EXPECT_FALSE(path_exists(frag + "/a.tfr"));
+      EXPECT_FALSE(path_exists(Env::posix(), frag + "/.a.tmp"));
+      EXPECT_FALSE(path_exists(Env::posix(), frag + "/a.tfr"));
     }
-    EXPECT_TRUE(path_exists(frag + "/b.tfr"));
-    EXPECT_TRUE(path_exists(other + "/.c.tmp"));  // outside the array: untouched
-    EXPECT_FALSE(path_exists(frag + "/c.tfr"));
+    EXPECT_TRUE(path_exists(Env::posix(), frag + "/b.tfr"));
+    EXPECT_TRUE(path_exists(Env::posix(), other + "/.c.tmp"));  // outside the array: untouched
+    EXPECT_FALSE(path_exists(Env::posix(), frag + "/c.tfr"));
   }
 }

@@ -229,7 +229,7 @@ class Evaluator {
     for (size_t fi = 0; fi < frags_.size(); ++fi) {
       if (frags_[fi]->is_inline()) continue;
       try {
-        File f = File::open_read(index_path(dir_, frags_[fi]->meta().id));
+        File f = File::open_read(frags_[fi]->env(), index_path(dir_, frags_[fi]->meta().id));
         const uint64_t size = f.size(), tail = std::min<uint64_t>(size, 64 << 10);
         f.will_need(size - tail, tail);
       } catch (const Error& e) {

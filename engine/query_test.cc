@@ -686,7 +686,7 @@ TEST_F(IndexFiles, RoundThresholdsAreAnsweredByTheIndexAlone) {
   EXPECT_GT(info.index_bytes, 0u);
   EXPECT_LT(info.index_bytes, info.data_bytes / 5) << "smooth data: runs";
   // No temporary or spool file is left behind.
-  for (const std::string& name : list_dir(index_dir(arr_->dir()))) EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
+  for (const std::string& name : list_dir(Env::posix(), index_dir(arr_->dir()))) EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
 }
 
 TEST_F(IndexFiles, NewerWritesAndErasesWinOverAnIndexedFragment) {
@@ -716,7 +716,7 @@ TEST_F(IndexFiles, NewerWritesAndErasesWinOverAnIndexedFragment) {
   ASSERT_TRUE(arr_->index_info(&info).ok());
   EXPECT_EQ(info.fragments, 1u);
   EXPECT_EQ(info.indexed, 1u);
-  EXPECT_EQ(list_dir(index_dir(arr_->dir())).size(), 1u);
+  EXPECT_EQ(list_dir(Env::posix(), index_dir(arr_->dir())).size(), 1u);
   ASSERT_TRUE(arr_->evaluate(query(CmpOp::kGt, "205.5"), &a).ok());
   EXPECT_EQ(a.count, want(CmpOp::kGt, 205.5));
   EXPECT_LT(a.compared, 20000u);
@@ -733,13 +733,13 @@ TEST_F(IndexFiles, DamagedIndexIsAnErrorNamingTheFile) {
   IndexBuild b;
   ASSERT_TRUE(arr_->build_index(IndexOptions{}, &b).ok());
   const std::string idir = index_dir(arr_->dir());
-  const std::string path = join_path(idir, list_dir(idir).at(0));
-  const uint64_t size = File::open_read(path).size();
-  const std::vector<uint8_t> good = read_file(path);
+  const std::string path = join_path(idir, list_dir(Env::posix(), idir).at(0));
+  const uint64_t size = File::open_read(Env::posix(), path).size();
+  const std::vector<uint8_t> good = read_file(Env::posix(), path);
   for (uint64_t at : {uint64_t{40}, size / 2, size - 60, size - 5}) {
     std::vector<uint8_t> bad = good;
     bad[at] ^= 0x5A;
-    write_file_atomic(path, bad.data(), bad.size());
+    write_file_atomic(Env::posix(), path, bad.data(), bad.size());
     TermAnswer a;
     Status st = arr_->evaluate(query(CmpOp::kGe, "201.5"), &a);
     if (st.ok()) {
@@ -748,12 +748,12 @@ TEST_F(IndexFiles, DamagedIndexIsAnErrorNamingTheFile) {
       EXPECT_EQ(st.code(), Errc::kCorrupt) << st.message();
       EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
     }
-    write_file_atomic(path, good.data(), good.size());
+    write_file_atomic(Env::posix(), path, good.data(), good.size());
   }
   // build_index replaces a damaged index.
-  std::vector<uint8_t> bytes = read_file(path);
+  std::vector<uint8_t> bytes = read_file(Env::posix(), path);
   bytes[bytes.size() - 20] ^= 1;
-  write_file_atomic(path, bytes.data(), bytes.size());
+  write_file_atomic(Env::posix(), path, bytes.data(), bytes.size());
   IndexBuild again;
   ASSERT_TRUE(arr_->build_index(IndexOptions{}, &again).ok());
   EXPECT_EQ(again.built, 1u);

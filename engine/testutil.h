@@ -84,7 +84,7 @@ class TempDir {
   }
   ~TempDir() {
     try {
-      remove_tree(path_);
+      remove_tree(Env::posix(), path_);
     } catch (...) {
     }
   }
@@ -308,9 +308,9 @@ inline uint64_t product_cells(const IndexSets& sets) {
 // Files (not directories) below `root`, as paths relative to it, sorted.
 inline void list_files_rec(const std::string& root, const std::string& rel, std::vector<std::string>* out) {
   std::string dir = rel.empty() ? root : join_path(root, rel);
-  for (const std::string& name : list_dir(dir)) {
+  for (const std::string& name : list_dir(Env::posix(), dir)) {
     std::string r = rel.empty() ? name : join_path(rel, name);
-    if (is_directory(join_path(root, r))) list_files_rec(root, r, out);
+    if (is_directory(Env::posix(), join_path(root, r))) list_files_rec(root, r, out);
     else out->push_back(r);
   }
 }

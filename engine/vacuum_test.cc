@@ -70,7 +70,7 @@ struct Fixture {
   std::string frag_dir() { return path + "/arrays/" + std::string(15, '0') + std::to_string(id) + "/frag"; }
   std::vector<std::string> tfr_files() {
     std::vector<std::string> out;
-    for (auto& n : list_dir(frag_dir()))
+    for (auto& n : list_dir(Env::posix(), frag_dir()))
       if (n.size() == 47 && n.compare(43, 4, ".tfr") == 0) out.push_back(frag_dir() + "/" + n);
     return out;
   }
@@ -162,7 +162,7 @@ TEST(Vacuum, ALostFragmentFileIsAnErrorNotFillValues) {
   fx.write_three(false);
   auto files = fx.tfr_files();
   ASSERT_EQ(files.size(), 3u);
-  remove_file(files[1]);
+  remove_file(Env::posix(), files[1]);
   std::unique_ptr<Container> c;
   ASSERT_TRUE(Container::open(fx.path, false, &c).ok());
   std::unique_ptr<Array> a;
@@ -266,13 +266,13 @@ TEST(Verify, EveryFlippedTileByteIsFound) {
   Fixture fx;
   fx.write_three(false);
   const std::string f = fx.tfr_files()[0];
-  std::vector<uint8_t> orig = read_file(f);
+  std::vector<uint8_t> orig = read_file(Env::posix(), f);
   // Bytes inside the data area: tiles (whatever a read of them would check).
   size_t caught = 0, tried = 0;
   for (size_t off = 64; off + 64 < orig.size(); off += 97) {
     std::vector<uint8_t> bad = orig;
     bad[off] ^= 0x41;
-    write_file_atomic(f, bad.data(), bad.size());
+    write_file_atomic(Env::posix(), f, bad.data(), bad.size());
     VerifyReport vr = fx.verify();
     ++tried;
     if (!vr.ok()) {
@@ -280,7 +280,7 @@ TEST(Verify, EveryFlippedTileByteIsFound) {
       EXPECT_NE(vr.problems[0].find(f), std::string::npos) << vr.problems[0];
     }
   }
-  write_file_atomic(f, orig.data(), orig.size());
+  write_file_atomic(Env::posix(), f, orig.data(), orig.size());
   EXPECT_EQ(caught, tried) << "a flipped byte went unnoticed";
   EXPECT_TRUE(fx.verify().ok());
 }
@@ -289,9 +289,9 @@ TEST(Verify, TruncatedDeletedAndForeignFiles) {
   Fixture fx;
   fx.write_three(false);
   auto files = fx.tfr_files();
-  std::vector<uint8_t> orig = read_file(files[2]);
+  std::vector<uint8_t> orig = read_file(Env::posix(), files[2]);
   {  // truncated
-    File t = File::open_rw(files[2], false);
+    File t = File::open_rw(Env::posix(), files[2], false);
     t.truncate(orig.size() / 2);
     t.close();
     VerifyReport vr = fx.verify();
@@ -299,15 +299,15 @@ TEST(Verify, TruncatedDeletedAndForeignFiles) {
     bool named = false;
     for (auto& p : vr.problems) named = named || p.find(files[2]) != std::string::npos;
     EXPECT_TRUE(named) << Fixture::all(vr);
-    write_file_atomic(files[2], orig.data(), orig.size());
+    write_file_atomic(Env::posix(), files[2], orig.data(), orig.size());
   }
   EXPECT_TRUE(fx.verify().ok());
   {  // another array's fragment under this name: id mismatch
-    std::vector<uint8_t> other = read_file(files[0]);
-    write_file_atomic(files[2], other.data(), other.size());
+    std::vector<uint8_t> other = read_file(Env::posix(), files[0]);
+    write_file_atomic(Env::posix(), files[2], other.data(), other.size());
     VerifyReport vr = fx.verify();
     EXPECT_FALSE(vr.ok());
-    write_file_atomic(files[2], orig.data(), orig.size());
+    write_file_atomic(Env::posix(), files[2], orig.data(), orig.size());
   }
   {  // the catalog's schema record gone
     std::unique_ptr<Container> c;
@@ -326,13 +326,13 @@ TEST(Verify, TruncatedDeletedAndForeignFiles) {
   EXPECT_TRUE(fx.verify().ok());
   {  // a damaged container header: nothing else can be trusted
     const std::string h = fx.path + "/tessera.container";
-    std::vector<uint8_t> hb = read_file(h), bad = hb;
+    std::vector<uint8_t> hb = read_file(Env::posix(), h), bad = hb;
     bad[3] ^= 1;
-    write_file_atomic(h, bad.data(), bad.size());
+    write_file_atomic(Env::posix(), h, bad.data(), bad.size());
     VerifyReport vr = fx.verify();
     ASSERT_EQ(vr.problems.size(), 1u);
     EXPECT_NE(vr.problems[0].find("tessera.container"), std::string::npos) << vr.problems[0];
-    write_file_atomic(h, hb.data(), hb.size());
+    write_file_atomic(Env::posix(), h, hb.data(), hb.size());
   }
   VerifyReport none;
   Status st = verify_container(fx.tmp.path() + "/nothing", VerifyOptions{}, &none);
@@ -364,16 +364,16 @@ TEST(Verify, VariableLengthValuesAreCheckedAgainstTheirHeaps) {
   EXPECT_TRUE(vr.ok()) << Fixture::all(vr);
   EXPECT_EQ(vr.var_values, 64u);
   const std::string heap_dir = path + "/arrays/" + std::string(15, '0') + std::to_string(id) + "/heap";
-  auto heaps = list_dir(heap_dir);
+  auto heaps = list_dir(Env::posix(), heap_dir);
   ASSERT_EQ(heaps.size(), 1u);
   const std::string heap = heap_dir + "/" + heaps[0];
-  std::vector<uint8_t> hb = read_file(heap), bad = hb;
+  std::vector<uint8_t> hb = read_file(Env::posix(), heap), bad = hb;
   bad[hb.size() - 3] ^= 0x10;
-  write_file_atomic(heap, bad.data(), bad.size());
+  write_file_atomic(Env::posix(), heap, bad.data(), bad.size());
   ASSERT_TRUE(verify_container(path, VerifyOptions{}, &vr).ok());
   ASSERT_FALSE(vr.ok());
   EXPECT_NE(vr.problems[0].find(heap), std::string::npos) << vr.problems[0];
-  remove_file(heap);
+  remove_file(Env::posix(), heap);
   ASSERT_TRUE(verify_container(path, VerifyOptions{}, &vr).ok());
   ASSERT_FALSE(vr.ok());
   EXPECT_NE(vr.problems[0].find(heap), std::string::npos) << vr.problems[0];

@@ -27,12 +27,12 @@ VarDescriptor HeapBuilder::append(const uint8_t* p, uint64_t n) {
   return d;
 }
 
-void HeapBuilder::publish(const std::string& dir) const {
+void HeapBuilder::publish(Env& env, const std::string& dir) const {
   std::vector<uint8_t> file(kHeapHeader);
   std::memcpy(file.data(), kHeapMagic, 8);
   std::memcpy(file.data() + 8, &kHeapVersion, 4);
   file.insert(file.end(), bytes_.begin(), bytes_.end());
-  write_file_atomic(join_path(dir, HeapReader::file_name(id_)), file.data(), file.size());
+  write_file_atomic(env, join_path(dir, HeapReader::file_name(id_)), file.data(), file.size());
 }
 
 void HeapReader::read(const VarDescriptor& d, const HeapBuilder* pending, std::vector<uint8_t>* out) {
@@ -48,7 +48,7 @@ void HeapReader::read(const VarDescriptor& d, const HeapBuilder* pending, std::v
     std::string name = file_name(id);
     auto it = open_.find(name);
     if (it == open_.end()) {
-      auto f = std::make_shared<File>(File::open_read(join_path(dir_, name)));
+      auto f = std::make_shared<File>(File::open_read(env_, join_path(dir_, name)));
       uint8_t h[kHeapHeader];
       f->pread_exact(h, sizeof h, 0);
       uint32_t ver;

@@ -38,7 +38,7 @@ class HeapBuilder {
   const std::vector<uint8_t>& bytes() const { return bytes_; }
   bool empty() const { return bytes_.empty(); }
   // Writes <dir>/<id>.thp durably (temp file, fdatasync, rename, dir fsync).
-  void publish(const std::string& dir) const;
+  void publish(Env& env, const std::string& dir) const;
 
  private:
   FragmentId id_;
@@ -48,13 +48,14 @@ class HeapBuilder {
 // Reads cell values through descriptors; heap files are opened once and kept open.
 class HeapReader {
  public:
-  explicit HeapReader(std::string dir) : dir_(std::move(dir)) {}
+  HeapReader(Env& env, std::string dir) : env_(env), dir_(std::move(dir)) {}
   // Appends the value's bytes to out; `pending` (may be null) is a not yet published heap
   // whose bytes are served from memory.  Throws kCorrupt on a bad check or range.
   void read(const VarDescriptor& d, const HeapBuilder* pending, std::vector<uint8_t>* out);
   static std::string file_name(const FragmentId& id) { return id.name() + ".thp"; }
 
  private:
+  Env& env_;
   std::string dir_;
   std::map<std::string, std::shared_ptr<File>> open_;
 };

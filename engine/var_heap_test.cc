@@ -25,14 +25,14 @@ TEST(VarHeap, PendingAndPublishedReadsAgree) {
   std::vector<std::string> values = {"alpha", "", std::string(100000, 'x'), "omega"};
   std::vector<VarDescriptor> d;
   for (const auto& v : values) d.push_back(h.append(reinterpret_cast<const uint8_t*>(v.data()), v.size()));
-  HeapReader r(dir);
+  HeapReader r(Env::posix(), dir);
   for (size_t i = 0; i < values.size(); ++i) {
     std::vector<uint8_t> out;
     r.read(d[i], &h, &out);  // not published yet: from memory
     EXPECT_EQ(out, bytes(values[i])) << i;
   }
-  h.publish(dir);
-  HeapReader fresh(dir);
+  h.publish(Env::posix(), dir);
+  HeapReader fresh(Env::posix(), dir);
   for (size_t i = 0; i < values.size(); ++i) {
     std::vector<uint8_t> out;
     fresh.read(d[i], nullptr, &out);
@@ -53,9 +53,9 @@ TEST(VarHeap, PendingAndPublishedReadsAgree) {
   }
   // A damaged heap file: the check catches it.
   std::string path = dir + "/" + HeapReader::file_name(h.id());
-  std::vector<uint8_t> file = read_file(path);
+  std::vector<uint8_t> file = read_file(Env::posix(), path);
   file[d[0].offset] ^= 0x40;
-  write_file_atomic(path, file.data(), file.size());
-  HeapReader after(dir);
+  write_file_atomic(Env::posix(), path, file.data(), file.size());
+  HeapReader after(Env::posix(), dir);
   EXPECT_THROW(after.read(d[0], nullptr, &out), Error);
 }

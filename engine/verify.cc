@@ -62,9 +62,9 @@ class Verifier {
   }
 
  private:
-  static uint64_t file_size(const std::string& path) {
+  uint64_t file_size(const std::string& path) {
     try {
-      return File::open_read(path).size();
+      return File::open_read(c_.env(), path).size();
     } catch (const Error&) {
       return 0;
     }
@@ -97,8 +97,8 @@ class Verifier {
       }
     }
     const std::string root = join_path(c_.path(), kArraysDir);
-    if (is_directory(root))
-      for (const std::string& name : list_dir(root)) {
+    if (is_directory(c_.env(), root))
+      for (const std::string& name : list_dir(c_.env(), root)) {
         uint64_t id;
         if (!hex16_name(name, &id)) continue;
         arrays[id].id = id;
@@ -110,7 +110,7 @@ class Verifier {
       p.dir = c_.array_dir(id);
       p.label = "array " + hex16(id);
       const std::string frag = join_path(p.dir, kFragDir);
-      if (!p.in_catalog && !path_exists(join_path(p.dir, kSchemaFile))) {
+      if (!p.in_catalog && !path_exists(c_.env(), join_path(p.dir, kSchemaFile))) {
         if (!p.inl.empty() || !p.recorded.empty()) {
           r_.problems.push_back(p.label + ": its schema is missing (no catalog record 'arr/" + hex16(id) +
                                 "/schema', no file '" + join_path(p.dir, kSchemaFile) + "')");
@@ -126,8 +126,8 @@ class Verifier {
         }
         continue;
       }
-      if (is_directory(frag))
-        for (const std::string& name : list_dir(frag)) {
+      if (is_directory(c_.env(), frag))
+        for (const std::string& name : list_dir(c_.env(), frag)) {
           FragmentId fid;
           if (name.size() == 47 && name.compare(43, 4, ".tfr") == 0 && FragmentId::parse(name.substr(0, 43), &fid))
             p.files.push_back(join_path(frag, name));
@@ -152,7 +152,7 @@ class Verifier {
         std::vector<uint8_t> b(v->begin(), v->end());
         schema = parse_schema_file(b, "array schema record 'arr/" + hex16(p.id) + "/schema'", &extent_id);
       } else {
-        schema = read_schema(p.dir, &extent_id);
+        schema = read_schema(c_.env(), p.dir, &extent_id);
       }
     } catch (const Error& e) {
       r_.problems.push_back(p.label + ": " + e.what());
@@ -160,7 +160,7 @@ class Verifier {
     }
     for (auto& j : p.journals) {
       try {
-        PublishJournal::read(j);
+        PublishJournal::read(c_.env(), j);
         r_.notes.push_back(p.label + ": publish journal '" + j +
                            "' is present: a flush was interrupted (the next writer finishes or rolls it back)");
       } catch (const Error& e) {
@@ -177,7 +177,7 @@ class Verifier {
     }
     const Layout layout(schema);
     std::unique_ptr<HeapReader> heaps;
-    if (schema.var) heaps = std::make_unique<HeapReader>(join_path(p.dir, kHeapDir));
+    if (schema.var) heaps = std::make_unique<HeapReader>(c_.env(), join_path(p.dir, kHeapDir));
     std::set<FragmentId> present, replaced;
     auto check_one = [&](const std::string& label, const std::function<std::shared_ptr<Fragment>()>& open,
                          const FragmentId* expect) {
@@ -296,7 +296,8 @@ class Verifier {
 
 Status verify_container(const std::string& path, const VerifyOptions& opts, VerifyReport* out) {
   *out = VerifyReport{};
-  if (!is_directory(path) || !path_exists(join_path(path, "tessera.container")))
+  Env& env = Env::posix();  // the tool's (a container opened by path)
+  if (!is_directory(env, path) || !path_exists(env, join_path(path, "tessera.container")))
     return Status(Errc::kNotFound, "'" + path + "' is not a tessera container (no tessera.container in it)");
   std::unique_ptr<Container> c;
   Status st = Container::open(path, false, &c);

@@ -66,6 +66,7 @@ struct Copier {
     }
     std::string from = src.container().array_dir(array_id), to = dst.container().array_dir(id);
     check(tessera::guard([&] {
+      tessera::Env& env = dst.container().env();
       // Inline fragments (catalog records) are copied as records under the new array.
       const std::string sp = tessera::Container::array_prefix(array_id) + "frag/";
       const std::string tp = tessera::Container::array_prefix(id) + "frag/";
@@ -74,18 +75,18 @@ struct Copier {
       dst.container().catalog().commit(rb);
       for (const char* sub : {"frag", "heap"}) {
         std::string fd = tessera::join_path(from, sub), td = tessera::join_path(to, sub);
-        if (!tessera::is_directory(fd)) continue;
-        tessera::make_dir(to);
-        tessera::make_dir(td);
-        for (const std::string& name : tessera::list_dir(fd)) {
+        if (!tessera::is_directory(env, fd)) continue;
+        tessera::make_dir(env, to);
+        tessera::make_dir(env, td);
+        for (const std::string& name : tessera::list_dir(env, fd)) {
           if (name.empty() || name[0] == '.' || name.find(".tmp") != std::string::npos) continue;  // temp files
           std::string sp = tessera::join_path(fd, name), tp = tessera::join_path(td, name);
-          if (::link(sp.c_str(), tp.c_str()) != 0) {
-            auto bytes = tessera::read_file(sp);
-            tessera::write_file_atomic(tp, bytes.data(), bytes.size());
+          if (env.link(sp.c_str(), tp.c_str()) != 0) {
+            auto bytes = tessera::read_file(env, sp);
+            tessera::write_file_atomic(env, tp, bytes.data(), bytes.size());
           }
         }
-        tessera::sync_dir(td);
+        tessera::sync_dir(env, td);
       }
     }));
     return id;

@@ -30,7 +30,7 @@ struct Args {
 };
 
 bool is_native_hdf5(const std::string& path) {
-  if (!tessera::path_exists(path) || tessera::is_directory(path)) return false;
+  if (!tessera::path_exists(tessera::Env::posix(), path) || tessera::is_directory(tessera::Env::posix(), path)) return false;
   Hid fapl = native_fapl();
   htri_t r;
   H5E_BEGIN_TRY { r = H5Fis_accessible(path.c_str(), fapl); }
@@ -50,7 +50,7 @@ void fdatasync_path(const std::string& path) {
 // to_native: export (container -> native file); else import.
 int run(const Args& a, bool to_native) {
   const char* verb = to_native ? "export" : "import";
-  if (!tessera::path_exists(a.from)) fail("'" + a.from + "': no such file or directory");
+  if (!tessera::path_exists(tessera::Env::posix(), a.from)) fail("'" + a.from + "': no such file or directory");
   if (to_native && !tessera::Container::is_container(a.from))
     fail("'" + a.from + "' is not a tessera container" +
          (is_native_hdf5(a.from) ? std::string(" (it is a native HDF5 file: `tessera import` converts those)") : ""));
@@ -58,10 +58,10 @@ int run(const Args& a, bool to_native) {
     fail("'" + a.from + "' is not a native HDF5 file" +
          (tessera::Container::is_container(a.from) ? std::string(" (it is a tessera container: `tessera export` converts those)")
                                                    : ""));
-  if (tessera::path_exists(a.to)) {
+  if (tessera::path_exists(tessera::Env::posix(), a.to)) {
     if (!a.force) fail("'" + a.to + "' exists (--force replaces it)");
-    if (to_native && tessera::is_directory(a.to)) fail("'" + a.to + "' is a directory; give a file name to export to");
-    if (!to_native && !tessera::Container::is_container(a.to) && tessera::is_directory(a.to))
+    if (to_native && tessera::is_directory(tessera::Env::posix(), a.to)) fail("'" + a.to + "' is a directory; give a file name to export to");
+    if (!to_native && !tessera::Container::is_container(a.to) && tessera::is_directory(tessera::Env::posix(), a.to))
       fail("'" + a.to + "' is a directory but not a tessera container; refusing to replace it");
   }
   if (!a.as_of.empty() && a.as_of.find_first_of(" \t,") != std::string::npos)
@@ -76,7 +76,7 @@ int run(const Args& a, bool to_native) {
   H5F_libver_t lo = H5F_LIBVER_EARLIEST, hi = H5F_LIBVER_LATEST;
   if (sfapl.valid() && H5Pget_libver_bounds(sfapl, &lo, &hi) >= 0) H5Pset_libver_bounds(dst_fapl, lo, hi);
   H5Eclear2(H5E_DEFAULT);
-  if (a.force && tessera::path_exists(a.to) && !to_native) {
+  if (a.force && tessera::path_exists(tessera::Env::posix(), a.to) && !to_native) {
     tessera::Status st = tessera::Container::remove(a.to);
     if (!st.ok()) fail("replacing '" + a.to + "': " + st.message());
   }
@@ -97,7 +97,7 @@ int run(const Args& a, bool to_native) {
     bar.finish();
     dst.reset();
     // Leave nothing half-made behind.
-    if (to_native) tessera::remove_file(a.to);
+    if (to_native) tessera::remove_file(tessera::Env::posix(), a.to);
     else (void)tessera::Container::remove(a.to);
     throw Failure{std::string(verb) + " of '" + a.from + "' failed (nothing written): " + f.message, f.status};
   }

@@ -13,9 +13,9 @@ using tessera_vol::ObjectRecord;
 using tessera_vol::ObjType;
 
 std::unique_ptr<ContainerView> ContainerView::open(const std::string& path, bool writable, const std::string& as_of) {
-  if (!tessera::path_exists(path)) fail("'" + path + "': no such file or directory");
+  if (!tessera::path_exists(tessera::Env::posix(), path)) fail("'" + path + "': no such file or directory");
   if (!tessera::Container::is_container(path)) {
-    if (!tessera::is_directory(path))
+    if (!tessera::is_directory(tessera::Env::posix(), path))
       fail("'" + path + "' is not a tessera container (a native HDF5 file? tessera containers are directories)");
     fail("'" + path + "' is not a tessera container (no valid tessera.container header in it)");
   }

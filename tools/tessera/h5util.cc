@@ -153,7 +153,7 @@ Hid tessera_fapl(const std::string& settings) {
     if (n > 0) {
       exe[n] = '\0';
       const std::string plugins = tessera::join_path(tessera::parent_dir(tessera::parent_dir(exe)), "plugins");
-      if (tessera::path_exists(tessera::join_path(plugins, "libtessera.so"))) H5PLprepend(plugins.c_str());
+      if (tessera::path_exists(tessera::Env::posix(), tessera::join_path(plugins, "libtessera.so"))) H5PLprepend(plugins.c_str());
     }
     hid_t id;
     H5E_BEGIN_TRY { id = H5VLregister_connector_by_name("tessera", H5P_DEFAULT); }
