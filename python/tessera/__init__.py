@@ -55,8 +55,10 @@ def _stack_message(what):
     the stack."""
     import ctypes
 
-    try:  # libhdf5 is a dependency of libtessera_api: found through its handle
-        walk = lib().H5Ewalk2
+    from ._runtime import hdf5
+
+    try:  # the libhdf5 h5py uses (libtessera_api binds to it)
+        walk = hdf5().H5Ewalk2
     except AttributeError:
         return what
     msgs = []
@@ -164,3 +166,5 @@ from ._history import Commit, commits, open_as_of  # noqa: E402  time travel (do
 __all__ += ["Commit", "commits", "open_as_of"]
 
 from ._query import IndexInfo, drop_index, index, index_info, query  # noqa: E402  (needs TesseraError)
+from ._runtime import Status, check, enable, environment, find_build  # noqa: E402  (docs/install.md)
+__all__ += ["Status", "check", "enable", "environment", "find_build"]
