@@ -149,9 +149,11 @@ def check() -> Status:
     # back — a default connector it cannot load fails the library's initialisation, and
     # h5py then crashes on its first property-list call.
     if lib.H5VLis_connector_registered_by_name(b"tessera") <= 0:
+        asked = os.environ.get("HDF5_VOL_CONNECTOR", "").split(" ", 1)[0] == "tessera"
+        failed = asked and not version.startswith("1.")  # 2.x does not fall back to native
         raise _error("HDF5 %s (%s) does not use the tessera connector: it is not registered%s; %s"
-                     % (version, lib.path, " (HDF5 2.x: the library failed to initialise)"
-                        if not version.startswith("1.") else "", _why_not_loaded()))
+                     % (version, lib.path, " (HDF5 2.x: the library failed to initialise)" if failed else "",
+                        _why_not_loaded()))
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     if not _fapl_is_tessera(lib, fapl.id):
         raise _error("HDF5 %s (%s) does not use the tessera connector: %s"
