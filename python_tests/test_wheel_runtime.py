@@ -216,3 +216,11 @@ def test_direct_chunk_read_matches_native(tessera_env, tmp_path):
     native, tess = chunks(True), chunks(False)
     assert native[1][1] == data[16:32, 32:64].tobytes()
     assert tess == native
+
+
+def test_launcher_refuses_a_build_without_plugin(tmp_path):
+    env = native_env()
+    env["TESSERA_BUILD_DIR"] = str(tmp_path / "nobuild")
+    r = _run([str(REPO_ROOT / "scripts" / "tessera-env"), "run", "touch", str(tmp_path / "ran")], env, tmp_path)
+    assert r.returncode != 0 and "libtessera.so does not exist" in r.stderr, r.stderr
+    assert not (tmp_path / "ran").exists()
