@@ -1,5 +1,9 @@
 """tessera's own operations on h5py datasets stored by the tessera HDF5 connector.
 
+In any venv with h5py (the stock wheel or a source build), `tessera.enable()` before
+`import h5py` makes tessera the connector, and `tessera.check()` verifies that it is
+(docs/install.md; `python -m tessera run python app.py` for unchanged programs).
+
 An element of a dataset is *defined* from its first write until it is erased (or cut off
 by a resize); undefined elements read as the fill value, exactly as in native HDF5
 (docs/sparse.md).
