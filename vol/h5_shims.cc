@@ -3,7 +3,8 @@
 //
 // In 1.14, H5FD_SEC2 expands to H5FDperform_init(H5FD_sec2_init) and H5VL_NATIVE to
 // H5VL_native_register(); 2.x exports the driver and connector IDs as globals
-// (H5FD_SEC2_id_g, H5VL_NATIVE_g) instead, and has no H5FDperform_init.  A parallel
+// (H5FD_SEC2_id_g, H5VL_NATIVE_g) instead, and has no H5FDperform_init.  H5Tdecode,
+// H5Dread_chunk and H5Iregister_type are versioned in 2.x.  A parallel
 // 1.14 also exports H5FD_mpio_init and H5Pget_fapl_mpio, which a serial library (the
 // h5py wheel's) lacks.  The definitions below are local to the connector library (its
 // version script exports nothing but tessera_vol_class), so the linker binds the
@@ -59,6 +60,27 @@ hid_t H5VL_native_register(void) {
   }
   auto* reg = reinterpret_cast<hid_t (*)(void)>(h5_symbol("H5VL_native_register"));
   return reg ? reg() : H5I_INVALID_HID;
+}
+
+// Versioned in 2.x (the 1.14 names became H5Tdecode1, H5Dread_chunk1, H5Iregister_type1,
+// which 2.x still exports).  The connector itself calls decode_type/read_chunk_bytes
+// (h5_runtime.h), which prefer the bounds-checked 2.x forms; these keep any other use of
+// the 1.14 names loadable in both.
+hid_t H5Tdecode(const void* buf) {
+  auto* fn = reinterpret_cast<hid_t (*)(const void*)>(h5_symbol(h5_is_2x() ? "H5Tdecode1" : "H5Tdecode"));
+  return fn ? fn(buf) : H5I_INVALID_HID;
+}
+
+herr_t H5Dread_chunk(hid_t dset_id, hid_t dxpl_id, const hsize_t* offset, uint32_t* filters, void* buf) {
+  using Fn = herr_t (*)(hid_t, hid_t, const hsize_t*, uint32_t*, void*);
+  auto* fn = reinterpret_cast<Fn>(h5_symbol(h5_is_2x() ? "H5Dread_chunk1" : "H5Dread_chunk"));
+  return fn ? fn(dset_id, dxpl_id, offset, filters, buf) : -1;
+}
+
+H5I_type_t H5Iregister_type(size_t hash_size, unsigned reserved, H5I_free_t free_func) {
+  using Fn = H5I_type_t (*)(size_t, unsigned, H5I_free_t);
+  auto* fn = reinterpret_cast<Fn>(h5_symbol(h5_is_2x() ? "H5Iregister_type1" : "H5Iregister_type"));
+  return fn ? fn(hash_size, reserved, free_func) : H5I_BADID;
 }
 
 #ifdef H5_HAVE_PARALLEL
