@@ -74,6 +74,11 @@ class Api:
             assert self.lib.H5Pset_vol(fapl.id, cid, None) >= 0
         finally:
             self.lib.H5VLclose(cid)
+        # The library-version bounds h5py.File sets (earliest, latest), as on the tessera
+        # side: HDF5 2.x's own default low bound is 1.8, which makes new-style groups
+        # (link messages, which keep a moved link's creation order) where h5py's make
+        # old-style ones.
+        fapl.set_libver_bounds(h5py.h5f.LIBVER_EARLIEST, h5py.h5f.LIBVER_LATEST)
         return fapl
 
     def connector(self, obj) -> str:
@@ -373,3 +378,41 @@ def test_copy_expand_external_as_native(tessera_env, tmp_path):
     tess = run_scenario(tmp_path, native=False, scenario=COPY_EXTERNAL)
     assert tess == native
     assert native["baz"] == [1, 2, 3] and native["grp_exp links"]["e"] == "HardLink"
+
+
+def test_moved_link_keeps_its_creation_order_in_new_style_groups(api, tmp_path):
+    """A link moved or copied out of a group that tracks creation order into a new-style
+    group that does not (a 1.8-format file: HDF5 2.x's own default) keeps its order as
+    native's link message does; into an old-style group it has none."""
+    def run(native):
+        path = tmp_path / ("n.h5" if native else "t.h5")
+        if native:
+            fapl = api.native_fapl()
+            fapl.set_libver_bounds(h5py.h5f.LIBVER_V18, h5py.h5f.LIBVER_LATEST)
+            f = h5py.File(h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC, fapl=fapl))
+        else:
+            f = h5py.File(path, "w", libver=("v108", "latest"))
+        with f:
+            co = f.create_group("co", track_order=True)
+            for n in ("zeta", "alpha", "beta", "gamma"):
+                co.create_group(n)
+            f.create_group("plain")
+            f.move("co/alpha", "plain/alpha")
+            f.copy("co/beta", "plain/beta_copy")        # H5Ocopy: a new link, no order kept
+            lcopy = api.lib.H5Lcopy
+            lcopy.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_int64, ctypes.c_char_p,
+                              ctypes.c_int64, ctypes.c_int64]
+            plain = f["plain"]
+            assert lcopy(plain.id.id, b"alpha", plain.id.id, b"alpha_copy", 0, 0) >= 0  # keeps it
+            f.move("co/gamma", "co/gamma2")             # within the tracking group: renumbered
+            out = {}
+            for g in ("plain", "co"):
+                grp = f[g]  # alive while its link proxy is used
+                for n in sorted(grp):
+                    i = grp.id.links.get_info(n.encode())
+                    out[g + "/" + n] = (i.corder_valid, i.corder if i.corder_valid else None)
+        return out
+
+    native = run(True)
+    assert native["plain/alpha"] == (True, 1)  # the scenario exercises the kept order
+    assert run(False) == native

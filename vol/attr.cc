@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vol/error.h"
+#include "vol/h5_runtime.h"
 #include "vol/objects.h"
 #include "vol/reference.h"
 #include "vol/tessera_vol.h"
@@ -109,7 +110,7 @@ size_t npoints(hid_t space) {
 // corder: the creation order to report when the caller already knows it (iteration).
 void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const AttrRecord& r, H5A_info_t* info,
                const int64_t* corder = nullptr) {
-  hid_t t = H5Tdecode(r.type_enc.data());
+  hid_t t = decode_type(r.type_enc.data(), r.type_enc.size());
   hid_t s = H5Sdecode(r.space_enc.data());
   try {
     if (t < 0 || s < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vol/allocation.h"
+#include "vol/h5_runtime.h"
 #include "vol/native_chunk.h"
 #include "vol/objects.h"
 #include "vol/stored_type.h"
@@ -167,6 +168,16 @@ void read_chunk(DatasetObj& d, H5VL_native_dataset_chunk_read_t& a) {
   uint64_t size = 0;
   uint32_t mask = 0;
   chunk_bytes(d, t, &bytes, &size, &mask);
+  if (h5_is_2x()) {
+    // HDF5 2.x passes the caller's buffer size (H5Dread_chunk2's nalloc): a chunk that
+    // does not fit is not read, and the size it needs is reported back.
+    auto& a2 = reinterpret_cast<NativeChunkRead2&>(a);
+    if (a2.buf_size) {
+      size_t room = *a2.buf_size;
+      *a2.buf_size = bytes.size();
+      if (room < bytes.size()) return;
+    }
+  }
   std::memcpy(a.buf, bytes.data(), bytes.size());
   a.filters = mask;
 }

@@ -1,8 +1,8 @@
-// connector.cc — the tessera VOL connector class and HDF5's plugin entry points.
+// connector.cc — the tessera VOL connector class.
 //
 // HDF5 finds the plugin through HDF5_PLUGIN_PATH (it dlopens every lib*.so there and
-// asks H5PLget_plugin_type / H5PLget_plugin_info) and selects it by name or value, e.g.
-// HDF5_VOL_CONNECTOR=tessera.  The class below wires every callback HDF5 can call:
+// asks H5PLget_plugin_type / H5PLget_plugin_info: the loader, vol/loader/) and selects
+// it by name or value, e.g. HDF5_VOL_CONNECTOR=tessera.  The class below wires every callback HDF5 can call:
 // implemented ones live in one file per object class (file.cc, dataset.cc, ...);
 // a NULL entry makes HDF5 fail the call with "VOL connector has no '...' method".
 #include "vol/connector_info.h"
@@ -13,7 +13,6 @@
 #include "vol/stored_type.h"
 #include "vol/tessera_vol.h"
 
-#include <H5PLextern.h>
 
 namespace tessera_vol {
 namespace {
@@ -43,7 +42,7 @@ herr_t connector_terminate() {
 // Positional initialisation in declaration order (C++17 has no designated initialisers);
 // the comments name each field as H5VLconnector.h declares it.
 extern const H5VL_class_t kTesseraClass = {
-    H5VL_VERSION,          // version: must equal the library's H5VL_VERSION (3 in 1.14)
+    H5VL_VERSION,          // version: must equal the library's H5VL_VERSION (3 in 1.14 and 2.x)
     kConnectorValue,       // value
     kConnectorName,        // name
     kConnectorVersion,     // conn_version
@@ -169,13 +168,6 @@ extern const H5VL_class_t kTesseraClass = {
 
 }  // namespace tessera_vol
 
-// ---------------------------------------------------------------- plugin entry points
-// Declared by H5PLextern.h with C linkage and default visibility; they are the only
-// symbols the plugin exports (see exports.map).
-extern "C" {
-
-H5PL_type_t H5PLget_plugin_type(void) { return H5PL_TYPE_VOL; }
-
-const void* H5PLget_plugin_info(void) { return &tessera_vol::kTesseraClass; }
-
-}  // extern "C"
+// The plugin entry points (H5PLget_plugin_type/_info) live in the loader,
+// vol/loader/tessera_loader.c, which hands HDF5 this class through tessera_vol_class
+// (h5_runtime.cc) once it has bound the connector to the running libhdf5.

@@ -101,7 +101,7 @@ std::string elink_value(const LinkRecord& l) {
 void fill_link_info(bool tracked, const LinkRecord& l, H5L_info2_t* info) {
   std::memset(info, 0, sizeof *info);
   info->type = l.type;
-  info->corder_valid = tracked;
+  info->corder_valid = tracked || l.corder_kept;
   info->corder = info->corder_valid ? l.corder : 0;
   info->cset = l.cset;
   if (l.type == H5L_TYPE_HARD) oid_to_token(l.target, &info->u.token);
@@ -254,6 +254,13 @@ void copy_or_move(void* src_obj, const H5VL_loc_params_t* lp1, void* dst_obj, co
   }
   LinkRecord l = from.rec;
   if (lcpl_id != H5P_DEFAULT) l.cset = lcpl_cset(lcpl_id);
+  // As native: the link message keeps a valid creation order into a group that stores
+  // messages without tracking order; a tracking group numbers it anew (add_link).
+  // (An intermediate group made by this batch has no committed storage yet: not kept.)
+  auto storage = link_storage(f, parent);
+  l.corder_kept = storage && *storage != H5G_STORAGE_TYPE_SYMBOL_TABLE &&
+                  (from.rec.corder_kept || group_tracks_corder(f, from.group)) &&
+                  !group_tracks_corder(f, parent);
   bool two_step = !keep && l.type == H5L_TYPE_HARD && (l.target == parent || l.target == from.group);
   std::optional<ObjectRecord> before;
   if (!keep && l.type == H5L_TYPE_HARD && !two_step) before = f.object(l.target);

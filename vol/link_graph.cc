@@ -68,7 +68,8 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
     if (g.type != ObjType::kGroup) fail_arg("link parent is not a group");
     peek_link_corder(group, g);
   }
-  rec.corder = link_corders_[group]++;
+  if (rec.corder_kept) ++link_corders_[group];  // the link brings its order (LinkRecord)
+  else rec.corder = link_corders_[group]++;
   link_storage_adding(*this, b, group);
   if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(kUdLinksKey, "1");
   if (rec.type == H5L_TYPE_HARD) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <string>
 
+#include "vol/h5_runtime.h"
 #include "vol/object_model.h"  // fail_arg
 
 namespace tessera_vol {
@@ -84,7 +85,8 @@ void NativeChunk::encode(const void* chunk, std::vector<uint8_t>* bytes, uint32_
       H5Dget_chunk_storage_size(dset_, zero.data(), &size) < 0)
     fail_arg("the dataset's filter pipeline failed on a chunk");
   bytes->resize(size);
-  if (H5Dread_chunk(dset_, H5P_DEFAULT, zero.data(), mask, bytes->data()) < 0)
+  size_t room = bytes->size();
+  if (read_chunk_bytes(dset_, H5P_DEFAULT, zero.data(), mask, bytes->data(), &room) < 0)
     fail_arg("the dataset's filter pipeline failed on a chunk");
 }
 

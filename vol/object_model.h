@@ -83,6 +83,11 @@ struct LinkRecord {
   std::string ext_obj;      // external: object path in that file
   int64_t corder = 0;
   H5T_cset_t cset = H5T_CSET_ASCII;
+  // The link was moved or copied, with a valid creation order, into a group that does not
+  // track creation order but stores links as messages (link storage c/d): native HDF5
+  // keeps the link message's order there (H5G__obj_insert only renumbers for tracking
+  // groups), and H5Lget_info reports it.  `corder` then holds that order.
+  bool corder_kept = false;
   std::string serialize() const;
   static LinkRecord deserialize(const std::string& s);
   // A hard link to `target`, with the name encoding an lcpl asks for (H5P_DEFAULT: ASCII).

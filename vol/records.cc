@@ -132,6 +132,7 @@ std::string LinkRecord::serialize() const {
   w.str(ext_obj);
   w.i64(corder);
   w.u8(static_cast<uint8_t>(cset));
+  if (corder_kept) w.u8(1);  // optional: absent means not kept (older records too)
   return std::string(w.buf().begin(), w.buf().end());
 }
 
@@ -153,6 +154,7 @@ LinkRecord LinkRecord::deserialize(const std::string& s) {
   l.ext_obj = r.str();
   l.corder = r.i64();
   l.cset = static_cast<H5T_cset_t>(r.u8());
+  if (r.remaining() > 0) l.corder_kept = r.u8() != 0;
   return l;
 }
 

@@ -1,6 +1,7 @@
 // stored_type.cc — see stored_type.h.
 #include "vol/stored_type.h"
 
+#include "vol/h5_runtime.h"
 #include "vol/object_model.h"
 #include "vol/reference.h"
 #include "vol/vlen.h"
@@ -161,7 +162,7 @@ hid_t rebuild_refs(hid_t t) {
 
 TypeId::TypeId(const StoredType& t) {
   if (!t.valid()) fail_arg("no datatype stored");
-  id_ = H5Tdecode(t.encoding().data());
+  id_ = decode_type(t.encoding().data(), t.encoding().size());
   if (id_ < 0) fail_arg("unreadable stored datatype encoding");
   if (H5Tget_class(id_) != H5T_REFERENCE) {  // a plain reference type decodes equal
     hid_t fixed = rebuild_refs(id_);

@@ -5,7 +5,7 @@
 // assembles them into the H5VL_class_t that the plugin entry points hand to HDF5.
 //
 // Nothing here is exported from the plugin: the library is built with hidden visibility
-// and a version script (exports.map) that exports only H5PLget_plugin_type/_info.
+// and a version script (exports.map) that exports only tessera_vol_class (h5_runtime.cc).
 #pragma once
 
 #include <hdf5.h>

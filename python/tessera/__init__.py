@@ -1,5 +1,9 @@
 """tessera's own operations on h5py datasets stored by the tessera HDF5 connector.
 
+In any venv with h5py (the stock wheel or a source build), `tessera.enable()` before
+`import h5py` makes tessera the connector, and `tessera.check()` verifies that it is
+(docs/install.md; `python -m tessera run python app.py` for unchanged programs).
+
 An element of a dataset is *defined* from its first write until it is erased (or cut off
 by a resize); undefined elements read as the fill value, exactly as in native HDF5
 (docs/sparse.md).
@@ -60,8 +64,10 @@ def _stack_message(what):
     the stack."""
     import ctypes
 
-    try:  # libhdf5 is a dependency of libtessera_api: found through its handle
-        walk = lib().H5Ewalk2
+    from ._runtime import hdf5
+
+    try:  # the libhdf5 h5py uses (libtessera_api binds to it)
+        walk = hdf5().H5Ewalk2
     except AttributeError:
         return what
     msgs = []
@@ -170,3 +176,5 @@ __all__ += ["Commit", "commits", "open_as_of"]
 
 from ._query import IndexInfo, drop_index, index, index_info, query  # noqa: E402  (needs TesseraError)
 from ._layout import LAYOUTS, create_dataset  # noqa: E402  layouts (docs/layouts.md)
+from ._runtime import Status, check, enable, environment, find_build  # noqa: E402  (docs/install.md)
+__all__ += ["Status", "check", "enable", "environment", "find_build"]

@@ -1,8 +1,9 @@
 """Loading libtessera_api (api/tessera.h) with ctypes.
 
-The library must use the same libhdf5 as h5py (it does when both come from this
-repository's build and scripts/bootstrap): identifiers are passed between them as plain
-integers.  Where it is looked for, in order: $TESSERA_API_LIB; <dir>/../lib for each
+The library has no DT_NEEDED entry for libhdf5: it must bind to the one h5py loaded
+(identifiers are passed between them as plain integers), whichever it is — HDF5 1.14 of a
+source-built h5py or the 2.x a wheel bundles.  h5py loads libhdf5 privately (RTLD_LOCAL),
+so that library is first promoted to the global scope (_runtime.hdf5()).  Where it is looked for, in order: $TESSERA_API_LIB; <dir>/../lib for each
 <dir> of $HDF5_PLUGIN_PATH (the build's plugins/ beside its lib/); the repository's
 build/lib next to this package."""
 import ctypes
@@ -31,8 +32,9 @@ def lib():
         if not os.path.exists(path):
             tried.append(path)
             continue
-        # h5py has loaded libhdf5 already (import h5py first): the library binds to it.
-        import h5py  # noqa: F401
+        from ._runtime import hdf5
+
+        hdf5()  # h5py's libhdf5, in the global scope: the library's HDF5 symbols bind to it
         l = ctypes.CDLL(path)
         hid = ctypes.c_int64
         l.tessera_Dget_defined.argtypes = [hid, hid, hid]

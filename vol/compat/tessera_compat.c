@@ -82,7 +82,7 @@
   X(H5VLobject_optional_op) X(H5Sencode2) X(H5Sdecode)                                          \
   /* H5Fopen of a native HDF5 file while tessera is the default connector */                   \
   X(H5Fopen) X(H5open) X(H5Pget_vol_id) X(H5VLget_connector_id_by_name) X(H5VLcmp_connector_cls) \
-  X(H5VLclose) X(H5Pcopy) X(H5Pclose) X(H5Pset_vol) X(H5VL_native_register)
+  X(H5VLclose) X(H5Pcopy) X(H5Pclose) X(H5Pset_vol)
 
 static struct {
   int ok; /* every symbol below was found */
@@ -662,13 +662,19 @@ static int fapl_is_tessera(hid_t fapl) {
 hid_t H5Fopen(const char *filename, unsigned flags, hid_t fapl_id) {
   if (!api_ready()) return -1;
   if (filename && api.H5open() >= 0 && native_hdf5_file(filename) && fapl_is_tessera(fapl_id)) {
-    hid_t fapl = api.H5Pcopy(fapl_id == H5P_DEFAULT ? *api.default_fapl : fapl_id);
-    if (fapl >= 0 && api.H5Pset_vol(fapl, api.H5VL_native_register(), NULL) >= 0) {
+    /* The native connector's ID by name: H5VL_NATIVE expands to H5VL_native_register() in
+     * 1.14 and to the global H5VL_NATIVE_g in 2.x; the name works in both. */
+    hid_t native = api.H5VLget_connector_id_by_name("native");
+    hid_t fapl = native >= 0 ? api.H5Pcopy(fapl_id == H5P_DEFAULT ? *api.default_fapl : fapl_id)
+                             : H5I_INVALID_HID;
+    if (fapl >= 0 && api.H5Pset_vol(fapl, native, NULL) >= 0) {
+      api.H5VLclose(native);
       hid_t f = api.H5Fopen(filename, flags, fapl);
       api.H5Pclose(fapl);
       return f;
     }
     if (fapl >= 0) api.H5Pclose(fapl);
+    if (native >= 0) api.H5VLclose(native);
   }
   return api.H5Fopen(filename, flags, fapl_id);
 }
