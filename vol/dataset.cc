@@ -388,6 +388,24 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
 }
 
+// PHDF5 programs assume raw data is in the file once H5Dwrite returns: a rank writes,
+// MPI_Barrier, another rank reads it through a handle it already had open (HDF5's
+// t_shapesame, t_span_tree).  Tessera's H5Dwrite and H5Dread are rank-local (no
+// communication), so the writer publishes its writes to the dataset on its own before
+// H5Dwrite returns, and every read first picks up what other ranks published
+// (docs/parallel.md, "Visibility").
+void show_other_ranks(DatasetObj& d) {
+  if (!d.array || !d.file->parallel()) return;
+  std::lock_guard<std::recursive_mutex> g(d.file->mu());
+  d.file->publish_own(*d.array);
+}
+
+void see_other_ranks(DatasetObj& d) {
+  if (!d.array || !d.file->parallel()) return;
+  std::lock_guard<std::recursive_mutex> g(d.file->mu());
+  check(d.array->refresh_fragments());
+}
+
 }  // namespace
 
 void dataset_read_one(DatasetObj& d, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
@@ -589,6 +607,7 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* n
 herr_t dataset_read(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[],
                     hid_t dxpl_id, void* buf[], void**) {
   return vol_call(__func__, "dataset read", [&] {
+    for (size_t i = 0; i < count; ++i) see_other_ranks(*as_dataset(dset[i]));
     for (size_t i = 0; i < count; ++i)
       read_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
   });
@@ -599,6 +618,7 @@ herr_t dataset_write(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_
   return vol_call(__func__, "dataset write", [&] {
     for (size_t i = 0; i < count; ++i)
       write_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
+    for (size_t i = 0; i < count; ++i) show_other_ranks(*as_dataset(dset[i]));
   });
 }
 

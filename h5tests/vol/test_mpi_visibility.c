@@ -1,0 +1,348 @@
+/* test_mpi_visibility.c — what PHDF5 programs assume about raw data, on tessera and on
+ * native PHDF5, each checked against a model the test computes itself.
+ *
+ * Run under mpirun (CTest: -n 2 and -n 4).  Three scenarios, each run on a tessera
+ * container and on a native HDF5 file (the connector chosen per file by the fapl):
+ *
+ *  same_handle  every rank writes its rows of a dataset (collective or independent
+ *               transfer, chunked or contiguous), MPI_Barrier, then every rank reads the
+ *               whole dataset through the handle it wrote with — it must see every rank's
+ *               rows (HDF5's t_shapesame, t_span_tree do exactly this).  A second round
+ *               overwrites another rank's rows: the later write wins.
+ *  ser2par      rank 0 writes a file serially (a chunked dataset allocated early with one
+ *               chunk written, a deflate dataset written whole, a small one), then every
+ *               rank opens it in parallel, reads it, extends it, writes interleaved
+ *               chunks, closes and reopens it — HDF5's testphdf5 calloc,
+ *               chkallocser2par and fltread.
+ *  ocopy        H5Ocopy of a dataset (and of a group holding one) in a parallel file.
+ */
+#include <hdf5.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NY 24
+#define CH 100     /* ser2par chunk size (elements) */
+#define NCH_SER 8  /* chunks per rank when written serially */
+#define NCH_PAR 12 /* chunks per rank after the parallel extend */
+
+static int rank, nranks, fails;
+static hid_t tessera_vol;
+
+static void expect(int ok, const char *fmt, ...)
+{
+    if (ok) return;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("[rank %d] FAIL: ", rank);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    fails++;
+}
+
+static hid_t make_fapl(int tessera, int mpio)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (mpio) H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);
+    H5Pset_vol(fapl, tessera ? tessera_vol : H5VL_NATIVE, NULL);
+    return fapl;
+}
+
+static hid_t make_dxpl(int collective)
+{
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_dxpl_mpio(dxpl, collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+    return dxpl;
+}
+
+/* Reads all of d (n ints) and compares with model; returns the number of mismatches. */
+static int check_all(hid_t d, hid_t dxpl, const int *model, size_t n, const char *what)
+{
+    int *got = malloc(n * sizeof(int));
+    for (size_t k = 0; k < n; k++) got[k] = -777;
+    herr_t rc = H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, dxpl, got);
+    expect(rc >= 0, "%s: read", what);
+    int bad = 0;
+    for (size_t k = 0; k < n && rc >= 0; k++)
+        if (got[k] != model[k]) {
+            if (bad++ == 0) expect(0, "%s: cell %zu is %d, expected %d", what, k, got[k], model[k]);
+        }
+    if (bad > 1) expect(0, "%s: %d cells differ from the model", what, bad);
+    free(got);
+    return bad;
+}
+
+/* ---------------------------------------------------------------- same_handle */
+
+static void write_rows(hid_t d, int row_owner, int writer, int round, hid_t dxpl, int *model)
+{
+    hid_t fs = H5Dget_space(d);
+    hsize_t start[2] = {(hsize_t)row_owner * 2, 0}, count[2] = {2, NY};
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+    hid_t ms = H5Screate_simple(2, count, NULL);
+    int buf[2 * NY];
+    for (int k = 0; k < 2 * NY; k++) {
+        buf[k] = round * 100000 + (writer + 1) * 1000 + k;
+        model[row_owner * 2 * NY + k] = buf[k];
+    }
+    if (writer == rank)
+        expect(H5Dwrite(d, H5T_NATIVE_INT, ms, fs, dxpl, buf) >= 0, "write rows %d round %d", row_owner, round);
+    H5Sclose(ms);
+    H5Sclose(fs);
+}
+
+static void same_handle(const char *path, int tessera)
+{
+    const char *who = tessera ? "tessera" : "native";
+    hid_t fapl = make_fapl(tessera, 1);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    expect(f >= 0, "%s: parallel create of %s", who, path);
+    if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    size_t n = (size_t)nranks * 2 * NY;
+    int *model = malloc(n * sizeof(int));
+    for (int layout = 0; layout < 2; layout++)
+        for (int coll = 0; coll < 2; coll++) {
+            char name[64], what[128];
+            snprintf(name, sizeof name, "%s_%s", layout ? "chunked" : "contig", coll ? "coll" : "indep");
+            hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+            if (layout) H5Pset_chunk(dcpl, 2, (hsize_t[]){1, NY / 2});
+            int fill = -1;
+            H5Pset_fill_value(dcpl, H5T_NATIVE_INT, &fill);
+            hid_t s = H5Screate_simple(2, (hsize_t[]){(hsize_t)nranks * 2, NY}, NULL);
+            hid_t d = H5Dcreate2(f, name, H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            expect(d >= 0, "%s %s: create", who, name);
+            H5Sclose(s);
+            H5Pclose(dcpl);
+            hid_t dxpl = make_dxpl(coll);
+            /* Round 1: each rank its own rows.  Round 2: each rank the next rank's rows. */
+            for (int round = 1; round <= 2; round++) {
+                for (int r = 0; r < nranks; r++) write_rows(d, round == 1 ? r : (r + 1) % nranks, r, round, dxpl, model);
+                MPI_Barrier(MPI_COMM_WORLD);
+                snprintf(what, sizeof what, "%s %s round %d, same handle", who, name, round);
+                check_all(d, dxpl, model, n, what);
+                MPI_Barrier(MPI_COMM_WORLD);  /* nobody writes round 2 before all read round 1 */
+            }
+            H5Pclose(dxpl);
+            H5Dclose(d);
+        }
+    expect(H5Fclose(f) >= 0, "%s: close", who);
+    free(model);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* ---------------------------------------------------------------- ser2par */
+
+static void ser2par(const char *path, int tessera)
+{
+    const char *who = tessera ? "tessera" : "native";
+    char what[160];
+    const size_t n_ser = (size_t)nranks * NCH_SER * CH, n_par = (size_t)nranks * NCH_PAR * CH;
+    int *chunked = malloc(n_par * sizeof(int)), *deflated = malloc(n_ser * sizeof(int));
+    int small[16];
+    for (size_t k = 0; k < n_par; k++) chunked[k] = -5;                                   /* fill */
+    for (size_t k = 0; k < (size_t)CH; k++) chunked[(size_t)(nranks * NCH_SER - 2) * CH + k] = 100; /* sec_last */
+    for (size_t k = 0; k < n_ser; k++) deflated[k] = (int)(k % 97) * 3 - 50;
+    for (int k = 0; k < 16; k++) small[k] = 7 * k + 1;
+
+    if (rank == 0) {
+        hid_t fapl = make_fapl(tessera, 0);
+        hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        H5Pclose(fapl);
+        expect(f >= 0, "%s: serial create", who);
+        hsize_t dim = n_ser, maxdim = H5S_UNLIMITED, ch = CH;
+        hid_t s = H5Screate_simple(1, &dim, &maxdim);
+        hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 1, &ch);
+        H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
+        int fill = -5;
+        H5Pset_fill_value(dcpl, H5T_NATIVE_INT, &fill);
+        hid_t d = H5Dcreate2(f, "chunked", H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &ch, NULL);
+        hsize_t off = (hsize_t)(nranks * NCH_SER - 2) * CH;
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &ch, NULL);
+        expect(H5Dwrite(d, H5T_NATIVE_INT, ms, fs, H5P_DEFAULT, chunked + off) >= 0, "%s: serial write", who);
+        H5Sclose(fs);
+        H5Sclose(ms);
+        H5Dclose(d);
+        H5Pclose(dcpl);
+        H5Sclose(s);
+
+        s = H5Screate_simple(1, (hsize_t[]){n_ser}, NULL);
+        dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 1, (hsize_t[]){CH});
+        H5Pset_deflate(dcpl, 6);
+        d = H5Dcreate2(f, "deflated", H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        expect(H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, deflated) >= 0, "%s: deflate write", who);
+        H5Dclose(d);
+        H5Pclose(dcpl);
+        H5Sclose(s);
+
+        s = H5Screate_simple(1, (hsize_t[]){16}, NULL);
+        d = H5Dcreate2(f, "small", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        expect(H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, small) >= 0, "%s: small write", who);
+        H5Dclose(d);
+        H5Sclose(s);
+        expect(H5Fclose(f) >= 0, "%s: serial close", who);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Parallel: read everything, extend, write interleaved chunks on the same handle. */
+    hid_t fapl = make_fapl(tessera, 1);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, fapl);
+    expect(f >= 0, "%s: parallel open", who);
+    if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    hid_t d = H5Dopen2(f, "deflated", H5P_DEFAULT);
+    snprintf(what, sizeof what, "%s ser2par deflated", who);
+    check_all(d, H5P_DEFAULT, deflated, n_ser, what);
+    H5Dclose(d);
+    d = H5Dopen2(f, "small", H5P_DEFAULT);
+    snprintf(what, sizeof what, "%s ser2par small", who);
+    check_all(d, H5P_DEFAULT, small, 16, what);
+    H5Dclose(d);
+    d = H5Dopen2(f, "chunked", H5P_DEFAULT);
+    snprintf(what, sizeof what, "%s ser2par chunked as written serially", who);
+    int *model_ser = malloc(n_ser * sizeof(int));
+    memcpy(model_ser, chunked, n_ser * sizeof(int));
+    check_all(d, H5P_DEFAULT, model_ser, n_ser, what);
+    free(model_ser);
+    MPI_Barrier(MPI_COMM_WORLD);
+    hsize_t ext = n_par, ch = CH;
+    expect(H5Dset_extent(d, &ext) >= 0, "%s: parallel extend", who);
+    hid_t fs = H5Dget_space(d), ms = H5Screate_simple(1, &ch, NULL);
+    int buf[CH];
+    for (int i = 0; i < nranks * NCH_PAR; i++) {
+        if (i % 3 == 2) continue; /* some chunks stay fill (some of them new ones) */
+        int w = i % nranks;
+        for (int k = 0; k < CH; k++) chunked[(size_t)i * CH + k] = (w + 1) * 10000 + i;
+        if (w != rank) continue;
+        memcpy(buf, chunked + (size_t)i * CH, sizeof buf);
+        hsize_t off = (hsize_t)i * CH;
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &off, NULL, &ch, NULL);
+        expect(H5Dwrite(d, H5T_NATIVE_INT, ms, fs, H5P_DEFAULT, buf) >= 0, "%s: chunk %d write", who, i);
+    }
+    H5Sclose(fs);
+    H5Sclose(ms);
+    MPI_Barrier(MPI_COMM_WORLD);
+    snprintf(what, sizeof what, "%s ser2par chunked extended and written, same handle", who);
+    check_all(d, H5P_DEFAULT, chunked, n_par, what);
+    H5Dclose(d);
+    expect(H5Fclose(f) >= 0, "%s: parallel close", who);
+
+    f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    expect(f >= 0, "%s: parallel reopen", who);
+    d = H5Dopen2(f, "chunked", H5P_DEFAULT);
+    snprintf(what, sizeof what, "%s ser2par chunked after reopen", who);
+    check_all(d, H5P_DEFAULT, chunked, n_par, what);
+    H5Dclose(d);
+    H5Fclose(f);
+    free(chunked);
+    free(deflated);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* ---------------------------------------------------------------- ocopy */
+
+static void ocopy(const char *path, int tessera)
+{
+    const char *who = tessera ? "tessera" : "native";
+    char what[160];
+    hid_t fapl = make_fapl(tessera, 1);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    expect(f >= 0, "%s: parallel create", who);
+    if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    size_t n = (size_t)nranks * 2 * NY;
+    int *model = malloc(n * sizeof(int));
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, (hsize_t[]){2, NY});
+    hid_t s = H5Screate_simple(2, (hsize_t[]){(hsize_t)nranks * 2, NY}, NULL);
+    hid_t g = H5Gcreate2(f, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t d = H5Dcreate2(g, "src", H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    expect(d >= 0, "%s: create", who);
+    hid_t dxpl = make_dxpl(1);
+    for (int r = 0; r < nranks; r++) write_rows(d, r, r, 1, dxpl, model);
+    hid_t as = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(d, "units", H5T_NATIVE_INT, as, H5P_DEFAULT, H5P_DEFAULT);
+    int av = 42;
+    expect(a >= 0 && H5Awrite(a, H5T_NATIVE_INT, &av) >= 0, "%s: attribute", who);
+    H5Aclose(a);
+    H5Sclose(as);
+    H5Dclose(d);
+    H5Gclose(g);
+    H5Pclose(dcpl);
+    H5Sclose(s);
+    /* Copies while the source's writes are still open in the ranks' buffers. */
+    expect(H5Ocopy(f, "g/src", f, "copy", H5P_DEFAULT, H5P_DEFAULT) >= 0, "%s: H5Ocopy dataset", who);
+    expect(H5Ocopy(f, "g", f, "gcopy", H5P_DEFAULT, H5P_DEFAULT) >= 0, "%s: H5Ocopy group", who);
+    const char *names[] = {"copy", "gcopy/src"};
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < 2; k++) {
+            d = H5Dopen2(f, names[k], H5P_DEFAULT);
+            expect(d >= 0, "%s: open %s", who, names[k]);
+            if (d < 0) continue;
+            snprintf(what, sizeof what, "%s ocopy %s%s", who, names[k], pass ? " after reopen" : "");
+            check_all(d, dxpl, model, n, what);
+            int got = 0;
+            expect(H5Aread(a = H5Aopen(d, "units", H5P_DEFAULT), H5T_NATIVE_INT, &got) >= 0 && got == 42,
+                   "%s: attribute of %s", who, names[k]);
+            H5Aclose(a);
+            H5Dclose(d);
+        }
+        if (pass == 0) {
+            expect(H5Fclose(f) >= 0, "%s: close", who);
+            fapl = make_fapl(tessera, 1);
+            f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+            H5Pclose(fapl);
+            expect(f >= 0, "%s: reopen", who);
+            if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    H5Pclose(dxpl);
+    H5Fclose(f);
+    free(model);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    tessera_vol = H5VLregister_connector_by_name("tessera", H5P_DEFAULT);
+    if (tessera_vol < 0) {
+        printf("FAIL: cannot register the tessera connector (HDF5_PLUGIN_PATH?)\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const char *dir = argc > 1 ? argv[1] : ".";
+    const char *only = argc > 2 ? argv[2] : "";
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* failures are reported by expect() */
+    struct {
+        const char *name;
+        void (*fn)(const char *, int);
+    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}};
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
+        if (*only && strcmp(only, scenarios[i].name) != 0) continue;
+        for (int tessera = 0; tessera <= 1; tessera++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/vis_%s_np%d.%s", dir, scenarios[i].name, nranks, tessera ? "tsr" : "h5");
+            int before = fails;
+            scenarios[i].fn(path, tessera);
+            int mine = fails - before, all = 0;
+            MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            if (rank == 0)
+                printf("%-12s %-8s %s\n", scenarios[i].name, tessera ? "tessera" : "native", all ? "FAILED" : "ok");
+        }
+    }
+    int total = 0;
+    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("test_mpi_visibility (%d ranks): %s (%d failures)\n", nranks, total ? "FAILED" : "ok", total);
+    H5VLclose(tessera_vol);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
