@@ -35,6 +35,7 @@
 #include "vol/vlen_fill.h"
 #include "vol/virtual_dataset.h"
 #include "vol/dataset_io.h"
+#include "vol/parallel.h"
 
 namespace tessera_vol {
 
@@ -693,14 +694,11 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
         return;
       }
       case H5VL_DATASET_FLUSH:
+        // Native PHDF5 refuses every object flush in a parallel file (H5Oflush, H5Dflush,
+        // H5Gflush, H5Tflush): programs use H5Fflush, the collective commit point.
+        if (d.file->parallel()) fail_unsupported(kNoObjectFlushInParallel);
         if (d.value_filters) d.value_filters->flush(*d.array, d.space);  // value_filters.h
-        // A parallel file publishes only through an epoch commit, which covers the file.
-        if (d.file->parallel()) {
-          std::lock_guard<std::recursive_mutex> g(d.file->mu());
-          d.file->flush_arrays();
-        } else {
-          check(d.array->flush());
-        }
+        check(d.array->flush());
         return;
       case H5VL_DATASET_REFRESH:
         if (d.vds) d.vds->refresh();  // the sources, as native refreshes them

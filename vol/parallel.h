@@ -18,6 +18,11 @@
 
 namespace tessera_vol {
 
+// Native PHDF5 refuses every object flush (H5Oflush, H5Dflush, H5Gflush, H5Tflush) in a
+// parallel file with this message; H5Fflush is the collective commit point.
+inline constexpr char kNoObjectFlushInParallel[] =
+    "H5Oflush isn't supported for parallel (as in native PHDF5; H5Fflush is the collective commit point)";
+
 class Parallel {
  public:
   // The fapl's communicator (duplicated, freed by the destructor) when the fapl uses the

@@ -15,6 +15,8 @@
  *               chunks, closes and reopens it — HDF5's testphdf5 calloc,
  *               chkallocser2par and fltread.
  *  ocopy        H5Ocopy of a dataset (and of a group holding one) in a parallel file.
+ *  objflush     H5Oflush, H5Dflush, H5Gflush, H5Tflush in a parallel file: native PHDF5
+ *               refuses them all (testphdf5 h5oflusherror); tessera must too.
  */
 #include <hdf5.h>
 #include <mpi.h>
@@ -309,6 +311,39 @@ static void ocopy(const char *path, int tessera)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* ---------------------------------------------------------------- objflush */
+
+static int native_flush_ok[5]; /* native runs first: what tessera must match */
+
+static void objflush(const char *path, int tessera)
+{
+    const char *who = tessera ? "tessera" : "native";
+    const char *what[5] = {"H5Oflush(dataset)", "H5Dflush", "H5Gflush", "H5Tflush", "H5Fflush"};
+    hid_t fapl = make_fapl(tessera, 1);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    expect(f >= 0, "%s: parallel create", who);
+    if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    hid_t s = H5Screate_simple(1, (hsize_t[]){4}, NULL);
+    hid_t d = H5Dcreate2(f, "d", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t t = H5Tcopy(H5T_NATIVE_INT);
+    expect(d >= 0 && g >= 0 && H5Tcommit2(f, "t", t, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) >= 0, "%s: create", who);
+    int ok[5] = {H5Oflush(d) >= 0, H5Dflush(d) >= 0, H5Gflush(g) >= 0, H5Tflush(t) >= 0,
+                 H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0};
+    for (int k = 0; k < 5; k++) {
+        if (!tessera) native_flush_ok[k] = ok[k];
+        else expect(ok[k] == native_flush_ok[k], "%s: %s %s, natively it %s", who, what[k],
+                    ok[k] ? "succeeded" : "failed", native_flush_ok[k] ? "succeeds" : "fails");
+    }
+    H5Tclose(t);
+    H5Gclose(g);
+    H5Dclose(d);
+    H5Sclose(s);
+    expect(H5Fclose(f) >= 0, "%s: close", who);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -325,7 +360,7 @@ int main(int argc, char **argv)
     struct {
         const char *name;
         void (*fn)(const char *, int);
-    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}};
+    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}, {"objflush", objflush}};
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         if (*only && strcmp(only, scenarios[i].name) != 0) continue;
         for (int tessera = 0; tessera <= 1; tessera++) {
