@@ -12,10 +12,12 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "vol/objects.h"
+#include "vol/parallel.h"
 #include "vol/swmr.h"
 #include "vol/tessera_vol.h"
 
@@ -230,7 +232,17 @@ herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t, void**) 
       TESSERA_VOL_ERROR(kBadArgument, "file is_accessible: NULL output pointer");
       return -1;
     }
-    *args->args.is_accessible.accessible = is_tessera_container(args->args.is_accessible.filename);
+    const char* name = args->args.is_accessible.filename;
+    // With the MPI-IO driver, native HDF5 fails (MPI_File_open does) for a path that does
+    // not exist, rather than answering false; PHDF5 programs check for that after
+    // H5Fdelete (testphdf5 "delete").  Never for other fapls: see above.
+    struct stat st;
+    if (name && ::stat(name, &st) != 0 && errno == ENOENT && Parallel::from_fapl(args->args.is_accessible.fapl_id)) {
+      TESSERA_VOL_ERROR(kNotFound, "unable to open file: name = '%s', errno = 2, error message = 'No such file "
+                        "or directory'", name);
+      return -1;
+    }
+    *args->args.is_accessible.accessible = is_tessera_container(name);
     return 0;
   }
   return vol_call(__func__, "file specific", [&] {
@@ -253,9 +265,20 @@ herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t, void**) 
       }
       case H5VL_FILE_DELETE: {
         const char* name = args->args.del.filename;
-        if (!name || !is_tessera_container(name))
-          fail_arg(std::string("cannot delete '") + (name ? name : "") + "': not a tessera container");
-        check(tessera::Container::remove(name));
+        auto remove = [&] {
+          if (!name || !is_tessera_container(name))
+            fail_arg(std::string("cannot delete '") + (name ? name : "") + "': not a tessera container");
+          check(tessera::Container::remove(name));
+        };
+        // With an MPI-IO fapl H5Fdelete is collective, as native's: once every rank has
+        // stopped using the file (a barrier), rank 0 removes it, and every rank returns
+        // only when it is gone, with rank 0's outcome.
+        auto par = Parallel::from_fapl(args->args.del.fapl_id);
+        if (!par) return remove();
+        par->agree([] {});
+        par->agree([&] {
+          if (par->root()) remove();
+        });
         return;
       }
       case H5VL_FILE_IS_EQUAL: {

@@ -17,6 +17,11 @@
  *  ocopy        H5Ocopy of a dataset (and of a group holding one) in a parallel file.
  *  objflush     H5Oflush, H5Dflush, H5Gflush, H5Tflush in a parallel file: native PHDF5
  *               refuses them all (testphdf5 h5oflusherror); tessera must too.
+ *  fileops      H5Fdelete is collective and H5Fis_accessible fails once the file is gone
+ *               (testphdf5 delete); the fapl/fcpl settings native PHDF5 refuses — evict on
+ *               close, page buffering, non-default file space settings with a pre-1.10
+ *               high bound (page_buffer, invlibverassert, evictparassert) — succeed or fail
+ *               as natively.
  */
 #include <hdf5.h>
 #include <mpi.h>
@@ -344,6 +349,65 @@ static void objflush(const char *path, int tessera)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* ---------------------------------------------------------------- fileops */
+
+#define NFILEOPS 8
+static int native_fileops[NFILEOPS];
+
+static hid_t try_create(const char *path, int tessera, MPI_Comm comm, int evict, int pagebuf, int paged, int v18)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fcpl = H5Pcreate(H5P_FILE_CREATE);
+    if (v18) H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18);
+    if (evict) H5Pset_evict_on_close(fapl, 1);
+    H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL);
+    H5Pset_vol(fapl, tessera ? tessera_vol : H5VL_NATIVE, NULL);
+    if (paged) H5Pset_file_space_strategy(fcpl, H5F_FSPACE_STRATEGY_PAGE, 0, 1);
+    if (pagebuf) H5Pset_page_buffer_size(fapl, 4 * 4096, 0, 0);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+    H5Pclose(fapl);
+    H5Pclose(fcpl);
+    return f;
+}
+
+static void fileops(const char *path, int tessera)
+{
+    const char *who = tessera ? "tessera" : "native";
+    const char *what[NFILEOPS] = {"create",       "is_accessible",      "delete",
+                                  "is_accessible after delete (>= 0)", "evict on close, all ranks",
+                                  "evict on close, one-rank communicator", "page buffering",
+                                  "paged file space with a 1.8 high bound"};
+    int got[NFILEOPS];
+    hid_t fapl = make_fapl(tessera, 1);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    got[0] = f >= 0;
+    if (f >= 0) H5Fclose(f);
+    got[1] = H5Fis_accessible(path, fapl) > 0;
+    got[2] = H5Fdelete(path, fapl) >= 0;
+    got[3] = H5Fis_accessible(path, fapl) >= 0;
+    H5Pclose(fapl);
+    MPI_Barrier(MPI_COMM_WORLD);
+    f = try_create(path, tessera, MPI_COMM_WORLD, 1, 0, 0, 1);
+    got[4] = f >= 0;
+    if (f >= 0) H5Fclose(f);
+    char own[4200];
+    snprintf(own, sizeof own, "%s.rank%d", path, rank);
+    f = try_create(own, tessera, MPI_COMM_SELF, 1, 0, 0, 1);
+    got[5] = f >= 0;
+    if (f >= 0) H5Fclose(f);
+    f = try_create(path, tessera, MPI_COMM_WORLD, 0, 1, 1, 0);
+    got[6] = f >= 0;
+    if (f >= 0) H5Fclose(f);
+    f = try_create(path, tessera, MPI_COMM_WORLD, 0, 0, 1, 1);
+    got[7] = f >= 0;
+    if (f >= 0) H5Fclose(f);
+    for (int k = 0; k < NFILEOPS; k++) {
+        if (!tessera) native_fileops[k] = got[k];
+        else expect(got[k] == native_fileops[k], "%s: %s %s, natively it %s", who, what[k],
+                    got[k] ? "succeeded" : "failed", native_fileops[k] ? "succeeds" : "fails");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -360,7 +424,7 @@ int main(int argc, char **argv)
     struct {
         const char *name;
         void (*fn)(const char *, int);
-    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}, {"objflush", objflush}};
+    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}, {"objflush", objflush}, {"fileops", fileops}};
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         if (*only && strcmp(only, scenarios[i].name) != 0) continue;
         for (int tessera = 0; tessera <= 1; tessera++) {
