@@ -28,6 +28,10 @@ class Parallel {
   // The fapl's communicator (duplicated, freed by the destructor) when the fapl uses the
   // MPI-IO driver; nullptr for any other fapl (serial access).
   static std::unique_ptr<Parallel> from_fapl(hid_t fapl);
+  // Fails, as native PHDF5 does, for fapl settings a parallel file cannot have: evict on
+  // close (with more than one rank) and page buffering.  Every rank has the same fapl, so
+  // all fail together.
+  void check_fapl(hid_t fapl) const;
   ~Parallel();
   Parallel(const Parallel&) = delete;
   Parallel& operator=(const Parallel&) = delete;
