@@ -20,6 +20,7 @@
 #include "vol/chunk_io.h"
 #include "vol/dcpl.h"
 #include "vol/elink.h"
+#include "vol/mpio_cause.h"
 #include "vol/external_storage.h"
 #include "vol/objects.h"
 #include "vol/reference.h"
@@ -609,16 +610,22 @@ herr_t dataset_read(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_s
                     hid_t dxpl_id, void* buf[], void**) {
   return vol_call(__func__, "dataset read", [&] {
     for (size_t i = 0; i < count; ++i) see_other_ranks(*as_dataset(dset[i]));
-    for (size_t i = 0; i < count; ++i)
+    for (size_t i = 0; i < count; ++i) {
       read_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
+      if (as_dataset(dset[i])->file->parallel())
+        report_no_collective_cause(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);
+    }
   });
 }
 
 herr_t dataset_write(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[],
                      hid_t dxpl_id, const void* buf[], void**) {
   return vol_call(__func__, "dataset write", [&] {
-    for (size_t i = 0; i < count; ++i)
+    for (size_t i = 0; i < count; ++i) {
       write_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
+      if (as_dataset(dset[i])->file->parallel())
+        report_no_collective_cause(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);
+    }
     for (size_t i = 0; i < count; ++i) show_other_ranks(*as_dataset(dset[i]));
   });
 }

@@ -22,6 +22,8 @@
  *               close, page buffering, non-default file space settings with a pre-1.10
  *               high bound (page_buffer, invlibverassert, evictparassert) — succeed or fail
  *               as natively.
+ *  causes       H5Pget_mpio_no_collective_cause / H5Pget_no_selection_io_cause after writes
+ *               and reads of several kinds (testphdf5 nocolcause): as natively.
  */
 #include <hdf5.h>
 #include <mpi.h>
@@ -408,6 +410,65 @@ static void fileops(const char *path, int tessera)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* ---------------------------------------------------------------- causes */
+
+#define NCAUSES 7
+static uint32_t native_causes[NCAUSES][2][3];
+
+static void causes(const char *path, int tessera)
+{
+    const char *who = tessera ? "tessera" : "native";
+    const char *what[NCAUSES] = {"collective",          "independent",       "conversion (selection I/O default)",
+                                 "conversion, selection I/O off", "transform, selection I/O off",
+                                 "compact dataset",     "external storage, conversion, selection I/O off"};
+    hid_t fapl = make_fapl(tessera, 1);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    expect(f >= 0, "%s: parallel create", who);
+    if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    hsize_t n = 16;
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t compact = H5Pcreate(H5P_DATASET_CREATE), external = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_layout(compact, H5D_COMPACT);
+    char ext_name[4200];
+    snprintf(ext_name, sizeof ext_name, "%s.ext", path);
+    H5Pset_external(external, ext_name, 0, n * sizeof(int));
+    hid_t plain = H5Dcreate2(f, "plain", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t comp = H5Dcreate2(f, "compact", H5T_NATIVE_INT, s, H5P_DEFAULT, compact, H5P_DEFAULT);
+    hid_t ext = H5Dcreate2(f, "external", H5T_NATIVE_INT, s, H5P_DEFAULT, external, H5P_DEFAULT);
+    int buf[16] = {0};
+    for (int k = 0; k < NCAUSES; k++) {
+        hid_t d = k == 5 ? comp : k == 6 ? ext : plain;
+        hid_t mtype = (k == 2 || k == 3 || k == 6) ? H5T_NATIVE_UINT : H5T_NATIVE_INT;
+        for (int rw = 0; rw < 2; rw++) {
+            hid_t dxpl = make_dxpl(k != 1);
+            if (k >= 3 && k != 5) H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_OFF);
+            if (k == 4) H5Pset_data_transform(dxpl, "x+1");
+            herr_t rc = rw ? H5Dread(d, mtype, H5S_ALL, H5S_ALL, dxpl, buf)
+                           : H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, dxpl, buf);
+            uint32_t got[3] = {0, 0, 0};
+            H5Pget_mpio_no_collective_cause(dxpl, &got[0], &got[1]);
+            H5Pget_no_selection_io_cause(dxpl, &got[2]);
+            expect(rc >= 0, "%s %s: %s", who, what[k], rw ? "read" : "write");
+            for (int c = 0; c < 3; c++) {
+                if (!tessera) native_causes[k][rw][c] = got[c];
+                else expect(got[c] == native_causes[k][rw][c], "%s %s %s: %s cause %#x, natively %#x", who, what[k],
+                            rw ? "read" : "write", c == 0 ? "local" : c == 1 ? "global" : "no-selection-I/O",
+                            got[c], native_causes[k][rw][c]);
+            }
+            H5Pclose(dxpl);
+        }
+    }
+    H5Dclose(plain);
+    H5Dclose(comp);
+    H5Dclose(ext);
+    H5Pclose(compact);
+    H5Pclose(external);
+    H5Sclose(s);
+    expect(H5Fclose(f) >= 0, "%s: close", who);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -424,7 +485,7 @@ int main(int argc, char **argv)
     struct {
         const char *name;
         void (*fn)(const char *, int);
-    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}, {"objflush", objflush}, {"fileops", fileops}};
+    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}, {"objflush", objflush}, {"fileops", fileops}, {"causes", causes}};
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         if (*only && strcmp(only, scenarios[i].name) != 0) continue;
         for (int tessera = 0; tessera <= 1; tessera++) {
