@@ -621,6 +621,9 @@ herr_t dataset_read(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_s
 herr_t dataset_write(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[],
                      hid_t dxpl_id, const void* buf[], void**) {
   return vol_call(__func__, "dataset write", [&] {
+    // The new fragments sort after every fragment this rank has seen: a write ordered
+    // after another rank's (by a barrier) wins even if this node's clock is behind.
+    for (size_t i = 0; i < count; ++i) see_other_ranks(*as_dataset(dset[i]));
     for (size_t i = 0; i < count; ++i) {
       write_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
       if (as_dataset(dset[i])->file->parallel())
