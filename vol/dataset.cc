@@ -393,13 +393,14 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
 // PHDF5 programs assume raw data is in the file once H5Dwrite returns: a rank writes,
 // MPI_Barrier, another rank reads it through a handle it already had open (HDF5's
 // t_shapesame, t_span_tree).  Tessera's H5Dwrite and H5Dread are rank-local (no
-// communication), so the writer publishes its writes to the dataset on its own before
-// H5Dwrite returns, and every read first picks up what other ranks published
+// communication), so the writer shares its writes to the dataset with the other ranks
+// before H5Dwrite returns — readable by them, still committed only by the next epoch —
+// and every read first picks up what other ranks shared or published
 // (docs/parallel.md, "Visibility").
 void show_other_ranks(DatasetObj& d) {
-  if (!d.array || !d.file->parallel()) return;
+  if (!d.array || !d.file->parallel() || !d.file->writable()) return;
   std::lock_guard<std::recursive_mutex> g(d.file->mu());
-  d.file->publish_own(*d.array);
+  check(d.array->share_own());
 }
 
 void see_other_ranks(DatasetObj& d) {
