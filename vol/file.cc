@@ -225,6 +225,17 @@ herr_t file_get(void* obj, H5VL_file_get_args_t* args, hid_t, void**) {
   });
 }
 
+// mpio_fapl from IS_ACCESSIBLE, which HDF5 also calls after a failed native open: a
+// public API call clears HDF5's error stack on entry, so the stack (the native open's
+// errors, "errno = 2" and all) is set aside and put back.
+bool mpio_fapl_keeping_errors(hid_t fapl) {
+  if (fapl == H5P_DEFAULT || fapl < 0) return false;
+  hid_t saved = H5Eget_current_stack();
+  const bool mpio = mpio_fapl(fapl);
+  if (saved >= 0) H5Eset_current_stack(saved);
+  return mpio;
+}
+
 herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t, void**) {
   if (args && args->op_type == H5VL_FILE_IS_ACCESSIBLE) {
     // Must answer, not fail: false for anything that is not a tessera container.
@@ -237,7 +248,8 @@ herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t, void**) 
     // not exist, rather than answering false; PHDF5 programs check for that after
     // H5Fdelete (testphdf5 "delete").  Never for other fapls: see above.
     struct stat st;
-    if (name && ::stat(name, &st) != 0 && errno == ENOENT && Parallel::from_fapl(args->args.is_accessible.fapl_id)) {
+    const hid_t fapl = args->args.is_accessible.fapl_id;
+    if (name && ::stat(name, &st) != 0 && errno == ENOENT && mpio_fapl_keeping_errors(fapl)) {
       TESSERA_VOL_ERROR(kNotFound, "unable to open file: name = '%s', errno = 2, error message = 'No such file "
                         "or directory'", name);
       return -1;
