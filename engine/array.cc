@@ -124,8 +124,28 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   std::vector<std::string> names;
   if (store_->dir_exists()) names = list_dir(env(), frag_dir_);
   for (const std::string& name : names) {
-    if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     FragmentId id;
+    // Another rank's fragment shared before its epoch (MPI, array_files.h): read like any
+    // other, never recorded (the epoch publishes it, or a crash drops it).
+    if (opts_.collective && parse_shared_name(name, &id)) {
+      if (id.rank == opts_.writer_rank) continue;  // our own: in unpublished_
+      std::shared_ptr<Fragment> f;
+      const std::string path = join_path(frag_dir_, name);
+      if (!(f = frags_.find(path))) {
+        try {
+          f = Fragment::open(path, ctx_);
+        } catch (const Error& e) {
+          if (e.code() != Errc::kNotFound) throw;
+          *problem = "shared fragment '" + path + "' was published while the array was listed";
+          return false;  // renamed by its epoch: listed again under its final name
+        }
+        if (f->meta().id != id)
+          throw_error(Errc::kCorrupt, "fragment '" + path + "': id in footer differs from file name");
+      }
+      all->push_back(f);
+      continue;
+    }
+    if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     if (!FragmentId::parse(name.substr(0, 43), &id)) continue;
     // As of a past commit: what that commit's catalog records, or (never recorded) what
     // its time covers.  A consolidation's later result holds exactly its inputs' cells.

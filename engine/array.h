@@ -263,6 +263,12 @@ class Array : public BufferOwner {
   // crash leaves a prefix of them.  *published: how many.  Extent changes wait for the
   // epoch.
   Status publish_own(size_t* published);
+  // MPI, collective arrays: makes this writer's finished and buffered fragments readable
+  // by the other ranks of the job (H5Dwrite in a parallel file) without publishing them:
+  // each is renamed to its shared name (array_files.h), which the epoch commit renames
+  // to its final name like any unpublished fragment, and crash recovery removes.  No
+  // sync: visibility between processes needs none, durability is the epoch's.
+  Status share_own();
   // Newest fragment timestamp issued or seen; raise_timestamp makes every later fragment
   // sort after `ts` (MPI: ranks agree on the maximum at each collective point).
   uint64_t last_timestamp() const;

@@ -18,6 +18,20 @@ bool is_rank_journal(const std::string& name) {
          name.find_first_not_of("0123456789", p) == name.size() - q;
 }
 
+namespace {
+constexpr char kSharedSuffix[] = ".tfr.shared.tmp";
+constexpr size_t kSharedSuffixLen = sizeof kSharedSuffix - 1;
+}  // namespace
+
+std::string shared_name(const FragmentId& id) { return "." + id.name() + kSharedSuffix; }
+
+bool parse_shared_name(const std::string& name, FragmentId* id) {
+  if (name.size() != 1 + 43 + kSharedSuffixLen || name[0] != '.' ||
+      name.compare(44, kSharedSuffixLen, kSharedSuffix) != 0)
+    return false;
+  return FragmentId::parse(name.substr(1, 43), id);
+}
+
 std::vector<uint8_t> schema_file_bytes(const Schema& s, const FragmentId& extent_id) {
   std::vector<uint8_t> body = s.serialize();
   ByteWriter w;

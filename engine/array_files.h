@@ -23,6 +23,13 @@ inline constexpr char kJournalSuffix[] = ".journal";
 
 bool is_rank_journal(const std::string& name);
 
+// MPI: a finished fragment a writer rank shares with the other ranks of its job before an
+// epoch commits it (Array::share_own): "." + id + ".tfr.shared.tmp".  A dot and ".tmp"
+// like every temporary file, so crash recovery removes it (it was never committed) and
+// other processes never list it; ranks of a collective array list other ranks' ones.
+std::string shared_name(const FragmentId& id);
+bool parse_shared_name(const std::string& name, FragmentId* id);
+
 // The schema file: u32 schema length, the schema, the id of the extent change it
 // records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
 std::vector<uint8_t> schema_file_bytes(const Schema& s, const FragmentId& extent_id);

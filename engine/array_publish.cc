@@ -363,6 +363,22 @@ Status Array::publish_own(size_t* published) {
   });
 }
 
+Status Array::share_own() {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    if (!writable_ || !opts_.collective || journal_staged_) return;
+    finish_parked();
+    spill();
+    for (auto& [f, final_path] : unpublished_) {
+      const std::string shared = join_path(frag_dir_, shared_name(f->meta().id));
+      if (f->path() == shared) continue;
+      // Finished (footer written): the rename shows other ranks the whole file or nothing.
+      FragmentWriter::publish_finished(f->file(), f->path(), shared, /*already_synced=*/true);
+      f->set_path(shared);
+    }
+  });
+}
+
 uint64_t Array::last_timestamp() const {
   std::lock_guard<std::mutex> g(mu_);
   return last_ts_;

@@ -317,3 +317,64 @@ TEST(Epoch, ParallelConsolidationPartsPublishTogether) {
   EXPECT_EQ(count_names(dir + "/frag", ".tfr"), 2u);
   EXPECT_EQ(read_all(*r0), model(true));
 }
+
+// H5Dwrite in a parallel file (docs/parallel.md, "Visibility"): a rank's shared
+// fragments are read by the other ranks at once, never by other processes, and become
+// committed only through an epoch — a crash before it leaves nothing behind.
+TEST(Epoch, SharedFragmentsAreSeenByOtherRanksButCommittedOnlyByAnEpoch) {
+  std::string dir = tmpdir() + "/a";
+  ASSERT_TRUE(Array::create(dir, schema()).ok());
+  std::vector<int32_t> want = model(true);  // rank 1's part only
+  for (uint64_t i = 0; i < 8; ++i)
+    for (uint64_t j = 0; j < 32; ++j) want[i * 32 + j] = 0;
+  want[31 * 32 + 0] = 0;
+  std::unique_ptr<Array> r0, r1;
+  ASSERT_TRUE(Array::open(dir, true, rank_opts(0), &r0).ok());
+  ASSERT_TRUE(Array::open(dir, true, rank_opts(1), &r1).ok());
+  write_part(*r1, 1);
+  ASSERT_TRUE(r1->share_own().ok());
+  EXPECT_GE(count_names(dir + "/frag", ".tfr.shared.tmp"), 1u);
+  ASSERT_TRUE(r0->refresh_fragments().ok());
+  EXPECT_EQ(read_all(*r0), want);
+  {
+    std::unique_ptr<Array> other;  // another process: not a rank of the job
+    ASSERT_TRUE(Array::open(dir, false, ArrayOptions{}, &other).ok());
+    EXPECT_EQ(read_all(*other), model(false));
+  }
+  for (Array* a : {r0.get(), r1.get()}) {
+    ASSERT_TRUE(a->prepare_flush().ok());
+    ASSERT_TRUE(a->stage_prepared(false, 1).ok());
+  }
+  for (Array* a : {r0.get(), r1.get()}) ASSERT_TRUE(a->publish_prepared(false).ok());
+  EXPECT_EQ(count_names(dir + "/frag", ".tmp"), 0u);
+  r0.reset();
+  r1.reset();
+  std::unique_ptr<Array> after;
+  ArrayOptions o;
+  o.committed_epoch = 1;
+  ASSERT_TRUE(Array::open(dir, false, o, &after).ok());
+  EXPECT_EQ(read_all(*after), want);
+
+  // A rank killed after sharing, before any epoch: recovery removes what it shared.
+  std::string dir2 = tmpdir() + "/b";
+  ASSERT_TRUE(Array::create(dir2, schema()).ok());
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::unique_ptr<Array> k;
+    if (!Array::open(dir2, true, rank_opts(1), &k).ok()) _exit(2);
+    write_part(*k, 1);
+    if (!k->share_own().ok()) _exit(3);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_GE(count_names(dir2 + "/frag", ".tfr.shared.tmp"), 1u);
+  std::unique_ptr<Array> w;
+  ArrayOptions recovering;  // as rank 0 opening a parallel file, or a serial writer
+  recovering.sole_writer = true;
+  ASSERT_TRUE(Array::open(dir2, true, recovering, &w).ok());
+  EXPECT_EQ(read_all(*w), model(false));
+  EXPECT_EQ(count_names(dir2 + "/frag", ".tmp"), 0u);
+}

@@ -20,6 +20,7 @@
 #include "vol/chunk_io.h"
 #include "vol/dcpl.h"
 #include "vol/elink.h"
+#include "vol/mpio_cause.h"
 #include "vol/external_storage.h"
 #include "vol/objects.h"
 #include "vol/reference.h"
@@ -35,6 +36,7 @@
 #include "vol/vlen_fill.h"
 #include "vol/virtual_dataset.h"
 #include "vol/dataset_io.h"
+#include "vol/parallel.h"
 
 namespace tessera_vol {
 
@@ -388,6 +390,25 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
 }
 
+// PHDF5 programs assume raw data is in the file once H5Dwrite returns: a rank writes,
+// MPI_Barrier, another rank reads it through a handle it already had open (HDF5's
+// t_shapesame, t_span_tree).  Tessera's H5Dwrite and H5Dread are rank-local (no
+// communication), so the writer shares its writes to the dataset with the other ranks
+// before H5Dwrite returns — readable by them, still committed only by the next epoch —
+// and every read first picks up what other ranks shared or published
+// (docs/parallel.md, "Visibility").
+void show_other_ranks(DatasetObj& d) {
+  if (!d.array || !d.file->parallel() || !d.file->writable()) return;
+  std::lock_guard<std::recursive_mutex> g(d.file->mu());
+  check(d.array->share_own());
+}
+
+void see_other_ranks(DatasetObj& d) {
+  if (!d.array || !d.file->parallel()) return;
+  std::lock_guard<std::recursive_mutex> g(d.file->mu());
+  check(d.array->refresh_fragments());
+}
+
 }  // namespace
 
 void dataset_read_one(DatasetObj& d, hid_t mem_type, hid_t mem_space, hid_t file_space, hid_t dxpl, void* buf) {
@@ -590,16 +611,27 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* n
 herr_t dataset_read(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[],
                     hid_t dxpl_id, void* buf[], void**) {
   return vol_call(__func__, "dataset read", [&] {
-    for (size_t i = 0; i < count; ++i)
+    for (size_t i = 0; i < count; ++i) see_other_ranks(*as_dataset(dset[i]));
+    for (size_t i = 0; i < count; ++i) {
       read_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
+      if (as_dataset(dset[i])->file->parallel())
+        report_no_collective_cause(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);
+    }
   });
 }
 
 herr_t dataset_write(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[], hid_t file_space_id[],
                      hid_t dxpl_id, const void* buf[], void**) {
   return vol_call(__func__, "dataset write", [&] {
-    for (size_t i = 0; i < count; ++i)
+    // The new fragments sort after every fragment this rank has seen: a write ordered
+    // after another rank's (by a barrier) wins even if this node's clock is behind.
+    for (size_t i = 0; i < count; ++i) see_other_ranks(*as_dataset(dset[i]));
+    for (size_t i = 0; i < count; ++i) {
       write_one(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id, buf[i]);
+      if (as_dataset(dset[i])->file->parallel())
+        report_no_collective_cause(*as_dataset(dset[i]), mem_type_id[i], mem_space_id[i], file_space_id[i], dxpl_id);
+    }
+    for (size_t i = 0; i < count; ++i) show_other_ranks(*as_dataset(dset[i]));
   });
 }
 
@@ -674,14 +706,11 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
         return;
       }
       case H5VL_DATASET_FLUSH:
+        // Native PHDF5 refuses every object flush in a parallel file (H5Oflush, H5Dflush,
+        // H5Gflush, H5Tflush): programs use H5Fflush, the collective commit point.
+        if (d.file->parallel()) fail_unsupported(kNoObjectFlushInParallel);
         if (d.value_filters) d.value_filters->flush(*d.array, d.space);  // value_filters.h
-        // A parallel file publishes only through an epoch commit, which covers the file.
-        if (d.file->parallel()) {
-          std::lock_guard<std::recursive_mutex> g(d.file->mu());
-          d.file->flush_arrays();
-        } else {
-          check(d.array->flush());
-        }
+        check(d.array->flush());
         return;
       case H5VL_DATASET_REFRESH:
         if (d.vds) d.vds->refresh();  // the sources, as native refreshes them

@@ -14,6 +14,7 @@
 #include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
+#include "vol/parallel.h"
 
 namespace tessera_vol {
 
@@ -166,6 +167,7 @@ herr_t datatype_specific(void* obj, H5VL_datatype_specific_args_t* args, hid_t /
     DatatypeObj* d = check_dt(obj);
     switch (args->op_type) {
       case H5VL_DATATYPE_FLUSH:  // every catalog commit is already durable
+        if (d->file->parallel()) fail_unsupported(kNoObjectFlushInParallel);
         return;
       case H5VL_DATATYPE_REFRESH:  // a committed type never changes: nothing to reload
         d->file->object(d->oid);

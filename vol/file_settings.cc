@@ -96,6 +96,13 @@ void apply_page_buffering(hid_t fapl, hid_t fcpl, bool create) {
     if (ub > 0 && ub < unit) fail_arg("userblock size must be > file object alignment");
     if (ub > 0 && unit > 0 && ub % unit != 0)
       fail_arg("userblock size must be an integral multiple of file object alignment");
+    // Non-default file space settings need superblock version 3 (the 1.10 format): a fapl
+    // whose high library-version bound is older cannot create such a file (native too).
+    H5F_libver_t low = H5F_LIBVER_EARLIEST, high = H5F_LIBVER_LATEST;
+    const bool non_default = strategy != H5F_FSPACE_STRATEGY_FSM_AGGR || persist || threshold != 1 || page != 4096;
+    if (non_default && H5Pget_libver_bounds(fapl, &low, &high) >= 0 && high < H5F_LIBVER_V110)
+      fail_arg("superblock version out of bounds: non-default file space settings need the 1.10 format "
+               "(a high library-version bound of H5F_LIBVER_V110 or later)");
   }
   size_t pbs = 0;
   unsigned mm = 0, mr = 0;

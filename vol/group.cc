@@ -10,6 +10,7 @@
 #include "vol/link_storage.h"
 #include "vol/objects.h"
 #include "vol/tessera_vol.h"
+#include "vol/parallel.h"
 
 namespace tessera_vol {
 
@@ -205,6 +206,7 @@ herr_t group_specific(void* obj, H5VL_group_specific_args_t* args, hid_t, void**
       case H5VL_GROUP_UNMOUNT:
         fail_unsupported("mounting files is not supported by tessera containers");
       case H5VL_GROUP_FLUSH: {
+        if (g->file->parallel()) fail_unsupported(kNoObjectFlushInParallel);
         std::lock_guard<std::recursive_mutex> lk(g->file->mu());
         if (g->file->writable()) g->file->flush_arrays();
         return;

@@ -17,6 +17,7 @@
 #include "vol/query.h"
 #include "vol/region_store.h"
 #include "vol/tessera_vol.h"
+#include "vol/parallel.h"
 
 namespace tessera_vol {
 
@@ -285,6 +286,7 @@ herr_t object_specific(void* obj, const H5VL_loc_params_t* lp, H5VL_object_speci
         oid_to_token(locate(o, lp), args->args.lookup.token_ptr);
         return;
       case H5VL_OBJECT_FLUSH:
+        if (f.parallel()) fail_unsupported(kNoObjectFlushInParallel);
         if (f.writable()) f.flush_arrays();
         return;
       case H5VL_OBJECT_REFRESH:

@@ -18,6 +18,7 @@
 #include "engine/file_io.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
+#include "vol/parallel.h"
 #include "vol/reference.h"
 #include "vol/stored_type.h"
 
@@ -44,14 +45,24 @@ struct Copier {
   // and heap files.  Those files are immutable once published, so they are hard-linked
   // (byte-copied where links are impossible); the source's buffered writes are flushed
   // into fragments first.
+  //
+  // In a parallel file H5Ocopy is collective, like every metadata call: each rank makes
+  // the same records in its copy of the catalog, the flush is an epoch commit (so every
+  // rank's writes are in files), and rank 0 alone links the files; the others see them
+  // when they open the new array, after the agreement.
   uint64_t copy_array(uint64_t array_id) {
-    // Every rank would link the same files at once: not in a parallel file (yet).
-    if (src.parallel() || dst.parallel())
-      fail_unsupported("copying a dataset in a parallel (MPI-IO) file");
+    Parallel* par = dst.parallel() ? dst.parallel() : src.parallel();
+    if (par && &src != &dst) fail_unsupported("copying a dataset between a parallel (MPI-IO) file and another file");
     src.flush_arrays();
     auto a = src.array(array_id);
     uint64_t id = 0;
-    check(dst.container().create_array(a->schema(), &id, /*durable=*/false));
+    if (par) {
+      // Only rank 0's catalog persists: a compact array's cell record would diverge.
+      if (a->schema().compact) fail_unsupported("copying a compact dataset in a parallel (MPI-IO) file");
+      dst.create_array(a->schema(), &id);  // the same id on every rank
+    } else {
+      check(dst.container().create_array(a->schema(), &id, /*durable=*/false));
+    }
     new_arrays.push_back(id);
     if (a->schema().compact) {
       // A compact array's cells are one record: copied through read and write, so the
@@ -73,6 +84,8 @@ struct Copier {
       tessera::CatalogBatch rb;
       for (auto& [key, value] : src.container().catalog().scan(sp)) rb.put(tp + key.substr(sp.size()), value);
       dst.container().catalog().commit(rb);
+    }));
+    auto link_files = [&] {
       for (const char* sub : {"frag", "heap"}) {
         std::string fd = tessera::join_path(from, sub), td = tessera::join_path(to, sub);
         if (!tessera::is_directory(env, fd)) continue;
@@ -88,7 +101,11 @@ struct Copier {
         }
         tessera::sync_dir(env, td);
       }
-    }));
+    };
+    if (!par) check(tessera::guard(link_files));
+    else par->agree([&] {
+      if (par->root()) check(tessera::guard(link_files));
+    });
     return id;
   }
 

@@ -24,6 +24,15 @@ void mpi_check(int rc, const char* what) {
 }
 }  // namespace
 
+void Parallel::check_fapl(hid_t fapl) const {
+  hbool_t evict = false;  // native allows it on a communicator of one rank
+  if (size_ > 1 && H5Pget_evict_on_close(fapl, &evict) >= 0 && evict)
+    fail_unsupported("evict on close is currently not supported in parallel HDF5");
+  size_t page_buf = 0;  // refused with the MPI-IO driver whatever the communicator
+  if (H5Pget_page_buffer_size(fapl, &page_buf, nullptr, nullptr) >= 0 && page_buf > 0)
+    fail_unsupported("page buffering is disabled for parallel");
+}
+
 std::unique_ptr<Parallel> Parallel::from_fapl(hid_t fapl) {
   if (fapl == H5P_DEFAULT || fapl < 0 || H5Pget_driver(fapl) != H5FD_MPIO) return nullptr;
   MPI_Comm comm = MPI_COMM_NULL;
@@ -117,6 +126,7 @@ std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) {
 
 struct Parallel::Impl {};
 std::unique_ptr<Parallel> Parallel::from_fapl(hid_t) { return nullptr; }
+void Parallel::check_fapl(hid_t) const {}
 Parallel::~Parallel() = default;
 void Parallel::agree(const std::function<void()>& f) { f(); }
 void Parallel::max(std::vector<uint64_t>&) {}

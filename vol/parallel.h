@@ -18,11 +18,20 @@
 
 namespace tessera_vol {
 
+// Native PHDF5 refuses every object flush (H5Oflush, H5Dflush, H5Gflush, H5Tflush) in a
+// parallel file with this message; H5Fflush is the collective commit point.
+inline constexpr char kNoObjectFlushInParallel[] =
+    "H5Oflush isn't supported for parallel (as in native PHDF5; H5Fflush is the collective commit point)";
+
 class Parallel {
  public:
   // The fapl's communicator (duplicated, freed by the destructor) when the fapl uses the
   // MPI-IO driver; nullptr for any other fapl (serial access).
   static std::unique_ptr<Parallel> from_fapl(hid_t fapl);
+  // Fails, as native PHDF5 does, for fapl settings a parallel file cannot have: evict on
+  // close (with more than one rank) and page buffering.  Every rank has the same fapl, so
+  // all fail together.
+  void check_fapl(hid_t fapl) const;
   ~Parallel();
   Parallel(const Parallel&) = delete;
   Parallel& operator=(const Parallel&) = delete;

@@ -65,6 +65,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   if (temporary) f->temporary_ = path;
   f->par_ = Parallel::from_fapl(fapl);
   if (f->par_) {
+    f->par_->check_fapl(fapl);
     f->open_container_parallel(path, flags, /*create=*/true);
   } else {
     auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
@@ -135,6 +136,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   f->locking_ = LockingFlags::of(fapl);
   bool rw = (flags & H5F_ACC_RDWR) != 0;
   f->par_ = Parallel::from_fapl(fapl);
+  if (f->par_) f->par_->check_fapl(fapl);
   if (f->par_ && !as_of.empty()) fail_unsupported("setting as_of: parallel files cannot be opened as of a past commit");
   if (f->par_) f->open_container_parallel(path, flags, /*create=*/false);
   else if (!as_of.empty()) check(tessera::Container::open_as_of(path, as_of, &f->container_));
