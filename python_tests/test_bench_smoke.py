@@ -22,6 +22,8 @@ BENCHMARKS = {
     # runs evict only the benchmark's own files, not the whole machine's page cache.
     "bench_h5_dense": ["--scale", "1/64", "--cache-drop", "fadvise", "--writes", "200"],
     "bench_h5_metadata": ["--groups", "4", "--per-group", "8"],
+    # Issue 20's bulk rows: load and cold full read beside raw write/read of the same bytes.
+    "bench_h5_disk": ["--scale", "1/64", "--cache-drop", "fadvise", "--repeat", "2"],
     # Issue 14's sparse kernels: 32 frames of 1024x1024, 2-byte pixels, ~5 s.
     "bench_h5_sparse": ["--quick", "--cache-drop", "fadvise"],
 }
