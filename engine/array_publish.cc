@@ -193,18 +193,34 @@ void Array::recover_one_journal(const std::string& path) {
   if (!path_exists(path)) return;
   PublishJournal j;
   try {
-    j = PublishJournal::read(path);
+    j = PublishJournal::decode(bytes, "publish journal '" + path + "'");
     FragmentId id;
     if (!j.schema.empty()) parse_schema_file(j.schema, "publish journal '" + path + "' schema", &id);  // validate
-  } catch (const Error&) {
-    // A journal is synced before its first rename: a damaged one means no rename began.
-    if (writable_) remove_file(path);
-    return;
+  } catch (const Error& e) {
+    throw_error(Errc::kCorrupt, std::string(e.what()) +
+                                    ": the flush it publishes may be half done, so the array's fragments are not a "
+                                    "committed state (move the journal away to accept the fragments present)");
   }
   const bool forward = j.forward(opts_.committed_epoch);
   const std::vector<uint8_t>& schema_bytes = j.schema;
   std::vector<std::string> read_through;
   j.roll(frag_dir_, forward, writable_, &read_through);
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = read_file(path);
+  } catch (const Error& e) {
+    if (e.code() == Errc::kNotFound) return;  // another writer finished it meanwhile
+    throw;
+  }
+  // A journal is durable before its first rename, so only a journal a crash cut short
+  // before it was synced is torn (no bytes, zero bytes): no rename began, and the batch's
+  // temporary fragments were never published.  Any other damage is the disk's: some
+  // renames may be done and others not, so the array would show half a flush — refused,
+  // naming the journal, never dropped in silence.
+  if (PublishJournal::torn(bytes)) {
+    if (writable_) remove_file(path);
+    return;
+  }
   for (auto& p : read_through) recovered_.push_back(Fragment::open(p, ctx_));  // readers see the batch whole too
   if (forward && !schema_bytes.empty()) {
     FragmentId jid;

@@ -160,12 +160,23 @@ class Verifier {
     }
     for (auto& j : p.journals) {
       try {
-        PublishJournal::read(j);
+        std::vector<uint8_t> bytes = read_file(j);
+        if (PublishJournal::torn(bytes)) {
+          r_.notes.push_back(p.label + ": publish journal '" + j +
+                             "' is empty: a flush was cut short before its first rename (the next writer drops it)");
+          continue;
+        }
+        PublishJournal::decode(bytes, "publish journal '" + j + "'");
+      if (j.find(".journal.tmp.") != std::string::npos) {
+        r_.notes.push_back(p.label + ": '" + j + "' is an unfinished journal's temporary file (the next writer removes it)");
+        continue;
+      }
         r_.notes.push_back(p.label + ": publish journal '" + j +
                            "' is present: a flush was interrupted (the next writer finishes or rolls it back)");
       } catch (const Error& e) {
-        r_.notes.push_back(p.label + ": damaged publish journal '" + j + "' (no rename began; the next writer drops it): " +
-                           e.what());
+        // Its renames may be half done: the array may show half a flush (opening it fails).
+        r_.problems.push_back(p.label + ": damaged publish journal (the flush it publishes may be half done): " +
+                              e.what());
       }
     }
     if (p.tmp_files)

