@@ -145,5 +145,86 @@ TEST(Accounting, EmptyPublishJournalMeansNoRenameBegan) {
   }
 }
 
+// Writes past `limit` bytes fail (EFBIG) while it lives: a full disk, for one process.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(uint64_t limit) {
+    ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    struct rlimit r = old_;
+    r.rlim_cur = limit;
+    ok_ = ::setrlimit(RLIMIT_FSIZE, &r) == 0;
+  }
+  ~FileSizeLimit() { ::setrlimit(RLIMIT_FSIZE, &old_); }
+  bool ok() const { return ok_; }
+
+ private:
+  struct rlimit old_ {};
+  bool ok_ = false;
+};
+
+// A commit that fails must leave nothing of its batch: the connector's dataset creation
+// drops the array when its catalog commit throws; a batch that stayed applied would have
+// its link to that array written by the next sync.
+TEST(Accounting, FailedCatalogCommitLeavesNoTrace) {
+  testutil::TempDir dir("tessera_acct_catalog");
+  const std::string cdir = dir.sub("cat");
+  make_dir(cdir);
+  {
+    auto cat = Catalog::open(cdir, Catalog::Mode::kReadWrite, true);
+    cat->set_durability(Catalog::Durability::kEachCommit);
+    CatalogBatch b0;
+    b0.put("before", "1");
+    cat->commit(std::move(b0));
+    const uint64_t size = File::open_read(join_path(cdir, "catalog.log")).size();
+    {
+      FileSizeLimit lim(size + 64);
+      ASSERT_TRUE(lim.ok());
+      CatalogBatch b;
+      b.put("l/link", std::string(4096, 'x'));
+      b.put("before", "2");
+      EXPECT_THROW(cat->commit(std::move(b)), Error) << "a commit past the file size limit succeeded";
+    }
+    EXPECT_FALSE(cat->get("l/link")) << "the failed batch is applied in memory";
+    ASSERT_TRUE(cat->get("before"));
+    EXPECT_EQ(*cat->get("before"), "1") << "the failed batch is applied in memory";
+    CatalogBatch after;
+    after.put("after", "3");
+    cat->commit(std::move(after));
+  }
+  auto cat = Catalog::open(cdir, Catalog::Mode::kReadOnly, false);
+  EXPECT_FALSE(cat->get("l/link")) << "the failed batch reached the log";
+  ASSERT_TRUE(cat->get("before"));
+  EXPECT_EQ(*cat->get("before"), "1");
+  EXPECT_TRUE(cat->get("after")) << "the catalog is unusable after a failed commit";
+}
+
+// kOnSync (the connector's mode): a commit is applied and durable at the next sync.  The
+// early write of a large queue failing is the next sync's error, not the commit's (which
+// would tell the caller its applied batch failed).
+TEST(Accounting, OnSyncCommitIsAppliedEvenWhenTheEarlyWriteFails) {
+  testutil::TempDir dir("tessera_acct_onsync");
+  const std::string cdir = dir.sub("cat");
+  make_dir(cdir);
+  {
+    auto cat = Catalog::open(cdir, Catalog::Mode::kReadWrite, true);
+    cat->set_durability(Catalog::Durability::kOnSync);
+    const uint64_t size = File::open_read(join_path(cdir, "catalog.log")).size();
+    {
+      FileSizeLimit lim(size + 1024);
+      ASSERT_TRUE(lim.ok());
+      CatalogBatch b;
+      b.put("big", std::string(5u << 20, 'x'));  // past the 4 MiB early write
+      EXPECT_NO_THROW(cat->commit(std::move(b)));
+      EXPECT_TRUE(cat->get("big"));
+      EXPECT_THROW(cat->sync(), Error) << "a sync past the file size limit succeeded";
+    }
+    cat->sync();  // room again: the queued batch is written now
+  }
+  auto cat = Catalog::open(cdir, Catalog::Mode::kReadOnly, false);
+  ASSERT_TRUE(cat->get("big"));
+  EXPECT_EQ(cat->get("big")->size(), 5u << 20);
+}
+
 }  // namespace
 }  // namespace tessera
