@@ -226,5 +226,49 @@ TEST(Accounting, OnSyncCommitIsAppliedEvenWhenTheEarlyWriteFails) {
   EXPECT_EQ(cat->get("big")->size(), 5u << 20);
 }
 
+// Two arrays of one container each get a writer while the container's inline budget has
+// room for one of their fragments: the budget's room was checked when each writer was
+// made and counted when it finished, so both kept theirs inline and the catalog held more
+// than its cap.  Room is now taken in one step when a fragment is finished; the second
+// becomes a file, and both read back.
+TEST(Accounting, InlineBudgetIsNeverOverrun) {
+  testutil::TempDir dir("tessera_acct_budget");
+  std::unique_ptr<Container> c;
+  ASSERT_TRUE(Container::create(dir.sub("c"), Container::CreateMode::kTruncate, &c).ok());
+  const uint64_t cap = 48 << 10;  // room for one 32 KiB fragment, not two
+  c->set_inline_cap(cap);
+  ArrayOptions o;
+  o.durable_writes = false;
+  o.direct_cells = 64;
+  const Schema s = small_schema(64, 16);  // 64 x 64 x 8 bytes = 32 KiB
+  const Box all({0, 0}, {63, 63});
+  std::vector<std::unique_ptr<Array>> arrays(2);
+  std::vector<uint64_t> ids(2);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(c->create_and_open_array(s, false, true, o, &ids[i], &arrays[i]).ok());
+  // Both writers open (a large box in tile order stays open for more) before either ends.
+  for (int i = 0; i < 2; ++i) {
+    auto v = box_values(all, 10 + i);
+    ASSERT_TRUE(arrays[i]->write(Selection::from_box(all), v.data()).ok());
+  }
+  ASSERT_TRUE(commit_arrays(*c, {arrays[0].get(), arrays[1].get()}).ok());
+  uint64_t inline_bytes = 0;
+  for (auto& [key, value] : c->catalog().scan("arr/"))
+    if (key.find("/frag/") != std::string::npos) inline_bytes += value.size();
+  EXPECT_GT(inline_bytes, 0u) << "neither fragment was kept inline (the test sets up nothing)";
+  EXPECT_LE(inline_bytes, cap) << "the catalog holds more inline bytes than the container's cap";
+  EXPECT_LE(c->inline_budget()->used.load(), cap);
+  arrays.clear();
+  c.reset();
+  ASSERT_TRUE(Container::open(dir.sub("c"), false, &c).ok());
+  for (int i = 0; i < 2; ++i) {
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(c->open_array(ids[i], false, ArrayOptions(), &a).ok());
+    Status st;
+    EXPECT_EQ(read_all(*a, &st), box_values(all, 10 + i));
+    EXPECT_TRUE(st.ok()) << status_str(st);
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -39,8 +39,13 @@ void Array::discard_unpublished() {
 void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
   std::string tmp = w->finish();
   if (tmp.empty()) {
-    add_inline(w->take_inline(), batch);
-    return;
+    std::vector<uint8_t> bytes = w->take_inline();
+    if (store_->reserve_inline(bytes.size(), opts_)) {
+      add_inline(std::move(bytes), batch);
+      return;
+    }
+    // The room this writer was promised went to another writer meanwhile.
+    tmp = inline_to_file(bytes, w->final_path());
   }
   auto f = Fragment::open(tmp, ctx_);
   if (opts_.durable_writes && !batch) {

@@ -45,6 +45,7 @@ class DirStore final : public ArrayStore {
                    const std::shared_ptr<Context>&, std::vector<std::shared_ptr<Fragment>>*) override {}
   std::string inline_key(const FragmentId&) const override { return none("inline fragments"); }
   std::string inline_label(const std::string&) const override { return none("inline fragments"); }
+  bool reserve_inline(uint64_t, const ArrayOptions&) override { return false; }
   void count_inline(int64_t) override {}
   void commit(CatalogBatch b, bool) override {
     if (!b.empty()) none("catalog records");
@@ -176,13 +177,23 @@ class CatalogStore final : public ArrayStore {
   }
   void count_inline(int64_t bytes) override {
     if (bytes >= 0) {
+  // inline_bytes_ is this array's (its callers hold the array's lock); the container's
+  // budget is shared by every array, so its room is taken atomically.
+  bool reserve_inline(uint64_t bytes, const ArrayOptions& opts) override {
+    if (opts.inline_fragment_bytes == 0 || bytes > opts.inline_array_bytes ||
+        inline_bytes_ > opts.inline_array_bytes - bytes)
+      return false;
+    if (cat_.budget && !cat_.budget->try_take(bytes)) return false;
+    inline_bytes_ += bytes;
+    return true;
+  }
       inline_bytes_ += static_cast<uint64_t>(bytes);
-      if (cat_.budget) cat_.budget->used += static_cast<uint64_t>(bytes);
+      if (cat_.budget) cat_.budget->take(static_cast<uint64_t>(bytes));
       return;
     }
     const uint64_t n = static_cast<uint64_t>(-bytes);
     inline_bytes_ -= std::min(inline_bytes_, n);
-    if (cat_.budget) cat_.budget->used -= std::min<uint64_t>(cat_.budget->used.load(), n);
+    if (cat_.budget) cat_.budget->give_back(n);
   }
   void commit(CatalogBatch b, bool sync) override {
     if (b.empty()) return;
@@ -229,7 +240,10 @@ class CatalogStore final : public ArrayStore {
   void publish_compact(const std::string& record, uint64_t bytes, bool synced, CatalogBatch* into) override {
     if (!alive()) return;
     const std::string key = cat_.prefix + "cells";
-    if (cat_.budget && !cat_.catalog->contains(key)) cat_.budget->used += bytes;
+    // Taken at creation when this process created the array compact (Container::
+    // create_array); an array created compact by an earlier process takes it now.
+    if (cat_.budget && !cat_.catalog->contains(key) && cat_.budget->claim_compact(cat_.prefix) == 0)
+      cat_.budget->take(bytes);
     if (into) {
       into->put(key, record);
       return;

@@ -72,7 +72,12 @@ class ArrayStore {
   // The record key of inline fragment `id`, and the label messages name it by.
   virtual std::string inline_key(const FragmentId& id) const = 0;
   virtual std::string inline_label(const std::string& key) const = 0;
-  // An inline fragment of `bytes` was added (+) or dropped (-): the budgets follow.
+  // Takes room for a finished inline fragment of `bytes` from the array's and the
+  // container's budgets, in one step; false: no room, the fragment must be a file (the
+  // limit a writer was given may have been taken by another writer since).
+  virtual bool reserve_inline(uint64_t bytes, const ArrayOptions& opts) = 0;
+  // An inline fragment of `bytes` was dropped (or added, outside reserve_inline): the
+  // budgets follow.
   virtual void count_inline(int64_t bytes) = 0;
   // Commits record changes (inline fragments added or dropped); sync: durable now.
   virtual void commit(CatalogBatch b, bool sync) = 0;
