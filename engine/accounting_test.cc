@@ -270,5 +270,157 @@ TEST(Accounting, InlineBudgetIsNeverOverrun) {
   }
 }
 
+// A container with two arrays of fragment files (no inline records), committed and closed.
+struct FileContainer {
+  testutil::TempDir dir{"tessera_acct_files"};
+  std::string path = dir.sub("c");
+  uint64_t ids[2] = {0, 0};
+  const Box all{{0, 0}, {31, 31}};
+
+  FileContainer() {
+    std::unique_ptr<Container> c;
+    EXPECT_TRUE(Container::create(path, Container::CreateMode::kTruncate, &c).ok());
+    std::vector<std::unique_ptr<Array>> arrays(2);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(c->create_and_open_array(small_schema(), false, true, options(), &ids[i], &arrays[i]).ok());
+      auto v = box_values(all, 1 + i);
+      EXPECT_TRUE(arrays[i]->write(Selection::from_box(all), v.data()).ok());
+    }
+    EXPECT_TRUE(commit_arrays(*c, {arrays[0].get(), arrays[1].get()}).ok());
+  }
+  static ArrayOptions options() {
+    ArrayOptions o;
+    o.durable_writes = false;
+    o.inline_fragment_bytes = 0;  // every fragment a file
+    return o;
+  }
+  std::string frag_dir(int i) const {
+    char name[17];
+    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(ids[i]));
+    return join_path(join_path(join_path(path, "arrays"), name), "frag");
+  }
+  std::vector<std::string> fragment_files(int i) const {
+    std::vector<std::string> out;
+    for (const std::string& n : list_dir(frag_dir(i)))
+      if (n.size() == 47 && n.compare(43, 4, ".tfr") == 0) out.push_back(join_path(frag_dir(i), n));
+    return out;
+  }
+  // Opens array i read-only and reads it whole.
+  Status read(int i, std::vector<uint64_t>* out) const {
+    std::unique_ptr<Container> c;
+    Status st = Container::open(path, false, &c);
+    if (!st.ok()) return st;
+    std::unique_ptr<Array> a;
+    st = c->open_array(ids[i], false, ArrayOptions(), &a);
+    if (!st.ok()) return st;
+    *out = read_all(*a, &st);
+    return st;
+  }
+  VerifyReport verify() const {
+    VerifyReport r;
+    EXPECT_TRUE(verify_container(path, VerifyOptions(), &r).ok());
+    return r;
+  }
+};
+
+bool mentions(const std::vector<std::string>& lines, const std::string& what) {
+  for (auto& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+TEST(Accounting, DeletedOrTruncatedFragmentFileIsAnErrorNamingIt) {
+  for (int damage = 0; damage < 3; ++damage) {
+    const char* what[] = {"deleted", "truncated", "grown"};
+    SCOPED_TRACE(std::string("fragment file ") + what[damage]);
+    FileContainer fc;
+    auto files = fc.fragment_files(0);
+    ASSERT_EQ(files.size(), 1u);
+    const std::string f = files[0];
+    std::vector<uint8_t> b = read_file(f);
+    if (damage == 0) remove_file(f);
+    if (damage == 1) b.resize(b.size() - 100);
+    if (damage == 2) b.insert(b.end(), 16, 0);
+    if (damage > 0) write_file_atomic(f, b.data(), b.size(), false);
+    std::vector<uint64_t> v;
+    Status st = fc.read(0, &v);
+    EXPECT_EQ(st.code(), Errc::kCorrupt) << "a damaged fragment file read back: " << status_str(st);
+    EXPECT_NE(st.message().find(f), std::string::npos) << "the error names the file: " << st.message();
+    VerifyReport r = fc.verify();
+    EXPECT_TRUE(mentions(r.problems, f.substr(f.rfind('/') + 1))) << "verify does not report " << f;
+    // The other array is untouched.
+    st = fc.read(1, &v);
+    EXPECT_TRUE(st.ok()) << status_str(st);
+    EXPECT_EQ(v, box_values(fc.all, 2));
+  }
+}
+
+// A fragment file no commit recorded — here another array's fragment copied in — is not
+// part of the array: before file records were complete it was read (its cells replaced
+// the committed ones) and recorded by the next writer.  Now readers skip it, verify notes
+// it, and the next writer removes it (as a flush cut short by a crash leaves such files).
+TEST(Accounting, ForeignFragmentFileIsNotRead) {
+  FileContainer fc;
+  const std::string other = fc.fragment_files(1).at(0);
+  // Newer than the array's own fragment: if read, its cells would win.
+  const std::string mine = fc.fragment_files(0).at(0);
+  FragmentId mine_id, other_id;
+  ASSERT_TRUE(FragmentId::parse(mine.substr(mine.size() - 47, 43), &mine_id));
+  ASSERT_TRUE(FragmentId::parse(other.substr(other.size() - 47, 43), &other_id));
+  ASSERT_LT(mine_id, other_id);
+  const std::string copy = join_path(fc.frag_dir(0), other.substr(other.rfind('/') + 1));
+  std::vector<uint8_t> b = read_file(other);
+  write_file_atomic(copy, b.data(), b.size(), false);
+  VerifyReport r = fc.verify();
+  EXPECT_TRUE(r.ok()) << r.problems.front();
+  EXPECT_TRUE(mentions(r.notes, copy)) << "verify does not note the unrecorded file";
+  for (bool writable : {false, true}) {
+    SCOPED_TRACE(writable ? "opened by a writer" : "opened by a reader");
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::open(fc.path, writable, &c).ok());
+    std::unique_ptr<Array> a;
+    Status st = c->open_array(fc.ids[0], writable, FileContainer::options(), &a);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    EXPECT_EQ(read_all(*a, &st), box_values(fc.all, 1)) << "the foreign fragment's cells were read";
+    EXPECT_TRUE(st.ok()) << status_str(st);
+    EXPECT_EQ(path_exists(copy), !writable);
+  }
+  r = fc.verify();
+  EXPECT_TRUE(r.ok() && r.notes.empty()) << "after the writer removed it";
+}
+
+// Containers written before the mark: files without records are read, and the first
+// writer records them and marks the records complete.
+TEST(Accounting, OlderArraysWithoutCompleteRecordsStayReadable) {
+  FileContainer fc;
+  const std::string prefix = Container::array_prefix(fc.ids[0]);
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::open(fc.path, true, &c).ok());
+    CatalogBatch b;
+    b.del(prefix + "files");
+    for (auto& [key, value] : c->catalog().scan(prefix + "file/")) b.del(key);
+    c->catalog().commit(std::move(b));
+    c->catalog().sync();
+  }
+  std::vector<uint64_t> v;
+  Status st = fc.read(0, &v);
+  ASSERT_TRUE(st.ok()) << status_str(st);
+  EXPECT_EQ(v, box_values(fc.all, 1));
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::open(fc.path, true, &c).ok());
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(c->open_array(fc.ids[0], true, FileContainer::options(), &a).ok());
+    a.reset();
+    c->catalog().sync();
+    EXPECT_TRUE(c->catalog().get(prefix + "files")) << "the writer did not mark the records complete";
+    EXPECT_EQ(c->catalog().scan(prefix + "file/").size(), 1u) << "the writer did not record the file";
+  }
+  remove_file(fc.fragment_files(0).at(0));
+  st = fc.read(0, &v);
+  EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -362,6 +362,9 @@ class Array : public BufferOwner {
   Array() = default;
   void open_impl(bool writable, const Schema* known = nullptr);
   void load_fragments();
+  // The catalog's file records name every committed fragment file of this array
+  // (ArrayStore::files_complete; never for a parallel file's collective arrays).
+  bool complete_records() const { return !opts_.collective && store_->files_complete(); }
   // Every fragment present (published files, inline records, this writer's unpublished
   // and journal-recovered ones), replaced or not; true when the listing was consistent
   // (no listed file vanished, every recorded file found or replaced).
@@ -442,14 +445,14 @@ class Array : public BufferOwner {
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
   // --- where the schema and inline fragments live (array_store.h)
   std::unique_ptr<FragmentWriter> make_writer(FragmentId id);
-  void add_inline(std::vector<uint8_t> bytes, bool batch = false);  // batch: as complete()
-  void materialize_inline();  // a batch mixing files and inline records goes all to files
-
   // Its room in the inline budgets is already taken (ArrayStore::reserve_inline).
-  // A compact array (schema_.compact) is its sibling implementation: every operation is
+  void add_inline(std::vector<uint8_t> bytes, bool batch = false);  // batch: as complete()
   // A finished in-memory fragment the inline budgets had no room for, written to a
   // temporary file beside the fragments (unsynced); returns its path.
   std::string inline_to_file(const std::vector<uint8_t>& bytes, const std::string& final_path);
+  void materialize_inline();  // a batch mixing files and inline records goes all to files
+
+  // A compact array (schema_.compact) is its sibling implementation: every operation is
   // delegated to it (compact_array.h), nothing else of this class is used.
   std::unique_ptr<CompactArray> compact_;
 

@@ -52,8 +52,9 @@ void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
     sync_dir(frag_dir_);
     f->set_path(w->final_path());
-    // Not recorded here (one more catalog commit per write): the next writable open
-    // records it (load_fragments).
+    // Recorded and synced before the write returns: an array whose records are complete
+    // reads only recorded files (a crash before this: the write never returned).
+    store_->record_files({{f->meta().id, f->file_size()}}, {}, nullptr, /*sync=*/true);
     add_fragment(f, {});
     index_published({f});
     return;
@@ -117,6 +118,14 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   if (!synced && !fragments_synced)
     for (auto& u : unpublished_) u.first->file().sync();
   staged_epoch_ = epoch;
+  // Files whose records the catalog batch puts, in an array whose records name every
+  // committed file: that batch commits them, so no journal (a crash before it leaves
+  // renamed files without records, which are never read; array_store.h).
+  if (epoch == 0 && store_->publishes_with_catalog() && complete_records()) {
+    journal_staged_ = true;
+    single_ = true;
+    return;
+  }
   // One fragment and no extent change need no journal: a rename is atomic by itself (and
   // every new file costs: inode allocation dominates flushing many small datasets).
   // Not in an epoch: the rename must wait for the epoch record, so a crash in between
@@ -196,20 +205,6 @@ void Array::recover_journal() {
 // fragments are removed).  Read-only: the same decision, applied to the view only.
 void Array::recover_one_journal(const std::string& path) {
   if (!path_exists(path)) return;
-  PublishJournal j;
-  try {
-    j = PublishJournal::decode(bytes, "publish journal '" + path + "'");
-    FragmentId id;
-    if (!j.schema.empty()) parse_schema_file(j.schema, "publish journal '" + path + "' schema", &id);  // validate
-  } catch (const Error& e) {
-    throw_error(Errc::kCorrupt, std::string(e.what()) +
-                                    ": the flush it publishes may be half done, so the array's fragments are not a "
-                                    "committed state (move the journal away to accept the fragments present)");
-  }
-  const bool forward = j.forward(opts_.committed_epoch);
-  const std::vector<uint8_t>& schema_bytes = j.schema;
-  std::vector<std::string> read_through;
-  j.roll(frag_dir_, forward, writable_, &read_through);
   std::vector<uint8_t> bytes;
   try {
     bytes = read_file(path);
@@ -225,6 +220,38 @@ void Array::recover_one_journal(const std::string& path) {
   if (PublishJournal::torn(bytes)) {
     if (writable_) remove_file(path);
     return;
+  }
+  PublishJournal j;
+  try {
+    j = PublishJournal::decode(bytes, "publish journal '" + path + "'");
+    FragmentId id;
+    if (!j.schema.empty()) parse_schema_file(j.schema, "publish journal '" + path + "' schema", &id);  // validate
+  } catch (const Error& e) {
+    throw_error(Errc::kCorrupt, std::string(e.what()) +
+                                    ": the flush it publishes may be half done, so the array's fragments are not a "
+                                    "committed state (move the journal away to accept the fragments present)");
+  }
+  // An array whose catalog records name every committed file commits a flush with the
+  // catalog batch that records its files: a journal left behind means that batch never
+  // became durable (the renames are undone: whatever was renamed has no record and is not
+  // read), or that it did and the journal is a leftover whose renames are all done.
+  // Either way nothing rolls forward, and the journal's schema is not taken.  (An epoch
+  // journal is committed by its epoch record: its rule stands.)
+  const bool serial_back = j.epoch == 0 && complete_records();
+  const bool forward = j.forward(opts_.committed_epoch) && !serial_back;
+  const std::vector<uint8_t>& schema_bytes = j.schema;
+  std::vector<std::string> read_through;
+  j.roll(frag_dir_, forward, writable_, &read_through);
+  if (serial_back && writable_ && opts_.sole_writer) {
+    // What the cut-short batch renamed has no record and is never read: removed.
+    const std::map<FragmentId, uint64_t> recorded = store_->recorded_files();
+    for (auto& [from, to] : j.moves) {
+      const std::string name = to.substr(to.rfind('/') + 1);
+      FragmentId id;
+      if (parent_dir(to) == frag_dir_ && name.size() == 47 && FragmentId::parse(name.substr(0, 43), &id) &&
+          !recorded.count(id) && path_exists(to))
+        remove_file(to);
+    }
   }
   for (auto& p : read_through) recovered_.push_back(Fragment::open(p, ctx_));  // readers see the batch whole too
   if (forward && !schema_bytes.empty()) {

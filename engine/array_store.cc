@@ -53,6 +53,8 @@ class DirStore final : public ArrayStore {
   std::map<FragmentId, uint64_t> recorded_files() const override { return {}; }
   void record_files(const std::vector<std::pair<FragmentId, uint64_t>>&, const std::vector<FragmentId>&,
                     CatalogBatch*, bool) override {}
+  bool files_complete() const override { return false; }
+  void mark_files_complete(bool, CatalogBatch*) override {}
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
   void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
 
@@ -175,8 +177,6 @@ class CatalogStore final : public ArrayStore {
   std::string inline_label(const std::string& key) const override {
     return cat_.catalog->log_path() + " record " + key;
   }
-  void count_inline(int64_t bytes) override {
-    if (bytes >= 0) {
   // inline_bytes_ is this array's (its callers hold the array's lock); the container's
   // budget is shared by every array, so its room is taken atomically.
   bool reserve_inline(uint64_t bytes, const ArrayOptions& opts) override {
@@ -187,6 +187,8 @@ class CatalogStore final : public ArrayStore {
     inline_bytes_ += bytes;
     return true;
   }
+  void count_inline(int64_t bytes) override {
+    if (bytes >= 0) {
       inline_bytes_ += static_cast<uint64_t>(bytes);
       if (cat_.budget) cat_.budget->take(static_cast<uint64_t>(bytes));
       return;
@@ -228,6 +230,16 @@ class CatalogStore final : public ArrayStore {
     }
     for (auto& id : drop) to.del(file_key(id));
     if (!into) commit(std::move(b), sync);
+  }
+
+  bool files_complete() const override { return cat_.catalog->contains(cat_.prefix + kFilesCompleteKey); }
+  void mark_files_complete(bool on, CatalogBatch* into) override {
+    if (on == files_complete() || !alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
+    CatalogBatch b;
+    CatalogBatch& to = into ? *into : b;
+    if (on) to.put(cat_.prefix + kFilesCompleteKey, "1");
+    else to.del(cat_.prefix + kFilesCompleteKey);
+    if (!into) commit(std::move(b), false);
   }
 
   std::optional<std::string> compact_record(std::string* label) override {

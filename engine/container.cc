@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/array_files.h"
 #include "engine/checksum.h"
 #include "engine/file_io.h"
 #include "engine/history.h"
@@ -209,7 +210,11 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
   if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
   CatalogBatch b;
   b.put(kNextIdKey, std::to_string(next + 1));
-  if (!file_arrays_) b.put(array_prefix(next) + "schema", Array::schema_record(schema));
+  if (!file_arrays_) {
+    b.put(array_prefix(next) + "schema", Array::schema_record(schema));
+    // New: every file it will publish is recorded (ArrayStore::files_complete).
+    b.put(array_prefix(next) + array_files::kFilesCompleteKey, "1");
+  }
   try {
     catalog_->commit(b);
   } catch (...) {
