@@ -120,6 +120,9 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   for (auto& f : recovered_) all->push_back(f);          // a read-only view of a journal
   store_->list_inline(frags_, unpublished_inline_, schema_, ctx_, all);
   const std::map<FragmentId, uint64_t> recorded = store_->recorded_files();
+  // The records name every committed file (array_store.h, files_complete): one without a
+  // record was never committed and is not read (`tessera verify` notes it).
+  const bool complete = complete_records();
   std::set<FragmentId> listed;
   std::vector<std::string> names;
   if (store_->dir_exists()) names = list_dir(env(), frag_dir_);
@@ -156,6 +159,14 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
       listed.insert(id);
       continue;
     }
+    const auto rec = recorded.find(id);
+    if (complete && rec == recorded.end()) {
+      // No commit published it: the sole writer removes it, as it removes a crashed
+      // writer's temporary files (a flush or consolidation cut short between its renames
+      // and its catalog batch leaves such files).
+      if (writable_ && opts_.sole_writer && !opts_.shadow) remove_file(env(), path);
+      continue;
+    }
     std::shared_ptr<Fragment> f;
     try {
       f = Fragment::open(path, ctx_);
@@ -170,6 +181,12 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
       throw_error(Errc::kCorrupt, "fragment '" + path + "': id in footer differs from file name");
     if (f->meta().rank != static_cast<uint32_t>(schema_.rank()) || f->meta().elem_size != schema_.elem_size)
       throw_error(Errc::kCorrupt, "fragment '" + path + "': shape does not match the array schema");
+    // Truncated, extended or replaced by another file of the same name since it was
+    // published: not the committed fragment.
+    if (rec != recorded.end() && rec->second != f->file_size())
+      throw_error(Errc::kCorrupt, "fragment '" + path + "' is " + std::to_string(f->file_size()) +
+                                      " bytes, but the catalog records it as published with " +
+                                      std::to_string(rec->second) + " (truncated or replaced)");
     all->push_back(f);
     listed.insert(id);
   }
@@ -199,7 +216,12 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
         add.emplace_back(f->meta().id, f->file_size());
     for (auto& [id, size] : recorded)
       if (!listed.count(id)) drop.push_back(id);
-    store_->record_files(add, drop, nullptr, /*sync=*/false);
+    // An older array's files are all recorded by this batch: from here its records are
+    // complete.  Ranks of a parallel file publish files the catalog records only later.
+    CatalogBatch b;
+    store_->record_files(add, drop, &b, /*sync=*/false);
+    store_->mark_files_complete(!opts_.collective, &b);
+    store_->commit(std::move(b), /*sync=*/false);
   }
   return true;
 }
@@ -867,7 +889,9 @@ Status Array::set_extent(const Coords& extent) {
         auto w = make_writer(id);
         for (auto& [t, p] : pieces) w->add_fill_tile(t.data(), p);
         w->set_extent(extent);
-        complete(std::move(w));
+        // A catalog-bound array in durable mode publishes the fill fragment with the
+        // schema record, in one catalog batch (below).
+        complete(std::move(w), /*batch=*/opts_.durable_writes && store_->publishes_with_catalog());
         extent_id = id;
       }
     }
@@ -877,8 +901,17 @@ Status Array::set_extent(const Coords& extent) {
     // Durable mode: the schema follows its fill fragment at once.  Deferred mode: at
     // flush, after the fragments are published.
     if (opts_.shadow) return;
-    if (opts_.durable_writes) store_->store_schema(schema_, extent_id_, true);
-    else schema_dirty_ = true;
+    if (opts_.durable_writes && store_->publishes_with_catalog() &&
+        (!unpublished_.empty() || !unpublished_inline_.empty())) {
+      schema_dirty_ = true;
+      materialize_inline();
+      stage_publish(false);
+      finish_publish(false);
+    } else if (opts_.durable_writes) {
+      store_->store_schema(schema_, extent_id_, true);
+    } else {
+      schema_dirty_ = true;
+    }
   });
 }
 

@@ -11,11 +11,13 @@
 // batch), and <dir> is created only when the array first needs a file (a larger
 // fragment, a heap, a publish journal).  Thousands of small datasets then cost no inodes.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -91,10 +93,41 @@ struct ArrayOptions {
   static ArrayOptions from_env();
 };
 
-// Inline bytes a whole container may hold in its catalog (which lives in memory).
+// Inline bytes a whole container may hold in its catalog (which lives in memory).  The
+// arrays of a container flush concurrently (background flushes, threads), so room is
+// taken in one atomic step (try_take): a check and an add apart would let two writers
+// both see the last room and both take it.
 struct InlineBudget {
   std::atomic<uint64_t> used{0};
   uint64_t cap = 256ull << 20;
+  // Takes n bytes if they fit under cap.
+  bool try_take(uint64_t n) {
+    uint64_t u = used.load();
+    do {
+      if (n > cap || u > cap - n) return false;
+    } while (!used.compare_exchange_weak(u, u + n));
+    return true;
+  }
+  // Takes n bytes whether or not they fit (records already in the catalog).
+  void take(uint64_t n) { used += n; }
+  void give_back(uint64_t n) {
+    uint64_t u = used.load();
+    while (!used.compare_exchange_weak(u, u - std::min(u, n))) {
+    }
+  }
+  // Compact arrays created by this process whose cells record is not written yet: their
+  // cells' bytes were taken at creation (by array key prefix).
+  std::mutex mu;
+  std::map<std::string, uint64_t> compact_reserved;
+  // The bytes reserved for `prefix`'s cells, now claimed (0: none were).
+  uint64_t claim_compact(const std::string& prefix) {
+    std::lock_guard<std::mutex> g(mu);
+    auto it = compact_reserved.find(prefix);
+    if (it == compact_reserved.end()) return 0;
+    const uint64_t n = it->second;
+    compact_reserved.erase(it);
+    return n;
+  }
 };
 
 // An array kept in a container's catalog (see the top of this file).
@@ -336,6 +369,9 @@ class Array : public BufferOwner {
   Array() = default;
   void open_impl(bool writable, const Schema* known = nullptr);
   void load_fragments();
+  // The catalog's file records name every committed fragment file of this array
+  // (ArrayStore::files_complete; never for a parallel file's collective arrays).
+  bool complete_records() const { return !opts_.collective && store_->files_complete(); }
   // Every fragment present (published files, inline records, this writer's unpublished
   // and journal-recovered ones), replaced or not; true when the listing was consistent
   // (no listed file vanished, every recorded file found or replaced).
@@ -422,7 +458,11 @@ class Array : public BufferOwner {
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
   // --- where the schema and inline fragments live (array_store.h)
   std::unique_ptr<FragmentWriter> make_writer(FragmentId id);
+  // Its room in the inline budgets is already taken (ArrayStore::reserve_inline).
   void add_inline(std::vector<uint8_t> bytes, bool batch = false);  // batch: as complete()
+  // A finished in-memory fragment the inline budgets had no room for, written to a
+  // temporary file beside the fragments (unsynced); returns its path.
+  std::string inline_to_file(const std::vector<uint8_t>& bytes, const std::string& final_path);
   void materialize_inline();  // a batch mixing files and inline records goes all to files
 
   // A compact array (schema_.compact) is its sibling implementation: every operation is

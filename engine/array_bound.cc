@@ -50,7 +50,6 @@ void Array::add_inline(std::vector<uint8_t> bytes, bool batch) {
   auto f = Fragment::open_inline("(unpublished inline fragment)", sp, ctx_);
   const std::string key = store_->inline_key(f->meta().id);
   f->set_path(store_->inline_label(key));
-  store_->count_inline(static_cast<int64_t>(sp->size()));
   if (opts_.durable_writes && !batch) {
     CatalogBatch b;
     b.put(key, std::string(sp->begin(), sp->end()));
@@ -59,6 +58,17 @@ void Array::add_inline(std::vector<uint8_t> bytes, bool batch) {
     unpublished_inline_.push_back(f);
   }
   add_fragment(f, {});
+}
+
+std::string Array::inline_to_file(const std::vector<uint8_t>& bytes, const std::string& final_path) {
+  store_->ensure_dir(opts_.durable_writes, schema_.var);
+  std::string name = final_path.substr(final_path.rfind('/') + 1);  // <id>.tfr
+  const std::string tmp = join_path(frag_dir_, "." + name.substr(0, name.size() - 4) + ".inline.tmp");
+  File out = File::open_rw(env(), tmp, /*create=*/true);
+  out.truncate(0);
+  out.pwrite_all(bytes.data(), bytes.size(), 0);
+  out.close();
+  return tmp;
 }
 
 // One flush batch is published atomically either by the catalog batch (inline records)
@@ -71,11 +81,7 @@ void Array::materialize_inline() {
   for (auto& f : unpublished_inline_) {
     auto bytes = f->inline_bytes();
     const std::string final_path = join_path(frag_dir_, FragmentWriter::file_name(f->meta().id));
-    const std::string tmp = join_path(frag_dir_, "." + f->meta().id.name() + ".inline.tmp");
-    File out = File::open_rw(env(), tmp, /*create=*/true);
-    out.truncate(0);
-    out.pwrite_all(bytes->data(), bytes->size(), 0);
-    out.close();
+    const std::string tmp = inline_to_file(*bytes, final_path);
     auto ff = Fragment::open(tmp, ctx_);
     store_->count_inline(-static_cast<int64_t>(f->file_size()));
     frags_.swap(f, ff);

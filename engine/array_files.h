@@ -30,6 +30,10 @@ bool is_rank_journal(const std::string& name);
 std::string shared_name(const FragmentId& id);
 bool parse_shared_name(const std::string& name, FragmentId* id);
 
+// Catalog key (after the array's "arr/<id>/" prefix) marking that the array's file records
+// name every committed fragment file (ArrayStore::files_complete, docs/format.md).
+inline constexpr char kFilesCompleteKey[] = "files";
+
 // The schema file: u32 schema length, the schema, the id of the extent change it
 // records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.
 std::vector<uint8_t> schema_file_bytes(const Schema& s, const FragmentId& extent_id);

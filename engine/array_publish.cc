@@ -47,16 +47,22 @@ void Array::discard_unpublished() {
 void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
   std::string tmp = w->finish();
   if (tmp.empty()) {
-    add_inline(w->take_inline(), batch);
-    return;
+    std::vector<uint8_t> bytes = w->take_inline();
+    if (store_->reserve_inline(bytes.size(), opts_)) {
+      add_inline(std::move(bytes), batch);
+      return;
+    }
+    // The room this writer was promised went to another writer meanwhile.
+    tmp = inline_to_file(bytes, w->final_path());
   }
   auto f = Fragment::open(tmp, ctx_);
   if (opts_.durable_writes && !batch) {
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
     sync_dir(env(), frag_dir_);
     f->set_path(w->final_path());
-    // Not recorded here (one more catalog commit per write): the next writable open
-    // records it (load_fragments).
+    // Recorded and synced before the write returns: an array whose records are complete
+    // reads only recorded files (a crash before this: the write never returned).
+    store_->record_files({{f->meta().id, f->file_size()}}, {}, nullptr, /*sync=*/true);
     add_fragment(f, {});
     index_published({f});
     return;
@@ -144,6 +150,14 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   if (!synced && !fragments_synced)
     for (auto& u : unpublished_) u.first->file().sync();
   staged_epoch_ = epoch;
+  // Files whose records the catalog batch puts, in an array whose records name every
+  // committed file: that batch commits them, so no journal (a crash before it leaves
+  // renamed files without records, which are never read; array_store.h).
+  if (epoch == 0 && store_->publishes_with_catalog() && complete_records()) {
+    journal_staged_ = true;
+    single_ = true;
+    return;
+  }
   // One fragment and no extent change need no journal: a rename is atomic by itself (and
   // every new file costs: inode allocation dominates flushing many small datasets).
   // Not in an epoch: the rename must wait for the epoch record, so a crash in between
@@ -223,20 +237,54 @@ void Array::recover_journal() {
 // fragments are removed).  Read-only: the same decision, applied to the view only.
 void Array::recover_one_journal(const std::string& path) {
   if (!path_exists(env(), path)) return;
-  PublishJournal j;
+  std::vector<uint8_t> bytes;
   try {
-    j = PublishJournal::read(env(), path);
-    FragmentId id;
-    if (!j.schema.empty()) parse_schema_file(j.schema, "publish journal '" + path + "' schema", &id);  // validate
-  } catch (const Error&) {
-    // A journal is synced before its first rename: a damaged one means no rename began.
+    bytes = read_file(env(), path);
+  } catch (const Error& e) {
+    if (e.code() == Errc::kNotFound) return;  // another writer finished it meanwhile
+    throw;
+  }
+  // A journal is durable before its first rename, so only a journal a crash cut short
+  // before it was synced is torn (no bytes, zero bytes): no rename began, and the batch's
+  // temporary fragments were never published.  Any other damage is the disk's: some
+  // renames may be done and others not, so the array would show half a flush — refused,
+  // naming the journal, never dropped in silence.
+  if (PublishJournal::torn(bytes)) {
     if (writable_) remove_file(env(), path);
     return;
   }
-  const bool forward = j.forward(opts_.committed_epoch);
+  PublishJournal j;
+  try {
+    j = PublishJournal::decode(bytes, "publish journal '" + path + "'");
+    FragmentId id;
+    if (!j.schema.empty()) parse_schema_file(j.schema, "publish journal '" + path + "' schema", &id);  // validate
+  } catch (const Error& e) {
+    throw_error(Errc::kCorrupt, std::string(e.what()) +
+                                    ": the flush it publishes may be half done, so the array's fragments are not a "
+                                    "committed state (move the journal away to accept the fragments present)");
+  }
+  // An array whose catalog records name every committed file commits a flush with the
+  // catalog batch that records its files: a journal left behind means that batch never
+  // became durable (the renames are undone: whatever was renamed has no record and is not
+  // read), or that it did and the journal is a leftover whose renames are all done.
+  // Either way nothing rolls forward, and the journal's schema is not taken.  (An epoch
+  // journal is committed by its epoch record: its rule stands.)
+  const bool serial_back = j.epoch == 0 && complete_records();
+  const bool forward = j.forward(opts_.committed_epoch) && !serial_back;
   const std::vector<uint8_t>& schema_bytes = j.schema;
   std::vector<std::string> read_through;
   j.roll(env(), frag_dir_, forward, writable_, &read_through);
+  if (serial_back && writable_ && opts_.sole_writer) {
+    // What the cut-short batch renamed has no record and is never read: removed.
+    const std::map<FragmentId, uint64_t> recorded = store_->recorded_files();
+    for (auto& [from, to] : j.moves) {
+      const std::string name = to.substr(to.rfind('/') + 1);
+      FragmentId id;
+      if (parent_dir(to) == frag_dir_ && name.size() == 47 && FragmentId::parse(name.substr(0, 43), &id) &&
+          !recorded.count(id) && path_exists(env(), to))
+        remove_file(env(), to);
+    }
+  }
   // Readers see the batch whole too.  A file the writer renamed since roll() looked is
   // no longer under its temporary name: the listing that follows finds it under its final one.
   for (auto& p : read_through) {

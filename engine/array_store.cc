@@ -45,6 +45,7 @@ class DirStore final : public ArrayStore {
                    const std::shared_ptr<Context>&, std::vector<std::shared_ptr<Fragment>>*) override {}
   std::string inline_key(const FragmentId&) const override { return none("inline fragments"); }
   std::string inline_label(const std::string&) const override { return none("inline fragments"); }
+  bool reserve_inline(uint64_t, const ArrayOptions&) override { return false; }
   void count_inline(int64_t) override {}
   void commit(CatalogBatch b, bool) override {
     if (!b.empty()) none("catalog records");
@@ -52,6 +53,8 @@ class DirStore final : public ArrayStore {
   std::map<FragmentId, uint64_t> recorded_files() const override { return {}; }
   void record_files(const std::vector<std::pair<FragmentId, uint64_t>>&, const std::vector<FragmentId>&,
                     CatalogBatch*, bool) override {}
+  bool files_complete() const override { return false; }
+  void mark_files_complete(bool, CatalogBatch*) override {}
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
   void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
 
@@ -175,15 +178,25 @@ class CatalogStore final : public ArrayStore {
   std::string inline_label(const std::string& key) const override {
     return cat_.catalog->log_path() + " record " + key;
   }
+  // inline_bytes_ is this array's (its callers hold the array's lock); the container's
+  // budget is shared by every array, so its room is taken atomically.
+  bool reserve_inline(uint64_t bytes, const ArrayOptions& opts) override {
+    if (opts.inline_fragment_bytes == 0 || bytes > opts.inline_array_bytes ||
+        inline_bytes_ > opts.inline_array_bytes - bytes)
+      return false;
+    if (cat_.budget && !cat_.budget->try_take(bytes)) return false;
+    inline_bytes_ += bytes;
+    return true;
+  }
   void count_inline(int64_t bytes) override {
     if (bytes >= 0) {
       inline_bytes_ += static_cast<uint64_t>(bytes);
-      if (cat_.budget) cat_.budget->used += static_cast<uint64_t>(bytes);
+      if (cat_.budget) cat_.budget->take(static_cast<uint64_t>(bytes));
       return;
     }
     const uint64_t n = static_cast<uint64_t>(-bytes);
     inline_bytes_ -= std::min(inline_bytes_, n);
-    if (cat_.budget) cat_.budget->used -= std::min<uint64_t>(cat_.budget->used.load(), n);
+    if (cat_.budget) cat_.budget->give_back(n);
   }
   void commit(CatalogBatch b, bool sync) override {
     if (b.empty()) return;
@@ -220,6 +233,16 @@ class CatalogStore final : public ArrayStore {
     if (!into) commit(std::move(b), sync);
   }
 
+  bool files_complete() const override { return cat_.catalog->contains(cat_.prefix + kFilesCompleteKey); }
+  void mark_files_complete(bool on, CatalogBatch* into) override {
+    if (on == files_complete() || !alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
+    CatalogBatch b;
+    CatalogBatch& to = into ? *into : b;
+    if (on) to.put(cat_.prefix + kFilesCompleteKey, "1");
+    else to.del(cat_.prefix + kFilesCompleteKey);
+    if (!into) commit(std::move(b), false);
+  }
+
   std::optional<std::string> compact_record(std::string* label) override {
     const std::string key = cat_.prefix + "cells";
     *label = inline_label(key);
@@ -230,7 +253,10 @@ class CatalogStore final : public ArrayStore {
   void publish_compact(const std::string& record, uint64_t bytes, bool synced, CatalogBatch* into) override {
     if (!alive()) return;
     const std::string key = cat_.prefix + "cells";
-    if (cat_.budget && !cat_.catalog->contains(key)) cat_.budget->used += bytes;
+    // Taken at creation when this process created the array compact (Container::
+    // create_array); an array created compact by an earlier process takes it now.
+    if (cat_.budget && !cat_.catalog->contains(key) && cat_.budget->claim_compact(cat_.prefix) == 0)
+      cat_.budget->take(bytes);
     if (into) {
       into->put(key, record);
       return;

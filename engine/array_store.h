@@ -72,7 +72,12 @@ class ArrayStore {
   // The record key of inline fragment `id`, and the label messages name it by.
   virtual std::string inline_key(const FragmentId& id) const = 0;
   virtual std::string inline_label(const std::string& key) const = 0;
-  // An inline fragment of `bytes` was added (+) or dropped (-): the budgets follow.
+  // Takes room for a finished inline fragment of `bytes` from the array's and the
+  // container's budgets, in one step; false: no room, the fragment must be a file (the
+  // limit a writer was given may have been taken by another writer since).
+  virtual bool reserve_inline(uint64_t bytes, const ArrayOptions& opts) = 0;
+  // An inline fragment of `bytes` was dropped (or added, outside reserve_inline): the
+  // budgets follow.
   virtual void count_inline(int64_t bytes) = 0;
   // Commits record changes (inline fragments added or dropped); sync: durable now.
   virtual void commit(CatalogBatch b, bool sync) = 0;
@@ -86,6 +91,16 @@ class ArrayStore {
   // when `sync`); nothing if the array was deleted meanwhile.
   virtual void record_files(const std::vector<std::pair<FragmentId, uint64_t>>& add,
                             const std::vector<FragmentId>& drop, CatalogBatch* into, bool sync) = 0;
+  // Whether the records name every committed fragment file ("<prefix>files", put when the
+  // array is created, or by the first writer that recorded an older array's files): then
+  // a file without a record was never committed — a flush a crash cut short before its
+  // catalog batch, or a file that does not belong here — and readers ignore it.  Arrays
+  // of older containers, and arrays a parallel file's ranks publish into (their files are
+  // committed by epoch journals and recorded later), are not complete.
+  virtual bool files_complete() const = 0;
+  // Sets or clears that mark: into the caller's batch, or committed now (durable at the
+  // catalog's next sync).
+  virtual void mark_files_complete(bool on, CatalogBatch* into) = 0;
 
   // --- compact arrays (a CatalogStore only): all cells in one record
   // The cells record, if written; *label names it in messages.

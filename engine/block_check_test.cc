@@ -125,6 +125,32 @@ TEST(BlockChecks, UnfilteredTilesAreCheckedPerBlock) {
   EXPECT_EQ(out, fx.truth);
 }
 
+// A block is checked on every read, not only the first: the disk may damage it after one
+// read, and the same open array reading it again must fail, not return the new bytes.
+TEST(BlockChecks, ABlockDamagedAfterItsFirstReadFailsTheNextRead) {
+  Fixture fx;
+  const std::string frag = fx.fragment_path();
+  uint64_t blob_off;
+  {
+    auto f = Fragment::open(frag);
+    blob_off = f->meta().dense[0].blob.offset;
+  }
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  // A sub-box of the tile (a partial tile read, block by block; not the tile cache).
+  const Box box({2, 3}, {40, 100});
+  std::vector<int32_t> out(box.cells());
+  ASSERT_TRUE(a->read(Selection::from_box(box), out.data()).ok());
+  ASSERT_TRUE(rows_match(fx.truth, out, 2, 40, 3, 100));
+  flip(frag, blob_off + 10 * kN * 4 + 50 * 4);  // row 10, column 50: inside the box
+  Status st = a->read(Selection::from_box(box), out.data());
+  EXPECT_EQ(st.code(), Errc::kCorrupt) << "a block damaged after its first read was read unchecked: "
+                                       << status_str(st);
+  EXPECT_NE(st.message().find(frag), std::string::npos) << st.message();
+  uint64_t pt[2] = {10, 50};
+  EXPECT_EQ(a->read_points(pt, 1, out.data()).code(), Errc::kCorrupt);
+}
+
 // Rewrites a format-2 fragment without block checks as format 1 (the layout before block
 // checks: no check_block field, one XXH3-64 per tile).
 void downgrade_to_v1(const std::string& path) {

@@ -345,15 +345,34 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
   if (durability_ == Durability::kOnSync) {
     dirty_bytes_ += len;
     apply(batch);
-    if (dirty_bytes_ > (4u << 20)) sync_locked();
+    // The batch is committed now (durable at the next sync): writing the queue early only
+    // bounds its memory, and a failure to do so is not this commit's — the next sync()
+    // writes it again and reports what fails.  (Throwing here would tell the caller its
+    // batch failed while it stays applied: a dataset's creation would drop its array and
+    // leave its links to be written by the next sync.)
+    if (dirty_bytes_ > (4u << 20)) {
+      try {
+        sync_locked();
+      } catch (const Error&) {
+      }
+    }
     return;
   }
   encode_dirty();  // commits queued before a switch to kEachCommit come first
+  // Durable before it is applied: a commit that throws leaves no trace of its batch, in
+  // the file or in memory.
+  const size_t mark = queued_.size();
   frame_into_queue(static_cast<uint32_t>(batch.ops().size()), len, [&](auto emit) {
     for (const auto& op : batch.ops()) emit(op.put, op.key, op.value);
   });
+  try {
+    write_queued();
+  } catch (...) {
+    queued_.resize(mark);
+    throw;
+  }
   apply(batch);
-  sync_locked();
+  maybe_compact();
 }
 
 void Catalog::sync() {
@@ -365,6 +384,13 @@ void Catalog::sync_locked() {
   if (mode_ != Mode::kReadWrite) return;
   encode_dirty();
   if (queued_.empty()) return;
+  write_queued();
+  maybe_compact();
+}
+
+// Appends and syncs the queued records; on failure they stay queued and the file ends
+// where it did.
+void Catalog::write_queued() {
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
   try {
@@ -378,7 +404,6 @@ void Catalog::sync_locked() {
   }
   log_end_ += queued_.size();
   queued_.clear();
-  maybe_compact();
 }
 
 // kOnSync (not a shadow): changed entries are flagged dirty and listed once; a delete

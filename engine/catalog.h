@@ -84,7 +84,9 @@ class Catalog {
   enum class Durability { kEachCommit, kOnSync };
   void set_durability(Durability d) { durability_ = d; }
   // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
-  // a read-only catalog.
+  // a read-only catalog.  A commit that throws changed nothing (kEachCommit: the record
+  // is written and synced before the batch is applied); one that returns is applied, even
+  // when kOnSync's early write of the queue failed (the next sync() reports that).
   void commit(const CatalogBatch& batch);
   void commit(CatalogBatch&& batch);  // same, and the batch is left empty
   void sync();
@@ -129,6 +131,7 @@ class Catalog {
   void commit_impl(const CatalogBatch& batch);
   void maybe_compact();
   void sync_locked();
+  void write_queued();
   void encode_dirty();
   template <class ForEach>
   void frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each);

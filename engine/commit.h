@@ -5,10 +5,15 @@
 // crash at any point cannot turn into a torn state:
 //
 //   1. every array's pending writes become finished fragments under temporary names;
-//   2. each array's batch is staged: a publish journal, synced (array_publish.cc);
-//   3. the renames publish the batches (a crash mid-way is finished from the journals);
-//   4. the catalog — which names the arrays and holds inline fragments and schemas — is
-//      committed and synced last.
+//   2. each array's batch is staged: its fragments synced and, for an array whose
+//      catalog records do not name every file (array_store.h, files_complete: arrays of
+//      older containers, standalone arrays), a publish journal, synced;
+//   3. the renames put the files in place (a journal's batch is finished from it after a
+//      crash);
+//   4. the catalog — which names the arrays and holds inline fragments, schemas and the
+//      records of the files just renamed — is committed and synced last: for arrays
+//      whose records are complete it is the commit point of the whole flush (a crash
+//      before it leaves renamed files without records, which are never read).
 //
 // Syncing is decided here and only here (SyncPolicy): a flush publishing a few fragments
 // into existing arrays syncs just those files (fdatasync each, fsync their directories);

@@ -109,12 +109,16 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   std::string tmp = w.finish();
   std::shared_ptr<Fragment> nf;
   CatalogBatch b;
+  std::shared_ptr<const std::vector<uint8_t>> bytes;
   if (tmp.empty()) {
-    auto bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
+    bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
+    // No room left in the inline budgets (another writer took it meanwhile): a file.
+    if (!store_->reserve_inline(bytes->size(), opts_)) tmp = inline_to_file(*bytes, w.final_path());
+  }
+  if (tmp.empty()) {
     const std::string key = store_->inline_key(id);
     nf = Fragment::open_inline(store_->inline_label(key), bytes, ctx_);
     b.put(key, std::string(bytes->begin(), bytes->end()));
-    store_->count_inline(static_cast<int64_t>(bytes->size()));
   } else {
     nf = Fragment::open(tmp, ctx_);
     FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/array_files.h"
 #include "engine/checksum.h"
 #include "engine/file_io.h"
 #include "engine/history.h"
@@ -212,17 +213,34 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
   requested.validate();
   // A compact array is one catalog record: only where arrays live in the catalog, and
   // only while the container's inline budget has room for its cells.
+  // The room is taken now, in one step with the check (two creations racing for the last
+  // room must not both get it); the cells record, written later, claims it.
   Schema schema = requested;
+  uint64_t reserved = 0;
   if (schema.compact) {
     const uint64_t bytes = CompactCells(schema).bytes();
-    if (file_arrays_ || shadow_ || budget_->used.load() + bytes > budget_->cap) schema.compact = false;
+    if (file_arrays_ || shadow_ || !budget_->try_take(bytes)) schema.compact = false;
+    else reserved = bytes;
   }
   uint64_t next = 1;
   if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
   CatalogBatch b;
   b.put(kNextIdKey, std::to_string(next + 1));
-  if (!file_arrays_) b.put(array_prefix(next) + "schema", Array::schema_record(schema));
-  catalog_->commit(b);
+  if (!file_arrays_) {
+    b.put(array_prefix(next) + "schema", Array::schema_record(schema));
+    // New: every file it will publish is recorded (ArrayStore::files_complete).
+    b.put(array_prefix(next) + array_files::kFilesCompleteKey, "1");
+  }
+  try {
+    catalog_->commit(b);
+  } catch (...) {
+    budget_->give_back(reserved);
+    throw;
+  }
+  if (reserved) {
+    std::lock_guard<std::mutex> g(budget_->mu);
+    budget_->compact_reserved[array_prefix(next)] = reserved;
+  }
   if (!shadow_) {
     // The counter is the authority: a directory under an id it never handed out durably
     // is what a writer that crashed before its flush left behind.  Every directory that
@@ -334,7 +352,8 @@ Status Container::remove_array(uint64_t id) {
       freed += value.size();
     }
     catalog_->commit(b);
-    budget_->used -= std::min<uint64_t>(budget_->used.load(), freed);
+    // A compact array never written still holds the room taken at its creation.
+    budget_->give_back(freed + budget_->claim_compact(array_prefix(id)));
     // A catalog-bound array's files stay until a vacuum (vacuum_removed): reads as of
     // earlier commits still need them (history.h).  Ids are never handed out twice.
     if (!shadow_ && !bound) remove_tree(env(), array_dir(id));

@@ -126,7 +126,6 @@ void Fragment::verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_
     const uint64_t bit = block_base_[i] + b;
     std::atomic<uint64_t>& word = verified_[bit / 64];
     const uint64_t mask = uint64_t{1} << (bit % 64);
-    if (word.load(std::memory_order_relaxed) & mask) continue;
     const uint64_t len = std::min(B, size - b * B);
     if (checksum64(data + (b - b0) * B, len) != e.block_checks[b])
       corrupt(path_, "dense tile " + std::to_string(i) + ", block " + std::to_string(b) + ": checksum mismatch");
@@ -186,42 +185,19 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   }
   const uint64_t nblocks = e.block_checks.size();
   const uint64_t last_block = (runs.back().off + runs.back().len - 1) / B;
-  // Blocks verified before are read straight into the destination (gaps between runs go
-  // to a discard buffer, so a box's rows are one preadv); others are read a window at a
-  // time into scratch, verified, and copied out.  A large cold read has its span
-  // prefetched by the planner first (prefetch_runs), so these preads mostly wait for
-  // requests already at the disk.
+  // Every block is read into scratch a window at a time, verified and copied out — on
+  // every read, not only the first: the bytes come from the disk (or a page cache the
+  // disk refills) each time, and a block damaged after an earlier read must fail the
+  // read that uses it.  A large cold read has its span prefetched by the planner first
+  // (prefetch_runs), so these preads mostly wait for requests already at the disk.
   constexpr uint64_t kWindowBlocks = 4;
-  constexpr size_t kMaxIov = 1024, kDiscard = 64 << 10;
   // Per-thread buffers, kept: a cold read is many calls of ~1 MiB (ReadPlanner jobs), and
   // a fresh 256 KiB vector per call cost a zero-fill and an mmap/munmap each time.
-  static thread_local std::vector<uint8_t> scratch, discard;
-  std::vector<struct iovec> iov;
+  static thread_local std::vector<uint8_t> scratch;
   size_t k = 0;
   uint64_t skip = 0;  // bytes of runs[k] already copied
   while (k < runs.size()) {
     uint64_t off = runs[k].off + skip, len = runs[k].len - skip;
-    if (verified(i, off / B, (off + len - 1) / B)) {
-      iov.clear();
-      const uint64_t start = off;
-      uint64_t pos = start;
-      while (k < runs.size() && iov.size() + 2 <= kMaxIov) {
-        off = runs[k].off + skip;
-        len = runs[k].len - skip;
-        const uint64_t gap = off - pos;
-        if (gap > kDiscard || !verified(i, off / B, (off + len - 1) / B)) break;
-        if (gap) {
-          if (discard.empty()) discard.resize(kDiscard);
-          iov.push_back({discard.data(), gap});
-        }
-        iov.push_back({runs[k].dst + skip, len});
-        pos = off + len;
-        ++k;
-        skip = 0;
-      }
-      src_->preadv_exact(iov.data(), static_cast<int>(iov.size()), base + start);
-      continue;
-    }
     const uint64_t b0 = off / B, b1 = std::min({nblocks, b0 + kWindowBlocks, last_block + 1});
     const uint64_t w0 = b0 * B, w1 = std::min(size, b1 * B);
     if (scratch.size() < w1 - w0) scratch.resize(w1 - w0);

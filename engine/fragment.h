@@ -2,9 +2,10 @@
 // Every tile read verifies the tile's checksum before decoding, so corrupt bytes surface
 // as a kCorrupt error naming the file — never as wrong data.  Unfiltered dense tiles of
 // format-2 fragments carry one checksum per kCheckBlock bytes: read_dense_runs reads and
-// verifies only the blocks a read touches.  A block verified once is remembered for the
-// Fragment's lifetime (the file is immutable — the same trust the decoded-tile cache puts
-// in a tile it verified once), so repeated reads of it are a plain pread, like HDF5's.  The file stays open for
+// verifies only the blocks a read touches — on every read: the bytes come from the disk
+// each time, and a block damaged after an earlier read must fail the next read that uses
+// it (only decoded tiles in memory, the tile cache, are trusted once verified).  Which
+// blocks were read before is remembered, as a hint for prefetching.  The file stays open for
 // the Fragment's lifetime, so it remains readable even after consolidation unlinks it.
 // An inline fragment (a catalog record holding the same bytes as a .tfr file) is read
 // through the same code from an in-memory copy (byte_source.h).

@@ -1,6 +1,9 @@
 // options.cc — see options.h.
 #include "engine/options.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <mutex>
@@ -67,6 +70,22 @@ bool parse(const std::string& text, uint64_t lo, uint64_t hi, uint64_t* out) {
   return true;
 }
 
+// Edit distance of two short names (a misspelt setting is one or two edits away).
+size_t edits(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 std::string env_name(const char* name) {
   std::string e = "TESSERA_";
   for (const char* p = name; *p; ++p) e += static_cast<char>(std::toupper(static_cast<unsigned char>(*p)));
@@ -125,6 +144,29 @@ Status EngineOptions::apply(const std::string& text) {
 }
 
 Status EngineOptions::from_env(EngineOptions* out) {
+  // TESSERA_* names the project uses for other things (build scripts, tools, tests) are
+  // not settings; but a variable one or two edits from a setting's name is a misspelt
+  // setting, which would silently change nothing — an error naming the right one.
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (kv.compare(0, 8, "TESSERA_") != 0 || eq == std::string::npos) continue;
+    const std::string var = kv.substr(0, eq);
+    if (var == "TESSERA_AS_OF")
+      return Status(Errc::kInvalidArgument,
+                    "TESSERA_AS_OF: as_of is never read from the environment (every open of every file would read the "
+                    "past); give it in the connector's settings (HDF5_VOL_CONNECTOR=\"tessera as_of=...\") or the fapl");
+    bool known = false;
+    const Setting* near = nullptr;
+    for (const Setting& s : settings()) {
+      const std::string name = env_name(s.name);
+      if (var == name) known = true;
+      else if (edits(var, name) <= 2) near = &s;
+    }
+    if (!known && near)
+      return Status(Errc::kInvalidArgument, var + ": not a tessera setting; did you mean " + env_name(near->name) +
+                                                "? (the settings are listed in the README)");
+  }
   EngineOptions o;
   for (const Setting& s : settings()) {
     const std::string name = env_name(s.name);
@@ -178,10 +220,12 @@ void configure_process(const EngineOptions& o) {
 const EngineOptions& process_options() {
   std::lock_guard<std::mutex> g(g_process_mu);
   if (!g_process_set) {
-    // No container configured the process: the environment's settings, or the defaults
-    // where the environment is wrong (the connector reports that error at open).
+    // No container configured the process: the environment's settings.  A bad one is an
+    // error for whoever asks (a container's open, the first array operation), never the
+    // defaults in its place.
     EngineOptions o;
-    if (!EngineOptions::from_env(&o).ok()) o = EngineOptions();
+    Status st = EngineOptions::from_env(&o);
+    if (!st.ok()) throw_error(st.code(), st.message());
     g_process = o;
     g_process_set = true;
   }

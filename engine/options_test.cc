@@ -72,3 +72,28 @@ TEST(EngineOptions, EnvironmentVariables) {
   ::unsetenv("TESSERA_DIRECT_WRITE_CELLS");
   ::unsetenv("TESSERA_IO_THREADS");
 }
+
+// A misspelt setting in the environment would change nothing in silence; as_of there
+// would make every open a read of the past.  Both are errors naming the variable.  Other
+// TESSERA_* variables (the build scripts', the tools') are not settings and pass.
+TEST(EngineOptions, MisspeltOrMisplacedEnvironmentSettingsAreErrors) {
+  EngineOptions o;
+  for (const char* bad : {"TESSERA_THREAD", "TESSERA_TILE_CACHE_M", "TESSERA_INLINE_TOTAL_MBS"}) {
+    ::setenv(bad, "4", 1);
+    Status st = EngineOptions::from_env(&o);
+    EXPECT_EQ(st.code(), Errc::kInvalidArgument) << bad << " was accepted";
+    EXPECT_NE(st.message().find(bad), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("did you mean"), std::string::npos) << st.message();
+    ::unsetenv(bad);
+  }
+  ::setenv("TESSERA_AS_OF", "3", 1);
+  Status st = EngineOptions::from_env(&o);
+  EXPECT_EQ(st.code(), Errc::kInvalidArgument);
+  EXPECT_NE(st.message().find("TESSERA_AS_OF"), std::string::npos) << st.message();
+  ::unsetenv("TESSERA_AS_OF");
+  ::setenv("TESSERA_BUILD_DIR", "/somewhere", 1);
+  ::setenv("TESSERA_TOOL", "/bin/true", 1);
+  EXPECT_TRUE(EngineOptions::from_env(&o).ok());
+  ::unsetenv("TESSERA_BUILD_DIR");
+  ::unsetenv("TESSERA_TOOL");
+}

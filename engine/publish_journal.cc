@@ -61,6 +61,12 @@ PublishJournal PublishJournal::decode(const std::vector<uint8_t>& b, const std::
   return j;
 }
 
+bool PublishJournal::torn(const std::vector<uint8_t>& bytes) {
+  for (uint8_t b : bytes)
+    if (b) return false;
+  return true;
+}
+
 PublishJournal PublishJournal::read(Env& env, const std::string& path) {
   return decode(read_file(env, path), "publish journal '" + path + "'");
 }

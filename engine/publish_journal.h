@@ -24,6 +24,10 @@ struct PublishJournal {
   // (bad magic, unknown version, checksum mismatch, truncation, trailing bytes).
   static PublishJournal decode(const std::vector<uint8_t>& bytes, const std::string& what);
   static PublishJournal read(Env& env, const std::string& path);
+  // What a crash leaves of a journal that was never durable (the syncfs route writes it
+  // unsynced and syncs it before the first rename): no bytes, or only zero bytes.  Such a
+  // journal proves no rename began; any other damage may hide a half-published batch.
+  static bool torn(const std::vector<uint8_t>& bytes);
   // Written atomically (temporary file, rename); durable: synced with its directory.
   void write(Env& env, const std::string& path, bool durable) const;
   // Whether recovery rolls the batch forward, given the last committed epoch.

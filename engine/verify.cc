@@ -44,6 +44,7 @@ struct ArrayPlan {
   std::vector<std::string> files;                          // frag/*.tfr paths
   std::vector<std::pair<std::string, std::string>> inl;    // (key, value) inline fragments
   std::map<FragmentId, uint64_t> recorded;                 // "file/" records
+  bool files_complete = false;  // the records name every committed file (array_store.h)
   std::vector<std::string> journals;                       // frag/*.journal paths
   uint64_t tmp_files = 0;                                  // frag/.*.tmp
 };
@@ -84,6 +85,7 @@ class Verifier {
       p.id = id;
       const std::string rest = key.substr(21);
       if (rest == "schema") p.in_catalog = true;
+      else if (rest == kFilesCompleteKey) p.files_complete = true;
       else if (rest.compare(0, 5, "frag/") == 0) p.inl.emplace_back(key, value);
       else if (rest.compare(0, 5, "file/") == 0) {
         FragmentId fid;
@@ -159,13 +161,24 @@ class Verifier {
       return;
     }
     for (auto& j : p.journals) {
+      if (j.find(".journal.tmp.") != std::string::npos) {
+        r_.notes.push_back(p.label + ": '" + j + "' is an unfinished journal's temporary file (the next writer removes it)");
+        continue;
+      }
       try {
-        PublishJournal::read(c_.env(), j);
+        std::vector<uint8_t> bytes = read_file(c_.env(), j);
+        if (PublishJournal::torn(bytes)) {
+          r_.notes.push_back(p.label + ": publish journal '" + j +
+                             "' is empty: a flush was cut short before its first rename (the next writer drops it)");
+          continue;
+        }
+        PublishJournal::decode(bytes, "publish journal '" + j + "'");
         r_.notes.push_back(p.label + ": publish journal '" + j +
                            "' is present: a flush was interrupted (the next writer finishes or rolls it back)");
       } catch (const Error& e) {
-        r_.notes.push_back(p.label + ": damaged publish journal '" + j + "' (no rename began; the next writer drops it): " +
-                           e.what());
+        // Its renames may be half done: the array may show half a flush (opening it fails).
+        r_.problems.push_back(p.label + ": damaged publish journal (the flush it publishes may be half done): " +
+                              e.what());
       }
     }
     if (p.tmp_files)
@@ -245,6 +258,11 @@ class Verifier {
       FragmentId id;
       const std::string name = path.substr(path.size() - 47);
       FragmentId::parse(name.substr(0, 43), &id);
+      if (p.files_complete && !p.recorded.count(id)) {
+        r_.notes.push_back("fragment '" + path + "' is recorded by no commit, so it is not read (a flush a crash cut "
+                           "short before its catalog batch, or a file that does not belong to " + p.label + ")");
+        continue;
+      }
       check_one(path, [&] { return Fragment::open(path); }, &id);
       if (p.recorded.count(id)) {
         const uint64_t size = file_size(path);

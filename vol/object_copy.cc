@@ -76,8 +76,8 @@ struct Copier {
       return id;
     }
     std::string from = src.container().array_dir(array_id), to = dst.container().array_dir(id);
+    tessera::Env& env = dst.container().env();
     check(tessera::guard([&] {
-      tessera::Env& env = dst.container().env();
       // Inline fragments (catalog records) are copied as records under the new array.
       const std::string sp = tessera::Container::array_prefix(array_id) + "frag/";
       const std::string tp = tessera::Container::array_prefix(id) + "frag/";
