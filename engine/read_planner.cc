@@ -283,8 +283,11 @@ uint64_t ReadPlanner::scattered_tile_ends(uint64_t cold) const {
     const uint64_t B = j.f->meta().check_block;
     const uint64_t end = ((j.runs.back().off + j.runs.back().len - 1) / B + 1) * B;
     if (end < e.blob.stored_size) continue;  // ends inside its tile: the next job goes on
-    const auto next = std::make_pair(j.f, e.blob.offset + e.blob.stored_size);
-    if (!std::binary_search(starts.begin(), starts.end(), next)) past += j.cold_span;
+    // Blobs need not abut (headers, alignment): a next job starting less than a block
+    // after the tile's end is read on to all the same.
+    const uint64_t tile_end = e.blob.offset + e.blob.stored_size;
+    const auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(j.f, tile_end));
+    if (it == starts.end() || it->first != j.f || it->second - tile_end >= B) past += j.cold_span;
   }
   // A few ends among many contiguous tiles (a sequential read across fragments, say)
   // keep the read serial: readahead serves the rest well.
