@@ -272,8 +272,11 @@ uint64_t ReadPlanner::scattered_tile_ends(uint64_t cold) const {
   if (jobs_.size() < 2) return 0;
   std::vector<std::pair<const Fragment*, uint64_t>> starts;  // file offset of each cold job
   starts.reserve(jobs_.size());
-  for (const Job& j : jobs_)
-    if (j.cold_span) starts.emplace_back(j.f, j.f->meta().dense[j.idx].blob.offset + j.runs.front().off / j.f->meta().check_block * j.f->meta().check_block);
+  for (const Job& j : jobs_) {
+    if (!j.cold_span) continue;
+    const uint64_t B = j.f->meta().check_block;
+    starts.emplace_back(j.f, j.f->meta().dense[j.idx].blob.offset + j.runs.front().off / B * B);
+  }
   std::sort(starts.begin(), starts.end());
   uint64_t past = 0;
   for (size_t k = 0; k + 1 < jobs_.size(); ++k) {
