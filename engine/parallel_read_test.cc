@@ -199,3 +199,27 @@ TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// Whole tiles read cold: a column through the four band fragments reads every block of
+// one tile per band (tiles 1 MiB apart in different files), so serial preads would let
+// readahead run on past each tile: it must take the parallel path with exact prefetch.
+// A band of contiguous whole tiles in one fragment, read in file order, is what
+// readahead serves well: it must stay serial.  Both match the model.
+TEST(ParallelRead, ScatteredWholeTilesPrefetchContiguousOnesStaySerial) {
+  Fixture fx;
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  uint64_t before = ReadPlanner::parallel_reads();
+  fx.check_box(*a, 2 * kT, 3 * kT - 1, 0, kN - 1);  // band 2: no overlay, four whole tiles
+  EXPECT_EQ(ReadPlanner::parallel_reads(), before) << "contiguous whole tiles should stay serial";
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  before = ReadPlanner::parallel_reads();
+  fx.check_box(*a, 0, kN - 1, 1700, 1700);  // a column outside the overlay
+  EXPECT_GT(ReadPlanner::parallel_reads(), before) << "scattered whole tiles should be prefetched exactly";
+}
+
+}  // namespace
+}  // namespace tessera

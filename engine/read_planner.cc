@@ -191,9 +191,10 @@ void ReadPlanner::add_job(const Fragment& f, size_t idx) {
 
 // Runs the queued partial tile reads.  Reads of blocks verified before (a warm re-read),
 // small cold reads, and cold reads of pieces that run to the end of their tiles (whole
-// tiles, a column: the kernel's readahead fetches exactly those, and measured faster
-// serially) run here, in order, as plain preads.  A larger cold read of pieces ending
-// inside their tiles is where readahead goes wrong (it reads up to 8 MiB past each piece,
+// tiles followed in the file by the next tile read, a column: the kernel's readahead
+// fetches exactly those, and measured faster serially) run here, in order, as plain
+// preads.  A larger cold read of pieces ending inside their tiles, or of whole tiles
+// scattered through the file (scattered_tile_ends), is where readahead goes wrong (it reads up to 8 MiB past each piece,
 // one piece at a time): its jobs run on the caller plus the I/O pool, and the kernel is
 // asked (posix_fadvise WILLNEED) for exactly the blocks of the jobs, in a sliding window
 // ahead of the readers, so the disk gets several requests at once and no bytes past the
@@ -204,6 +205,7 @@ void ReadPlanner::run_jobs() {
     cold += j.cold_span;
     overread += j.overread;
   }
+  overread += scattered_tile_ends(cold);
   struct Clear {  // the queue is empty afterwards, also when a read throws
     ReadPlanner* p;
     ~Clear() { p->jobs_.clear(); p->queued_runs_ = 0; }
@@ -257,6 +259,42 @@ void ReadPlanner::run_jobs() {
   for (auto& h : helpers) h.wait();  // work() catches everything; wait, not get
   ++parallel_reads_;
   if (sh.error) std::rethrow_exception(sh.error);
+}
+
+// Where a cold job reaches the end of its tile and no queued job reads on from the next
+// byte of the file, sequential preads let the kernel's readahead run on past the tile
+// into bytes nobody asked for: its window doubles from the tile's size (1 MiB tiles, 8 MiB
+// readahead: about 2 MiB past each, measured 3x the bytes for a beam across row-major
+// tiles), so each such end counts its job's cold bytes as overread.  The queue's last
+// job is left out: what follows it (the next batch, or nothing) is unknown, and a
+// sequential read of contiguous tiles must stay serial.  cold: the queue's cold bytes.
+uint64_t ReadPlanner::scattered_tile_ends(uint64_t cold) const {
+  if (jobs_.size() < 2) return 0;
+  std::vector<std::pair<const Fragment*, uint64_t>> starts;  // file offset of each cold job
+  starts.reserve(jobs_.size());
+  for (const Job& j : jobs_) {
+    if (!j.cold_span) continue;
+    const uint64_t B = j.f->meta().check_block;
+    starts.emplace_back(j.f, j.f->meta().dense[j.idx].blob.offset + j.runs.front().off / B * B);
+  }
+  std::sort(starts.begin(), starts.end());
+  uint64_t past = 0;
+  for (size_t k = 0; k + 1 < jobs_.size(); ++k) {
+    const Job& j = jobs_[k];
+    if (!j.cold_span || j.overread) continue;
+    const DenseEntry& e = j.f->meta().dense[j.idx];
+    const uint64_t B = j.f->meta().check_block;
+    const uint64_t end = ((j.runs.back().off + j.runs.back().len - 1) / B + 1) * B;
+    if (end < e.blob.stored_size) continue;  // ends inside its tile: the next job goes on
+    // Blobs need not abut (headers, alignment): a next job starting less than a block
+    // after the tile's end is read on to all the same.
+    const uint64_t tile_end = e.blob.offset + e.blob.stored_size;
+    const auto it = std::lower_bound(starts.begin(), starts.end(), std::make_pair(j.f, tile_end));
+    if (it == starts.end() || it->first != j.f || it->second - tile_end >= B) past += j.cold_span;
+  }
+  // A few ends among many contiguous tiles (a sequential read across fragments, say)
+  // keep the read serial: readahead serves the rest well.
+  return past * 8 >= cold ? past : 0;
 }
 
 std::vector<std::vector<uint64_t>> ReadPlanner::touched_tiles(const Selection& sel) const {

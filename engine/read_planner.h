@@ -81,6 +81,7 @@ class ReadPlanner {
     uint64_t cold_span;  // bytes of not yet verified blocks in the span the runs touch
     uint64_t overread;   // last job of a cold piece: bytes of the tile after the piece
   };
+  uint64_t scattered_tile_ends(uint64_t cold) const;  // readahead past whole tiles not read on from
   std::vector<Job> jobs_;
   size_t queued_runs_ = 0;
   static std::atomic<uint64_t> parallel_reads_;
