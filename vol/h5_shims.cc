@@ -93,6 +93,13 @@ herr_t H5Pget_fapl_mpio(hid_t fapl_id, MPI_Comm* comm, MPI_Info* info) {
   auto* fn = reinterpret_cast<Fn>(h5_symbol("H5Pget_fapl_mpio"));
   return fn ? fn(fapl_id, comm, info) : -1;
 }
+
+// Only reached for transfers on a parallel file (vol/mpio_cause.cc), as above.
+herr_t H5Pget_dxpl_mpio(hid_t dxpl_id, H5FD_mpio_xfer_t* xfer_mode) {
+  using Fn = herr_t (*)(hid_t, H5FD_mpio_xfer_t*);
+  auto* fn = reinterpret_cast<Fn>(h5_symbol("H5Pget_dxpl_mpio"));
+  return fn ? fn(dxpl_id, xfer_mode) : -1;
+}
 #endif
 
 }  // extern "C"
