@@ -289,6 +289,7 @@ void container(const std::string& root) {
   }
   c.reset();
   emit("catalog", "container", read_file(log));
+  emit("container", "container", read_file(log));
 }
 
 }  // namespace
