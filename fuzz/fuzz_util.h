@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,13 +23,19 @@
 
 namespace tessera::fuzz {
 
-// A scratch directory of this process (files a parser opens by path are written here).
+// A scratch directory of this process (files a parser opens by path are written here),
+// removed at exit.
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  // Never destroyed: the atexit handler below runs after static destructors would.
+  static const std::string& dir = *[] {
     const char* t = std::getenv("TMPDIR");
     std::string base = std::string(t && *t ? t : "/tmp") + "/tessera-fuzz-" + std::to_string(::getpid());
     make_dirs(base);
-    return base;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch_dir(), ec);
+    });
+    return new std::string(base);
   }();
   return dir;
 }
