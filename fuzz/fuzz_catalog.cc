@@ -10,7 +10,7 @@ using namespace tessera;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string dir = [] {
     std::string d = join_path(fuzz::scratch_dir(), "catalog");
-    make_dirs(d);
+    make_dirs(Env::posix(), d);
     return d;
   }();
   fuzz::put_file(join_path(dir, "catalog.log"), data, size);

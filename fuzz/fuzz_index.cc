@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   static const std::string dir = [] {
     std::string x = join_path(fuzz::scratch_dir(), "array");
-    make_dirs(index_dir(x));
+    make_dirs(Env::posix(), index_dir(x));
     return x;
   }();
   fuzz::Parts parts(data, size);

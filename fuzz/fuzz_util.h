@@ -30,7 +30,7 @@ inline const std::string& scratch_dir() {
   static const std::string& dir = *[] {
     const char* t = std::getenv("TMPDIR");
     std::string base = std::string(t && *t ? t : "/tmp") + "/tessera-fuzz-" + std::to_string(::getpid());
-    make_dirs(base);
+    make_dirs(Env::posix(), base);
     std::atexit([] {
       std::error_code ec;
       std::filesystem::remove_all(scratch_dir(), ec);

@@ -13,13 +13,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(&d, data, sizeof d);
   static const std::string dir = [] {
     std::string x = join_path(fuzz::scratch_dir(), "heap");
-    make_dirs(x);
+    make_dirs(Env::posix(), x);
     return x;
   }();
   const std::string path = join_path(dir, HeapReader::file_name(FragmentId{d.ts, d.rank, d.seq, 0}));
   fuzz::put_file(path, data + sizeof d, size - sizeof d);
   fuzz::expect_clean([&] {
-    HeapReader r(dir);
+    HeapReader r(Env::posix(), dir);
     std::vector<uint8_t> out;
     r.read(d, nullptr, &out);
     r.read(d, nullptr, &out);  // the second read goes through the kept-open file

@@ -42,7 +42,7 @@ void check(const Status& st, const char* what) {
 
 void emit(const std::string& target, const std::string& name, const std::vector<uint8_t>& b) {
   const std::string dir = join_path(out_root, target);
-  make_dirs(dir);
+  make_dirs(Env::posix(), dir);
   std::FILE* f = std::fopen(join_path(dir, "seed-" + name).c_str(), "wb");
   if (!f || (b.size() && std::fwrite(b.data(), 1, b.size(), f) != b.size())) std::exit(1);
   std::fclose(f);
@@ -92,13 +92,13 @@ ArrayOptions durable_opts() {
 // Everything of one array directory goes into the corpora of schema, fragment, index,
 // var_heap and journal.
 void harvest(const std::string& tag, const std::string& dir, const Schema& s) {
-  const std::vector<uint8_t> schema_file = read_file(join_path(dir, array_files::kSchemaFile));
+  const std::vector<uint8_t> schema_file = read_file(Env::posix(), join_path(dir, array_files::kSchemaFile));
   emit("schema", tag, schema_file);
   const std::string frag_dir = join_path(dir, array_files::kFragDir);
   std::vector<std::string> moves;
   int i = 0;
   for (const std::string& n : list(frag_dir, ".tfr")) {
-    const std::vector<uint8_t> frag = read_file(join_path(frag_dir, n));
+    const std::vector<uint8_t> frag = read_file(Env::posix(), join_path(frag_dir, n));
     const std::string ftag = tag + "-" + std::to_string(i++);
     emit("fragment", ftag, prefixed(schema_file, frag));
     moves.push_back(n);
@@ -107,7 +107,7 @@ void harvest(const std::string& tag, const std::string& dir, const Schema& s) {
     struct stat st;
     if (::stat(ix.c_str(), &st) == 0) {
       std::vector<uint8_t> rest{static_cast<uint8_t>(static_cast<uint8_t>(num_type(s, tag)) - 1)};
-      const std::vector<uint8_t> idx = read_file(ix);
+      const std::vector<uint8_t> idx = read_file(Env::posix(), ix);
       rest.insert(rest.end(), idx.begin(), idx.end());
       emit("index", ftag, prefixed(frag, rest));
     }
@@ -123,7 +123,7 @@ void harvest(const std::string& tag, const std::string& dir, const Schema& s) {
           if (!d.length) continue;
           std::vector<uint8_t> in(sizeof d);
           std::memcpy(in.data(), &d, sizeof d);
-          const std::vector<uint8_t> heap = read_file(
+          const std::vector<uint8_t> heap = read_file(Env::posix(), 
               join_path(join_path(dir, array_files::kHeapDir), HeapReader::file_name(FragmentId{d.ts, d.rank, d.seq, 0})));
           in.insert(in.end(), heap.begin(), heap.end());
           emit("var_heap", ftag + "-" + std::to_string(k++), in);
@@ -288,8 +288,8 @@ void container(const std::string& root) {
     }
   }
   c.reset();
-  emit("catalog", "container", read_file(log));
-  emit("container", "container", read_file(log));
+  emit("catalog", "container", read_file(Env::posix(), log));
+  emit("container", "container", read_file(Env::posix(), log));
 }
 
 }  // namespace
