@@ -36,7 +36,7 @@ std::shared_ptr<Fragment> Fragment::open_inline(const std::string& label,
 }
 
 File& Fragment::file() {
-  if (inline_) throw_error(Errc::kInternal, "fragment '" + path_ + "' is inline: it has no file");
+  if (inline_) throw_error(Errc::kInternal, "fragment '" + path() + "' is inline: it has no file");
   return static_cast<FileSource*>(src_.get())->file();
 }
 
@@ -100,16 +100,16 @@ std::vector<uint8_t> Fragment::read_blob(const BlobRef& b, const FilterPipeline&
                                          const std::string& what) const {
   std::vector<uint8_t> stored(b.stored_size);
   src_->pread_exact(stored.data(), stored.size(), b.offset);
-  if (checksum64(stored.data(), stored.size()) != b.checksum) corrupt(path_, what + ": checksum mismatch");
+  if (checksum64(stored.data(), stored.size()) != b.checksum) corrupt(path(), what + ": checksum mismatch");
   if (p.empty()) {
     // Longer is allowed (a direct chunk write of more bytes than the chunk holds: the
     // first raw_size bytes are the cells, as HDF5 reads such a chunk).
-    if (stored.size() < b.raw_size) corrupt(path_, what + ": size mismatch");
+    if (stored.size() < b.raw_size) corrupt(path(), what + ": size mismatch");
     stored.resize(b.raw_size);
     return stored;
   }
   std::vector<uint8_t> raw;
-  p.decode(stored.data(), stored.size(), b.raw_size, raw, "fragment '" + path_ + "': " + what);
+  p.decode(stored.data(), stored.size(), b.raw_size, raw, "fragment '" + path() + "': " + what);
   return raw;
 }
 
@@ -128,7 +128,7 @@ void Fragment::verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_
     const uint64_t mask = uint64_t{1} << (bit % 64);
     const uint64_t len = std::min(B, size - b * B);
     if (checksum64(data + (b - b0) * B, len) != e.block_checks[b])
-      corrupt(path_, "dense tile " + std::to_string(i) + ", block " + std::to_string(b) + ": checksum mismatch");
+      corrupt(path(), "dense tile " + std::to_string(i) + ", block " + std::to_string(b) + ": checksum mismatch");
     word.fetch_or(mask, std::memory_order_relaxed);
   }
 }
@@ -148,7 +148,7 @@ std::vector<uint8_t> Fragment::stored_dense_bytes(size_t i) const {
   std::vector<uint8_t> v(e.blob.stored_size);
   src_->pread_exact(v.data(), v.size(), e.blob.offset);
   if (checksum64(v.data(), v.size()) != e.blob.checksum)
-    corrupt(path_, "dense tile " + std::to_string(i) + ": checksum mismatch");
+    corrupt(path(), "dense tile " + std::to_string(i) + ": checksum mismatch");
   return v;
 }
 
@@ -279,7 +279,7 @@ std::shared_ptr<SparseTileData> Fragment::decode_cells(const SparseEntry& e, con
   if (values) t->values = read_blob(e.values, meta_.values_filters, what + " values");
   // Coordinates must lie inside the recorded MBR; anything else is corruption.
   for (uint64_t k = 0; k < e.cells; ++k)
-    if (!e.mbr.contains(&t->coords[k * meta_.rank])) corrupt(path_, what + ": cell outside its MBR");
+    if (!e.mbr.contains(&t->coords[k * meta_.rank])) corrupt(path(), what + ": cell outside its MBR");
   // Keys must ascend strictly: a fragment's cells are unique and in global order.
   const int w = layout.key_size();
   t->keys.resize(e.cells * w);
@@ -287,7 +287,7 @@ std::shared_ptr<SparseTileData> Fragment::decode_cells(const SparseEntry& e, con
   for (uint64_t k = 0; k < e.cells; ++k) {
     layout.key_words(&t->coords[k * meta_.rank], kp + k * w);
     if (k > 0 && !std::lexicographical_compare(kp + (k - 1) * w, kp + k * w, kp + k * w, kp + (k + 1) * w))
-      corrupt(path_, what + ": cells out of global order");
+      corrupt(path(), what + ": cells out of global order");
   }
   return t;
 }
@@ -311,14 +311,14 @@ void Fragment::verify(const Layout& layout, const std::function<void(const uint8
       const uint64_t B = meta_.check_block;
       for (uint64_t b = 0; b < e.block_checks.size(); ++b)
         if (checksum64(cells.data() + b * B, std::min(B, cells.size() - b * B)) != e.block_checks[b])
-          corrupt(path_, what + ", block " + std::to_string(b) + ": checksum mismatch");
-      if (cells.size() < e.blob.raw_size) corrupt(path_, what + ": size mismatch");
+          corrupt(path(), what + ", block " + std::to_string(b) + ": checksum mismatch");
+      if (cells.size() < e.blob.raw_size) corrupt(path(), what + ": size mismatch");
       cells.resize(e.blob.raw_size);
     } else {
       cells = read_blob(e.blob, meta_.values_filters, what);
     }
     if (cells.size() < e.box.cells() * meta_.elem_size)
-      corrupt(path_, what + ": holds fewer cells than its box");
+      corrupt(path(), what + ": holds fewer cells than its box");
     if (on_values) on_values(cells.data(), e.box.cells());
     step(e.blob.stored_size);
   }
@@ -326,7 +326,7 @@ void Fragment::verify(const Layout& layout, const std::function<void(const uint8
     const SparseEntry& e = meta_.sparse[i];
     auto t = decode_cells(e, "sparse tile " + std::to_string(i), true, layout);
     if (t->values.size() != e.cells * meta_.elem_size)
-      corrupt(path_, "sparse tile " + std::to_string(i) + ": values size mismatch");
+      corrupt(path(), "sparse tile " + std::to_string(i) + ": values size mismatch");
     if (on_values) on_values(t->values.data(), e.cells);
     step(e.coords.stored_size + e.values.stored_size);
   }

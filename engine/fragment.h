@@ -13,6 +13,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,19 @@ class Fragment {
                                                std::shared_ptr<const std::vector<uint8_t>> bytes,
                                                std::shared_ptr<Context> ctx = nullptr);
   const FragmentMeta& meta() const { return meta_; }
-  const std::string& path() const { return path_; }
+  // A copy: a deferred publish renames the file (set_path) while other threads read
+  // tiles of it and name it in their messages (a data race ThreadSanitizer found on a
+  // std::string read during its reassignment; docs/reliability.md).
+  std::string path() const {
+    std::lock_guard<std::mutex> g(path_mu_);
+    return path_;
+  }
   Env& env() const { return ctx_->env(); }  // its Context's
   // The fragment file was renamed (a deferred publish): keeps messages accurate.
-  void set_path(std::string p) { path_ = std::move(p); }
+  void set_path(std::string p) {
+    std::lock_guard<std::mutex> g(path_mu_);
+    path_ = std::move(p);
+  }
   // The open file of a file fragment (kInternal for an inline one).
   File& file();
   bool is_inline() const { return inline_ != nullptr; }
@@ -112,7 +122,8 @@ class Fragment {
   // Verifies blocks [b0, b1) of dense entry i, whose bytes start at `data`.
   void verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_t b1) const;
   bool verified(size_t i, uint64_t b0, uint64_t b1) const;  // blocks [b0, b1]
-  std::string path_;
+  mutable std::mutex path_mu_;
+  std::string path_;  // guarded by path_mu_ (set_path runs while tiles are read)
   std::unique_ptr<ByteSource> src_;
   MemorySource* inline_ = nullptr;  // src_ when inline
   uint64_t file_size_ = 0;

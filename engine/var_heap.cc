@@ -39,10 +39,13 @@ void HeapReader::read(const VarDescriptor& d, const HeapBuilder* pending, std::v
   if (d.length == 0) return;
   FragmentId id{d.ts, d.rank, d.seq, 0};
   const size_t at = out->size();
-  out->resize(at + d.length);
+  // Ranges are checked before `out` grows: a damaged descriptor's length (up to 4 GiB)
+  // must be an error, not an allocation of that size (found by fuzz/fuzz_var_heap).
   if (pending && pending->id() == id) {
-    if (d.offset < kHeapHeader || d.offset - kHeapHeader + d.length > pending->bytes().size())
+    if (d.offset < kHeapHeader || d.offset - kHeapHeader > pending->bytes().size() ||
+        d.length > pending->bytes().size() - (d.offset - kHeapHeader))
       throw_error(Errc::kCorrupt, "variable-length descriptor points outside the pending heap");
+    out->resize(at + d.length);
     std::memcpy(out->data() + at, pending->bytes().data() + (d.offset - kHeapHeader), d.length);
   } else {
     std::string name = file_name(id);
@@ -55,9 +58,14 @@ void HeapReader::read(const VarDescriptor& d, const HeapBuilder* pending, std::v
       std::memcpy(&ver, h + 8, 4);
       if (std::memcmp(h, kHeapMagic, 8) != 0 || ver != kHeapVersion)
         throw_error(Errc::kCorrupt, "heap '" + f->path() + "': bad magic or version");
-      it = open_.emplace(name, f).first;
+      const uint64_t size = f->size();  // a published heap is immutable
+      it = open_.emplace(name, OpenHeap{f, size}).first;
     }
-    it->second->pread_exact(out->data() + at, d.length, d.offset);
+    const OpenHeap& h = it->second;
+    if (d.offset < kHeapHeader || d.offset > h.size || d.length > h.size - d.offset)
+      throw_error(Errc::kCorrupt, "heap '" + h.file->path() + "': variable-length descriptor points outside the heap");
+    out->resize(at + d.length);
+    h.file->pread_exact(out->data() + at, d.length, d.offset);
   }
   if (static_cast<uint32_t>(checksum64(out->data() + at, d.length)) != d.check)
     throw_error(Errc::kCorrupt, "heap '" + join_path(dir_, file_name(id)) + "': checksum mismatch");

@@ -57,7 +57,11 @@ class HeapReader {
  private:
   Env& env_;
   std::string dir_;
-  std::map<std::string, std::shared_ptr<File>> open_;
+  struct OpenHeap {
+    std::shared_ptr<File> file;
+    uint64_t size;  // checked against every descriptor before anything is allocated
+  };
+  std::map<std::string, OpenHeap> open_;
 };
 
 }  // namespace tessera

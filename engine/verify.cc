@@ -271,7 +271,11 @@ class Verifier {
                                 std::to_string(p.recorded[id]) + " were published");
       }
     }
-    for (auto& [key, value] : p.inl) {
+    for (auto& kv : p.inl) {
+      // Named references, not structured bindings: a lambda may not capture those in
+      // C++17 (clang rejects it; the fuzzing build is clang's).
+      const auto& key = kv.first;
+      const auto& value = kv.second;
       FragmentId id;
       const std::string label = c_.catalog().log_path() + " record " + key;
       if (!FragmentId::parse(key.substr(key.rfind('/') + 1), &id)) {
