@@ -69,11 +69,11 @@ TEST(VarHeap, HugeLengthIsCorruptWithoutAllocating) {
   HeapBuilder h(FragmentId{7, 0, 1, 0});
   VarDescriptor d = h.append(reinterpret_cast<const uint8_t*>("abcdef"), 6);
   for (bool published : {false, true}) {
-    if (published) h.publish(dir);
+    if (published) h.publish(Env::posix(), dir);
     for (uint32_t len : {0xFFFFFFFFu, 0x60000000u, 7u}) {
       VarDescriptor bad = d;
       bad.length = len;
-      HeapReader r(dir);
+      HeapReader r(Env::posix(), dir);
       std::vector<uint8_t> out = {1, 2, 3};
       try {
         r.read(bad, published ? nullptr : &h, &out);
