@@ -194,7 +194,12 @@ def environment(build_dir=None, settings: str = "") -> dict:
     compat = b / "compat" / "libtessera_compat.so"
     preload = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p]
     if compat.is_file() and str(compat) not in preload:
-        preload.insert(0, str(compat))
+        # After a sanitizer runtime already preloaded (ASan must come first in the list).
+        at = 0
+        while at < len(preload) and os.path.basename(preload[at]).startswith(
+                ("libasan", "libubsan", "libtsan", "libclang_rt")):
+            at += 1
+        preload.insert(at, str(compat))
     if preload:
         env["LD_PRELOAD"] = ":".join(preload)
     return env
