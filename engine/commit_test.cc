@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/test_schema.h"
 #include "engine/commit.h"
 #include "engine/container.h"
 #include "engine/file_io.h"
@@ -25,16 +26,6 @@ std::string temp_dir() {
   return mkdtemp(tmpl);
 }
 
-Schema schema(Coords extent, Coords max, Coords tile) {
-  Schema s;
-  s.extent = std::move(extent);
-  s.max_extent = std::move(max);
-  s.tile_extent = std::move(tile);
-  s.elem_size = 4;
-  s.kind = ElementKind::kInt;
-  return s;
-}
-
 // Three kinds of array, so one commit carries every kind of change: a small array (its
 // fragments are inline catalog records), a large one (several fragment files per
 // generation: a journal), and one whose extent grows with each generation (a schema
@@ -43,9 +34,9 @@ enum Which { kSmall, kLarge, kGrowing, kArrays };
 
 Schema schema_of(int which) {
   switch (which) {
-    case kSmall: return schema({8, 8}, {8, 8}, {8, 8});
-    case kLarge: return schema({256, 256}, {256, 256}, {64, 64});
-    default: return schema({64, 256}, {kUnlimited, 256}, {32, 32});
+    case kSmall: return int32_schema({8, 8}, {8, 8}, {8, 8});
+    case kLarge: return int32_schema({256, 256}, {256, 256}, {64, 64});
+    default: return int32_schema({64, 256}, {kUnlimited, 256}, {32, 32});
   }
 }
 

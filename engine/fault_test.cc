@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/test_schema.h"
 #include "engine/commit.h"
 #include "engine/container.h"
 #include "engine/fault_env.h"
@@ -39,25 +40,15 @@ namespace {
 using Fault = FaultEnv::Fault;
 const Fault kFaults[] = {Fault::kNoSpace, Fault::kIo, Fault::kShortWrite};
 
-Schema schema(Coords extent, Coords max, Coords tile) {
-  Schema s;
-  s.extent = std::move(extent);
-  s.max_extent = std::move(max);
-  s.tile_extent = std::move(tile);
-  s.elem_size = 4;
-  s.kind = ElementKind::kInt;
-  return s;
-}
-
 // The arrays of commit_test.cc: a small one (inline catalog records), a large one
 // (several fragment files: a journal) and one whose extent grows with each generation.
 enum Which { kSmall, kLarge, kGrowing, kArrays };
 
 Schema schema_of(int which) {
   switch (which) {
-    case kSmall: return schema({8, 8}, {8, 8}, {8, 8});
-    case kLarge: return schema({128, 128}, {128, 128}, {32, 32});
-    default: return schema({32, 64}, {kUnlimited, 64}, {16, 16});
+    case kSmall: return int32_schema({8, 8}, {8, 8}, {8, 8});
+    case kLarge: return int32_schema({128, 128}, {128, 128}, {32, 32});
+    default: return int32_schema({32, 64}, {kUnlimited, 64}, {16, 16});
   }
 }
 
@@ -287,7 +278,7 @@ const SyncPolicy kPerFile{1000}, kSyncfs{0};
 // Consolidation: one array of five fragments (four quarters and a strip of points over
 // them, committed one by one), merged by consolidate_all with a fault at every point.
 // The model: quarter q holds 1000 q + its cell index, the strip overrides row 0 with -1.
-const Schema kConsSchema = schema({64, 64}, {64, 64}, {16, 16});
+const Schema kConsSchema = int32_schema({64, 64}, {64, 64}, {16, 16});
 
 std::vector<int32_t> cons_model() {
   std::vector<int32_t> m(64 * 64);

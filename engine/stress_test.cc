@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/test_schema.h"
 #include "engine/commit.h"
 #include "engine/container.h"
 #include "engine/testutil.h"
@@ -32,23 +33,13 @@ using namespace tessera;
 
 namespace {
 
-Schema schema(Coords extent, Coords max, Coords tile) {
-  Schema s;
-  s.extent = std::move(extent);
-  s.max_extent = std::move(max);
-  s.tile_extent = std::move(tile);
-  s.elem_size = 4;
-  s.kind = ElementKind::kInt;
-  return s;
-}
-
 // A large array (fragment files), a small one (inline records), a growing one.
 enum { kLarge, kSmall, kGrowing, kArrays };
 Schema schema_of(int w) {
   switch (w) {
-    case kLarge: return schema({64, 64}, {64, 64}, {16, 16});
-    case kSmall: return schema({8, 8}, {8, 8}, {8, 8});
-    default: return schema({16, 32}, {kUnlimited, 32}, {16, 16});
+    case kLarge: return int32_schema({64, 64}, {64, 64}, {16, 16});
+    case kSmall: return int32_schema({8, 8}, {8, 8}, {8, 8});
+    default: return int32_schema({16, 32}, {kUnlimited, 32}, {16, 16});
   }
 }
 uint64_t rows_of(int w, int64_t g) { return w == kGrowing ? 16 + 4 * static_cast<uint64_t>(g % 16) : schema_of(w).extent[0]; }
