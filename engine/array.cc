@@ -60,14 +60,14 @@ Status Array::create(const std::string& dir, const Schema& schema, bool durable,
   });
 }
 
-Status Array::open(const std::string& dir, bool writable, const ArrayOptions& opts,
-                   std::unique_ptr<Array>* out) {
+Status Array::open(const std::string& dir, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out,
+                   std::shared_ptr<Catalog> records, const std::string& records_prefix) {
   std::unique_ptr<Array> a(new Array());
   a->dir_ = dir;
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
   a->ctx_ = Context::or_process(opts.context);
-  a->store_ = make_dir_store(a->env(), dir);
+  a->store_ = make_dir_store(a->env(), dir, std::move(records), records_prefix);
   Status st = guard([&] { a->open_impl(writable); });
   if (st.ok()) *out = std::move(a);
   return st;
@@ -124,6 +124,11 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   // record was never committed and is not read (`tessera verify` notes it).
   const bool complete = complete_records();
   std::set<FragmentId> listed;
+  // Present, but not under a final name: another rank's shared fragment (its epoch record
+  // may already record it, the rename follows) and a journal's batch a read-only view
+  // reads through.  They satisfy a record; they are never recorded from here.
+  std::set<FragmentId> shared;
+  for (auto& f : recovered_) shared.insert(f->meta().id);
   std::vector<std::string> names;
   if (store_->dir_exists()) names = list_dir(env(), frag_dir_);
   for (const std::string& name : names) {
@@ -146,6 +151,7 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
           throw_error(Errc::kCorrupt, "fragment '" + path + "': id in footer differs from file name");
       }
       all->push_back(f);
+      shared.insert(id);
       continue;
     }
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
@@ -191,13 +197,20 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     listed.insert(id);
   }
   for (auto& u : unpublished_) listed.insert(u.first->meta().id);
+  for (auto& f : *all) {
+    const auto rec = recorded.find(f->meta().id);
+    if (!f->is_inline() && shared.count(f->meta().id) && rec != recorded.end() && rec->second != f->file_size())
+      throw_error(Errc::kCorrupt, "fragment '" + f->path() + "' is " + std::to_string(f->file_size()) +
+                                      " bytes, but the catalog records it as published with " +
+                                      std::to_string(rec->second) + " (truncated or replaced)");
+  }
   // A recorded file must be present unless a present fragment replaces it (a vacuum
   // removes its file after its record; a reader's catalog may be older than that).
   std::set<FragmentId> replaced;
   for (auto& f : *all)
     for (auto& r : f->meta().replaces) replaced.insert(r);
   for (auto& [id, size] : recorded)
-    if (!listed.count(id) && !replaced.count(id)) {
+    if (!listed.count(id) && !shared.count(id) && !replaced.count(id)) {
       *problem = "fragment '" + join_path(frag_dir_, FragmentWriter::file_name(id)) +
                  "' is missing: the catalog records it as published (" + std::to_string(size) +
                  " bytes) and no newer fragment replaces it" +
@@ -215,7 +228,7 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
           std::none_of(unpublished_.begin(), unpublished_.end(), [&](auto& u) { return u.first == f; }))
         add.emplace_back(f->meta().id, f->file_size());
     for (auto& [id, size] : recorded)
-      if (!listed.count(id)) drop.push_back(id);
+      if (!listed.count(id) && !shared.count(id)) drop.push_back(id);
     // An older array's files are all recorded by this batch: from here its records are
     // complete.  Ranks of a parallel file publish files the catalog records only later.
     CatalogBatch b;

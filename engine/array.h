@@ -190,8 +190,12 @@ class Array : public BufferOwner {
   // records the array anywhere, e.g. at its flush).
   // env: where the files go (the Context's of the arrays that will open it).
   static Status create(const std::string& dir, const Schema& schema, bool durable = true, Env& env = Env::posix());
+  // records: an array of a container that keeps its schema in its directory (a parallel
+  // file's array, an older container's) still has its fragment files recorded in the
+  // container's catalog under records_prefix ("arr/<hex16 id>/", file_records.h).
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
-                     std::unique_ptr<Array>* out);
+                     std::unique_ptr<Array>* out, std::shared_ptr<Catalog> records = nullptr,
+                     const std::string& records_prefix = "");
   // A catalog-bound array (Container::open_array); `dir` may not exist yet.
   // known: a schema the caller just created the array with (nothing to read back: no
   // record to decode, no fragments yet).
@@ -308,6 +312,12 @@ class Array : public BufferOwner {
   void raise_timestamp(uint64_t ts);
   // Fragments finished but not yet published (deferred mode).
   size_t unpublished_count() const;
+  // MPI, collective arrays: the files an epoch commit must record (file_records.h) —
+  // those publish_own published since the last epoch (the first *alone of the list),
+  // then the finished fragments the epoch publishes — as (id, size).  files_recorded:
+  // the epoch record that names the first `alone` is durable (or applied, on a shadow).
+  std::vector<std::pair<FragmentId, uint64_t>> files_to_record(size_t* alone) const;
+  void files_recorded(size_t alone);
 
   // Consolidation (TileDB §4.3): merges fragments [first, last] (indexes into fragments(),
   // oldest first) into one, publishes it atomically, then removes the merged files.
@@ -442,6 +452,8 @@ class Array : public BufferOwner {
   // flush reports it (report_lost throws kIo): a flush never succeeds over lost writes.
   std::string lost_;
   void note_lost(const std::string& why);
+  // Syncs every unpublished fragment; one whose sync fails is dropped and noted lost.
+  void sync_unpublished();
   void report_lost();
   void complete_parked(std::unique_ptr<FragmentWriter> w);
   uint32_t direct_skip_ = 0;
@@ -505,6 +517,8 @@ class Array : public BufferOwner {
   bool single_ = false;  // the staged batch is one fragment: no journal file
   uint64_t staged_epoch_ = 0;  // the staged journal's epoch (0: serial journal)
   std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
+  // Published by publish_own since the last epoch, not yet recorded (files_to_record).
+  std::vector<std::pair<FragmentId, uint64_t>> alone_files_;
   std::vector<FragmentInfo> replaced_;  // present but replaced (replaced_fragments())
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;

@@ -147,8 +147,7 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
     return;
   }
   if (unpublished_.empty() && !schema_dirty_) return;
-  if (!synced && !fragments_synced)
-    for (auto& u : unpublished_) u.first->file().sync();
+  if (!synced && !fragments_synced) sync_unpublished();
   staged_epoch_ = epoch;
   // Files whose records the catalog batch puts, in an array whose records name every
   // committed file: that batch commits them, so no journal (a crash before it leaves
@@ -177,6 +176,29 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   journal_staged_ = true;
 }
 
+// A sync that fails may have dropped the file's bytes for good: Linux marks the pages
+// clean without writing them, and a later fsync returns 0 (docs/reliability.md, "Power
+// loss").  Such a fragment can never be published: it is dropped and its writes are
+// reported lost by the next flush (report_lost), like a fragment whose write failed, so
+// the caller writes them again instead of publishing a file a power loss would empty.
+void Array::sync_unpublished() {
+  for (size_t i = 0; i < unpublished_.size(); ++i) {
+    try {
+      unpublished_[i].first->file().sync();
+    } catch (const Error& e) {
+      std::shared_ptr<Fragment> f = unpublished_[i].first;
+      unpublished_.erase(unpublished_.begin() + static_cast<ptrdiff_t>(i));
+      FragmentList keep;
+      for (auto& x : frags_)
+        if (x != f) keep.push_back(x);
+      frags_.assign(std::move(keep));
+      (void)guard([&] { remove_file(env(), f->path()); });
+      note_lost("syncing fragment '" + f->path() + "' failed: " + e.what());
+      throw;
+    }
+  }
+}
+
 std::string Array::journal_path() const {
   if (staged_epoch_ == 0) return join_path(frag_dir_, kJournalFile);
   return join_path(frag_dir_, kRankJournalPrefix + std::to_string(opts_.writer_rank) + kJournalSuffix);
@@ -199,6 +221,9 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   // Inline fragments and the schema change: catalog records (into the caller's batch) or
   // the schema file — written before the journal goes: until then a crash replays both.
   const bool had_schema = schema_dirty_;
+  // An epoch's files are recorded by the epoch record's batch (commit_epoch), which
+  // names every member's files; a member records none of its own here.
+  if (staged_epoch_ != 0) published.clear();
   store_->publish(unpublished_inline_, had_schema ? &schema_ : nullptr, extent_id_, published, synced, into);
   unpublished_inline_.clear();
   schema_dirty_ = false;
@@ -404,6 +429,7 @@ Status Array::publish_own(size_t* published) {
     for (auto& [f, final_path] : unpublished_) {
       FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/false);
       f->set_path(final_path);
+      alone_files_.emplace_back(f->meta().id, f->file_size());
       ++*published;
     }
     unpublished_.clear();
@@ -435,6 +461,19 @@ uint64_t Array::last_timestamp() const {
 void Array::raise_timestamp(uint64_t ts) {
   std::lock_guard<std::mutex> g(mu_);
   last_ts_ = std::max(last_ts_, ts);
+}
+
+std::vector<std::pair<FragmentId, uint64_t>> Array::files_to_record(size_t* alone) const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<std::pair<FragmentId, uint64_t>> out = alone_files_;
+  *alone = out.size();
+  for (auto& u : unpublished_) out.emplace_back(u.first->meta().id, u.first->file_size());
+  return out;
+}
+
+void Array::files_recorded(size_t alone) {
+  std::lock_guard<std::mutex> g(mu_);
+  alone_files_.erase(alone_files_.begin(), alone_files_.begin() + static_cast<ptrdiff_t>(std::min(alone, alone_files_.size())));
 }
 
 size_t Array::unpublished_count() const {

@@ -7,6 +7,7 @@
 #include "engine/array.h"
 #include "engine/array_files.h"
 #include "engine/file_io.h"
+#include "engine/file_records.h"
 
 namespace tessera {
 
@@ -18,7 +19,10 @@ namespace {
 
 class DirStore final : public ArrayStore {
  public:
-  DirStore(Env& env, std::string dir) : env_(env), dir_(std::move(dir)) {}
+  // records: the container's catalog, which holds the array's file records (an array of
+  // a parallel file, or of an older container); null for a standalone array.
+  DirStore(Env& env, std::string dir, std::shared_ptr<Catalog> records, std::string prefix)
+      : env_(env), dir_(std::move(dir)), records_(std::move(records)), prefix_(std::move(prefix)) {}
 
   Schema open(bool, const Schema*, FragmentId* extent_id) override {
     if (!is_directory(env_, dir_)) throw_errno("open array", dir_, ENOENT);
@@ -31,14 +35,21 @@ class DirStore final : public ArrayStore {
     write_schema(env_, dir_, s, extent_id, durable);
   }
   bool publishes_with_catalog() const override { return false; }
+  // The files are recorded after their renames (into the caller's batch, or committed
+  // now): here the records are not the commit point (the journal or the rename is), so a
+  // crash before they are durable leaves published files without records, which are
+  // read (files_complete is never true) and recorded by the next writer.
   void publish(const std::vector<std::shared_ptr<Fragment>>&, const Schema* schema, const FragmentId& extent_id,
-               const std::vector<std::pair<FragmentId, uint64_t>>&, bool synced, CatalogBatch*) override {
+               const std::vector<std::pair<FragmentId, uint64_t>>& files, bool synced, CatalogBatch* into) override {
     if (schema) write_schema(env_, dir_, *schema, extent_id, !synced);
+    record_files(files, {}, into, /*sync=*/false);
   }
 
   bool dir_exists() const override { return true; }
   void ensure_dir(bool, bool) override {}
-  void refresh(bool) override {}
+  void refresh(bool records) override {
+    if (records && records_ && !records_->writable()) records_->reload();
+  }
 
   uint64_t inline_limit(bool, const ArrayOptions&) const override { return 0; }
   void list_inline(const FragmentSet&, const std::vector<std::shared_ptr<Fragment>>&, const Schema&,
@@ -47,12 +58,28 @@ class DirStore final : public ArrayStore {
   std::string inline_label(const std::string&) const override { return none("inline fragments"); }
   bool reserve_inline(uint64_t, const ArrayOptions&) override { return false; }
   void count_inline(int64_t) override {}
-  void commit(CatalogBatch b, bool) override {
-    if (!b.empty()) none("catalog records");
+  void commit(CatalogBatch b, bool sync) override {
+    if (b.empty()) return;
+    if (!records_) none("catalog records");
+    records_->commit(std::move(b));
+    if (sync) records_->sync();
   }
-  std::map<FragmentId, uint64_t> recorded_files() const override { return {}; }
-  void record_files(const std::vector<std::pair<FragmentId, uint64_t>>&, const std::vector<FragmentId>&,
-                    CatalogBatch*, bool) override {}
+  std::map<FragmentId, uint64_t> recorded_files() const override {
+    return records_ ? scan_file_records(*records_, prefix_) : std::map<FragmentId, uint64_t>{};
+  }
+  // Nothing once the array was removed (remove_array deleted its records and directory).
+  void record_files(const std::vector<std::pair<FragmentId, uint64_t>>& add, const std::vector<FragmentId>& drop,
+                    CatalogBatch* into, bool sync) override {
+    if ((add.empty() && drop.empty()) || !records_ || !records_->writable() || records_->shadow()) return;
+    if (!path_exists(env_, join_path(dir_, kSchemaFile))) return;
+    CatalogBatch b;
+    CatalogBatch& to = into ? *into : b;
+    for (auto& [id, size] : add) put_file_record(to, prefix_, id, size);
+    for (auto& id : drop) to.del(file_record_key(prefix_, id));
+    if (!into) commit(std::move(b), sync);
+  }
+  // Never: the schema lives in a file that a flush may rewrite before its records are
+  // durable, so the records cannot be a flush's commit point (array_store.h).
   bool files_complete() const override { return false; }
   void mark_files_complete(bool, CatalogBatch*) override {}
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
@@ -64,6 +91,8 @@ class DirStore final : public ArrayStore {
   }
   Env& env_;
   std::string dir_;
+  std::shared_ptr<Catalog> records_;
+  std::string prefix_;
 };
 
 // ---------------------------------------------------------------- CatalogStore
@@ -205,18 +234,7 @@ class CatalogStore final : public ArrayStore {
   }
 
   std::map<FragmentId, uint64_t> recorded_files() const override {
-    std::map<FragmentId, uint64_t> out;
-    const std::string prefix = cat_.prefix + "file/";
-    for (auto& [key, value] : cat_.catalog->scan(prefix)) {
-      FragmentId id;
-      if (!FragmentId::parse(key.substr(prefix.size()), &id) || value.size() != 8)
-        throw_error(Errc::kCorrupt, "catalog record '" + key + "' in '" + cat_.catalog->log_path() +
-                                        "': not a fragment file record");
-      uint64_t size;
-      std::memcpy(&size, value.data(), 8);
-      out[id] = size;
-    }
-    return out;
+    return scan_file_records(*cat_.catalog, cat_.prefix);
   }
   void record_files(const std::vector<std::pair<FragmentId, uint64_t>>& add, const std::vector<FragmentId>& drop,
                     CatalogBatch* into, bool sync) override {
@@ -224,12 +242,8 @@ class CatalogStore final : public ArrayStore {
     if (!alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
     CatalogBatch b;
     CatalogBatch& to = into ? *into : b;
-    for (auto& [id, size] : add) {
-      char v[8];
-      std::memcpy(v, &size, 8);
-      to.put(file_key(id), std::string(v, 8));
-    }
-    for (auto& id : drop) to.del(file_key(id));
+    for (auto& [id, size] : add) put_file_record(to, cat_.prefix, id, size);
+    for (auto& id : drop) to.del(file_record_key(cat_.prefix, id));
     if (!into) commit(std::move(b), sync);
   }
 
@@ -269,7 +283,6 @@ class CatalogStore final : public ArrayStore {
 
  private:
   bool alive() const { return cat_.catalog->contains(cat_.prefix + "schema"); }
-  std::string file_key(const FragmentId& id) const { return cat_.prefix + "file/" + id.name(); }
   Env& env_;
   std::string dir_, frag_dir_;
   CatalogBinding cat_;
@@ -279,8 +292,9 @@ class CatalogStore final : public ArrayStore {
 
 }  // namespace
 
-std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir) {
-  return std::make_unique<DirStore>(env, dir);
+std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir, std::shared_ptr<Catalog> records,
+                                           const std::string& prefix) {
+  return std::make_unique<DirStore>(env, dir, std::move(records), prefix);
 }
 
 std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, CatalogBinding binding) {

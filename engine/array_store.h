@@ -2,7 +2,8 @@
 // small fragments and, for a compact array, its cells.  Two kinds:
 //
 //   DirStore      the array's own directory: <dir>/schema is a file, every fragment a
-//                 .tfr file (standalone arrays, arrays of parallel files);
+//                 .tfr file (standalone arrays, arrays of parallel files); in a container
+//                 the catalog still records its fragment files (file_records.h);
 //   CatalogStore  a container's catalog (CatalogBinding, array.h): the schema and small
 //                 fragments are catalog records published with the catalog's batches, and
 //                 <dir> is created only when the array first needs a file.
@@ -82,10 +83,10 @@ class ArrayStore {
   // Commits record changes (inline fragments added or dropped); sync: durable now.
   virtual void commit(CatalogBatch b, bool sync) = 0;
 
-  // --- the record of published fragment files (a CatalogStore: one catalog record
-  // "<prefix>file/<fragment id>" holding the file's u64 size per file; a DirStore keeps
-  // none).  A recorded file that is missing and replaced by no present fragment was
-  // lost (Array::open fails, `tessera verify` reports it).
+  // --- the record of published fragment files (file_records.h: one catalog record
+  // "<prefix>file/<fragment id>" holding the file's u64 size per file; a standalone
+  // DirStore keeps none).  A recorded file that is missing and replaced by no present
+  // fragment was lost (Array::open fails, `tessera verify` reports it).
   virtual std::map<FragmentId, uint64_t> recorded_files() const = 0;
   // Records `add` and forgets `drop`: into the caller's batch, or committed now (synced
   // when `sync`); nothing if the array was deleted meanwhile.
@@ -95,8 +96,9 @@ class ArrayStore {
   // array is created, or by the first writer that recorded an older array's files): then
   // a file without a record was never committed — a flush a crash cut short before its
   // catalog batch, or a file that does not belong here — and readers ignore it.  Arrays
-  // of older containers, and arrays a parallel file's ranks publish into (their files are
-  // committed by epoch journals and recorded later), are not complete.
+  // a parallel file's ranks publish into are not complete: the epoch commit records the
+  // files it publishes, but a rank's H5Dclose publishes files on its own (durable at
+  // once, recorded by the next epoch); nor is a DirStore ever (its schema is a file).
   virtual bool files_complete() const = 0;
   // Sets or clears that mark: into the caller's batch, or committed now (durable at the
   // catalog's next sync).
@@ -111,8 +113,10 @@ class ArrayStore {
 };
 
 // dir: the array's directory; frag_dir: its fragment directory.
-// env: the array's (its Context's).
-std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir);
+// env: the array's (its Context's).  A DirStore of a container array keeps its file
+// records in the container's catalog (`records`, under `prefix`); standalone: none.
+std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir, std::shared_ptr<Catalog> records = nullptr,
+                                           const std::string& prefix = "");
 std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, CatalogBinding binding);
 
 }  // namespace tessera

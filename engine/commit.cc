@@ -6,6 +6,7 @@
 #include <set>
 
 #include "engine/container.h"
+#include "engine/file_records.h"
 #include "engine/history.h"
 
 namespace tessera {
@@ -152,6 +153,18 @@ Status commit_epoch(Container& c, CommitGroup& g, const std::map<uint64_t, std::
       if (node_syncfs && g.node_leader()) ok(c.sync());
       if (node_syncfs) c.note_synced();
     });
+    // The files this epoch publishes, every member's (the fragments are finished now,
+    // so their sizes are final), and those members published on their own since the
+    // last epoch: the epoch record names them all (file_records.h), so a committed file
+    // that goes missing or changes size is an error naming it, as for a serial flush.
+    // Five values per file: array id, fragment ts, rank << 32 | seq, gen, size.
+    std::vector<uint64_t> files;
+    std::vector<size_t> alone(list.size(), 0);
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i])
+        for (auto& [id, size] : list[i]->files_to_record(&alone[i]))
+          files.insert(files.end(), {ids[i], id.ts, (uint64_t{id.rank} << 32) | id.seq, id.gen, size});
+    files = g.gather(files);
     // Later writes on any member sort after everything written before this point.
     std::vector<uint64_t> ts, pub, mine;
     for (size_t i = 0; i < list.size(); ++i) {
@@ -186,13 +199,21 @@ Status commit_epoch(Container& c, CommitGroup& g, const std::map<uint64_t, std::
     std::vector<uint64_t> total{0};
     for (uint64_t p : pub) total[0] += p;
     g.agree([&] {
+      for (size_t k = 0; k + 5 <= files.size(); k += 5) {
+        const FragmentId id{files[k + 1], static_cast<uint32_t>(files[k + 2] >> 32),
+                            static_cast<uint32_t>(files[k + 2]), static_cast<uint32_t>(files[k + 3])};
+        put_file_record(metadata, Container::array_prefix(files[k]), id, files[k + 4]);
+      }
       metadata.put(Container::kEpochKey, std::to_string(e));
       add_commit(c.catalog(), metadata, now[0], static_cast<uint32_t>(total[0]), static_cast<uint32_t>(list.size()));
       c.catalog().commit(std::move(metadata));
       if (g.root()) c.catalog().sync();
     });
-    for (Array* a : list)
-      if (a) a->raise_timestamp(now[0]);
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i]) {
+        list[i]->raise_timestamp(now[0]);
+        list[i]->files_recorded(alone[i]);
+      }
     step(o, "committed", e);
     // 4. Renames, each array's directory fsync'ed (the root also writes changed schemas,
     //    durably); agreeing doubles as the barrier before the others look at the directory.

@@ -23,7 +23,9 @@
 // Several writers of one container (MPI ranks) commit an *epoch* instead: each stages a
 // journal tagged with the epoch, the epoch record in the catalog is the commit point, and
 // recovery rolls journals of committed epochs forward and later ones back — so an epoch
-// is every writer's data or none of it (docs/parallel.md).  The agreement between the
+// is every writer's data or none of it (docs/parallel.md).  The epoch record's batch also
+// records every file the epoch publishes, every member's (file_records.h): each member
+// builds the same batch from what all of them publish, and the root alone writes it.  The agreement between the
 // writers comes from a CommitGroup; the connector implements it over MPI.
 #pragma once
 #include <cstdint>
@@ -54,6 +56,8 @@ class CommitGroup {
   virtual void sum(std::vector<uint64_t>& v) = 0;
   // The sorted union of every member's values.
   virtual std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) = 0;
+  // Every member's values, concatenated in rank order (the same on every member).
+  virtual std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) = 0;
   // Members on one node share its page cache: one syncfs by the node's leader covers
   // them all.  node_any is a barrier among the node's members and tells whether any of
   // them passed true.
@@ -70,6 +74,7 @@ class SoloGroup final : public CommitGroup {
   void max(std::vector<uint64_t>&) override {}
   void sum(std::vector<uint64_t>&) override {}
   std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override { return mine; }
+  std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override { return mine; }
   bool node_leader() const override { return true; }
   bool node_any(bool mine) override { return mine; }
 };

@@ -292,7 +292,7 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
         return Status(Errc::kUnsupported, "array " + std::to_string(id) + " of '" + path_ +
                                               "' keeps its schema in a file (a parallel file's array, or an older "
                                               "container): it cannot be read as of a past commit");
-      return Array::open(dir, writable && writable_, o, out);
+      return Array::open(dir, writable && writable_, o, out, catalog_, prefix);
     }
     return Status(Errc::kNotFound, "array " + std::to_string(id) + " has no schema record in the catalog '" +
                                        catalog_->log_path() + "'");

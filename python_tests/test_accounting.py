@@ -9,10 +9,16 @@ written (a numpy model), never with tessera's own output:
 - another dataset's fragment copied into the dataset's directory: not read (no commit
   recorded it), the data reads back as written, and `tessera.verify` notes the file;
 - `tessera.verify` (the Python call) reports the damaged file in every damage case.
+The same for a file written in parallel (h5py with driver="mpio" under `mpirun -n 2`, a
+subprocess as in test_mpi_kill.py): every rank's fragment files, committed by the epochs
+of H5Fflush/H5Fclose or published by a rank's H5Dclose, are named by the catalog.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -115,3 +121,81 @@ def test_a_foreign_fragment_file_is_not_read(written, tmp_path):
     assert not copy.exists()
     with h5py.File(c, "r") as f:
         np.testing.assert_array_equal(f["a"][...], a)
+
+
+# ---------------------------------------------------------------- written in parallel
+
+MPI_WRITER = Path(__file__).resolve().parent / "mpi_accounting_writer.py"
+NP, N = 2, 256
+
+
+def _parallel_model(name: str) -> np.ndarray:
+    """What mpi_accounting_writer.py leaves in dataset `name` (computed here again)."""
+    m = np.random.default_rng(sum(map(ord, name))).random((N, N))
+    if name == "b":  # epoch 2: each rank negated its first 8 rows
+        for r in range(NP):
+            lo = r * (N // NP)
+            m[lo:lo + 8, :] = -m[lo:lo + 8, :]
+    return m
+
+
+@pytest.fixture(scope="module")
+def written_in_parallel(tmp_path_factory):
+    path = tmp_path_factory.mktemp("par") / "par.h5"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(NP),
+           sys.executable, str(MPI_WRITER), str(path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "WRITTEN" in proc.stdout, proc.stdout + proc.stderr
+    return path
+
+
+def _dataset_dirs(path: Path) -> dict:
+    """Dataset name -> its fragment directory: the writer created a, b, c in that order,
+    and array ids (the directory names, hex) are handed out in creation order."""
+    dirs = sorted(p for p in (path / "arrays").iterdir() if (p / "frag").is_dir())
+    assert len(dirs) == 3, dirs
+    return {name: d / "frag" for name, d in zip("abc", dirs)}
+
+
+def _rank_of(frag: Path) -> int:
+    return int(frag.name.split("-")[1], 16)  # <ts>-<rank>-<seq>-<gen>.tfr
+
+
+def test_a_parallel_written_file_reads_back_and_verifies(tessera_env, written_in_parallel):
+    with h5py.File(written_in_parallel, "r") as f:
+        for name in "abc":
+            np.testing.assert_array_equal(f[name][...], _parallel_model(name))
+    r = tessera.verify(written_in_parallel)
+    assert r.ok, r.problems
+    frags = [p for d in _dataset_dirs(written_in_parallel).values() for p in _frag_files(written_in_parallel, d)]
+    assert {_rank_of(p) for p in frags} == set(range(NP)), frags
+
+
+@pytest.mark.parametrize("name,rank,damage", [
+    ("a", 1, "deleted"),    # committed by epoch 1 (H5Fflush), written by rank 1
+    ("a", 0, "truncated"),
+    ("b", 1, "truncated"),  # epoch 2 (H5Fclose) wrote more of b
+    ("c", 1, "deleted"),    # published by rank 1's H5Dclose, recorded by the next epoch
+    ("c", 0, "truncated"),
+])
+def test_a_lost_fragment_file_of_a_parallel_written_file_is_an_hdf5_error(
+        tessera_env, written_in_parallel, tmp_path, name, rank, damage):
+    c = _copy(written_in_parallel, tmp_path / f"{name}{rank}{damage}.h5")
+    d = _dataset_dirs(c)[name]
+    frag = next(p for p in _frag_files(c, d) if _rank_of(p) == rank)
+    if damage == "deleted":
+        frag.unlink()
+    else:
+        with open(frag, "r+b") as fh:
+            fh.truncate(frag.stat().st_size - 100)
+    with h5py.File(c, "r") as f:
+        with pytest.raises((OSError, KeyError)) as e:
+            f[name][...]
+        assert frag.name in str(e.value), str(e.value)
+        for other in "abc":
+            if other != name:
+                np.testing.assert_array_equal(f[other][...], _parallel_model(other))
+    r = tessera.verify(c)
+    assert not r.ok
+    assert any(frag.name in p for p in r.problems), r.problems

@@ -105,6 +105,13 @@ void Parallel::sum(std::vector<uint64_t>& v) {
 }
 
 std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) {
+  std::vector<uint64_t> all = gather(mine);
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+std::vector<uint64_t> Parallel::gather(const std::vector<uint64_t>& mine) {
   int n = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
   mpi_check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, impl_->comm), "MPI_Allgather");
@@ -117,8 +124,6 @@ std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) {
   mpi_check(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T,
                            impl_->comm),
             "MPI_Allgatherv");
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
   return all;
 }
 
@@ -132,6 +137,7 @@ void Parallel::agree(const std::function<void()>& f) { f(); }
 void Parallel::max(std::vector<uint64_t>&) {}
 void Parallel::sum(std::vector<uint64_t>&) {}
 std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) { return mine; }
+std::vector<uint64_t> Parallel::gather(const std::vector<uint64_t>& mine) { return mine; }
 bool Parallel::node_any(bool mine) { return mine; }
 
 #endif

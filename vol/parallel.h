@@ -48,6 +48,8 @@ class Parallel {
   void sum(std::vector<uint64_t>& v);
   // The sorted union of every rank's values.
   std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine);
+  // Every rank's values, concatenated in rank order.
+  std::vector<uint64_t> gather(const std::vector<uint64_t>& mine);
   // The ranks sharing this node (MPI_COMM_TYPE_SHARED) share its page cache, so one
   // syncfs(2) by one of them makes all their writes durable.  node_any is collective over
   // the node's ranks (a barrier among them) and tells whether any of them passed true.
@@ -73,6 +75,7 @@ class RankGroup final : public tessera::CommitGroup {
   void max(std::vector<uint64_t>& v) override { p_.max(v); }
   void sum(std::vector<uint64_t>& v) override { p_.sum(v); }
   std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override { return p_.union_of(mine); }
+  std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override { return p_.gather(mine); }
   bool node_leader() const override { return p_.node_leader(); }
   bool node_any(bool mine) override { return p_.node_any(mine); }
 

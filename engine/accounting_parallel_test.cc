@@ -1,0 +1,338 @@
+// Every committed fragment of a parallel file is accounted for too (docs/reliability.md):
+// an epoch commit (commit_epoch, the engine's part of an MPI H5Fflush/H5Fclose) records
+// every member's fragment files in the epoch record's batch, and the files a member
+// published on its own since the last epoch (publish_own, H5Dclose), so a committed file
+// that is deleted or truncated later is an error naming it on open or read and in
+// verify_container — never the fill value in its place.
+//
+// Two members run in two threads of this process, as MPI ranks would: member 0 holds the
+// container (the catalog's one writer), member 1 a shadow of it, each with its own
+// Array objects (writer ranks 0 and 1), agreeing through ThreadGroup below.  The files
+// the catalog must record are found independently, by listing the array directories.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/commit.h"
+#include "engine/container.h"
+#include "engine/file_io.h"
+#include "engine/file_records.h"
+#include "engine/test_schema.h"
+#include "engine/testutil.h"
+#include "engine/verify.h"
+
+namespace tessera {
+namespace {
+
+using testutil::status_str;
+
+// A CommitGroup of threads: every collective is an exchange of one vector per member
+// between two barriers.
+class ThreadGroup final : public CommitGroup {
+ public:
+  struct Shared {
+    explicit Shared(int n) : n(n), slots(static_cast<size_t>(n)) {}
+    int n;
+    std::mutex mu;
+    std::condition_variable cv;
+    int arrived = 0;
+    uint64_t round = 0;
+    std::vector<std::vector<uint64_t>> slots;
+    std::string error;
+  };
+  ThreadGroup(Shared& s, int rank) : s_(s), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return s_.n; }
+  void agree(const std::function<void()>& f) override {
+    std::string mine;
+    try {
+      f();
+    } catch (const std::exception& e) {
+      mine = e.what();
+    }
+    {
+      std::lock_guard<std::mutex> g(s_.mu);
+      if (!mine.empty() && s_.error.empty()) s_.error = "member " + std::to_string(rank_) + ": " + mine;
+    }
+    auto all = exchange({mine.empty() ? 0u : 1u});
+    bool failed = false;
+    for (auto& v : all) failed = failed || v[0];
+    std::string why;
+    {
+      std::lock_guard<std::mutex> g(s_.mu);
+      why = s_.error;
+    }
+    barrier();
+    if (failed) throw_error(Errc::kIo, why);
+  }
+  void max(std::vector<uint64_t>& v) override {
+    for (auto& o : exchange(v))
+      for (size_t i = 0; i < v.size(); ++i) v[i] = std::max(v[i], o[i]);
+  }
+  void sum(std::vector<uint64_t>& v) override {
+    auto all = exchange(v);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = 0;
+      for (auto& o : all) v[i] += o[i];
+    }
+  }
+  std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override {
+    std::vector<uint64_t> out = gather(mine);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override {
+    std::vector<uint64_t> out;
+    for (auto& o : exchange(mine)) out.insert(out.end(), o.begin(), o.end());
+    return out;
+  }
+  bool node_leader() const override { return rank_ == 0; }
+  bool node_any(bool mine) override {
+    bool any = false;
+    for (auto& o : exchange({mine ? 1u : 0u})) any = any || o[0];
+    return any;
+  }
+
+ private:
+  void barrier() {
+    std::unique_lock<std::mutex> g(s_.mu);
+    const uint64_t r = s_.round;
+    if (++s_.arrived == s_.n) {
+      s_.arrived = 0;
+      ++s_.round;
+      s_.cv.notify_all();
+      return;
+    }
+    s_.cv.wait(g, [&] { return s_.round != r; });
+  }
+  std::vector<std::vector<uint64_t>> exchange(const std::vector<uint64_t>& mine) {
+    barrier();  // everyone has read the previous exchange
+    {
+      std::lock_guard<std::mutex> g(s_.mu);
+      s_.slots[static_cast<size_t>(rank_)] = mine;
+    }
+    barrier();
+    std::lock_guard<std::mutex> g(s_.mu);
+    return s_.slots;
+  }
+  Shared& s_;
+  int rank_;
+};
+
+ArrayOptions member_opts(uint32_t rank) {
+  ArrayOptions o;
+  o.durable_writes = false;  // the connector's mode: an epoch publishes
+  o.blob_bytes = 0;          // a box write is a fragment of its own
+  o.collective = true;
+  o.writer_rank = rank;
+  return o;
+}
+
+constexpr int kMembers = 2, kArrays = 2;
+const Schema kSchema = int32_schema({32, 32}, {32, 32}, {8, 8});
+
+// Member r's value of generation g at cell (i, j) of array a.
+int32_t value(int a, int g, uint64_t i, uint64_t j) { return static_cast<int32_t>(100000 * a + 1000 * g + i * 32 + j); }
+
+// Member r writes rows [16r, 16r + 16) of array a, generation g: two fragments (tile rows,
+// the later first: writes in tile order would be appended to one fragment).
+bool write_rows(Array& arr, int a, int g, uint32_t r) {
+  for (uint64_t q : {1, 0}) {
+    const uint64_t lo = 16 * r + 8 * q;
+    std::vector<int32_t> v(8 * 32);
+    for (uint64_t i = 0; i < 8; ++i)
+      for (uint64_t j = 0; j < 32; ++j) v[i * 32 + j] = value(a, g, lo + i, j);
+    if (!arr.write(Selection::from_box(Box({lo, 0}, {lo + 7, 31})), v.data()).ok()) return false;
+  }
+  return true;
+}
+
+// A container of kArrays parallel-file arrays (directories with schema files), written by
+// two members over two epochs: epoch 1 writes generation 1 of everything; between the
+// epochs member 1 writes generation 2 of its rows of array 1 and publishes them on its own
+// (H5Dclose in a parallel file), then epoch 2 commits generation 2 of member 0's rows of
+// array 0.
+struct ParallelContainer {
+  testutil::TempDir dir{"tessera_acct_par"};
+  std::string path = dir.sub("c");
+  uint64_t ids[kArrays] = {};
+
+  ParallelContainer() { build(); }
+  void build() {
+    {
+      std::unique_ptr<Container> c;
+      EXPECT_TRUE(Container::create(path, Container::CreateMode::kTruncate, &c).ok());
+      c->set_file_arrays(true);
+      for (auto& id : ids) EXPECT_TRUE(c->create_array(kSchema, &id).ok());
+      EXPECT_TRUE(guard([&] { c->catalog().sync(); }).ok());
+    }
+    std::unique_ptr<Container> root, shadow;
+    ASSERT_TRUE(Container::open(path, true, &root).ok());
+    root->set_file_arrays(true);
+    ASSERT_TRUE(Container::open_shadow(path, &shadow).ok());
+    Container* cs[kMembers] = {root.get(), shadow.get()};
+    ThreadGroup::Shared shared(kMembers);
+    std::vector<std::string> failures(kMembers);
+    // Opened and written before the members run, so a failure here cannot leave the
+    // other member waiting in a collective.
+    std::map<uint64_t, std::shared_ptr<Array>> open[kMembers];
+    for (uint32_t r = 0; r < kMembers; ++r)
+      for (int a = 0; a < kArrays; ++a) {
+        std::unique_ptr<Array> arr;
+        Status st = cs[r]->open_array(ids[a], true, member_opts(r), &arr);
+        ASSERT_TRUE(st.ok()) << "member " << r << " opening array " << a << ": " << st.message();
+        ASSERT_TRUE(write_rows(*arr, a, 1, r));
+        open[r][ids[a]] = std::move(arr);
+      }
+    // Each member makes every collective call, whatever failed before (as MPI ranks must).
+    auto member = [&](uint32_t r) {
+      auto fail = [&](const std::string& why) {
+        if (failures[r].empty()) failures[r] = why;
+      };
+      ThreadGroup g(shared, static_cast<int>(r));
+      Status st = commit_epoch(*cs[r], g, open[r], {}, 1);
+      if (!st.ok()) fail("epoch 1: " + st.message());
+      std::map<uint64_t, uint64_t> alone;
+      if (r == 1) {
+        size_t n = 0;
+        if (!write_rows(*open[r][ids[1]], 1, 2, r) || !open[r][ids[1]]->publish_own(&n).ok() || n != 2)
+          fail("publish_own");
+        alone[ids[1]] = n;
+      }
+      if (r == 0 && !write_rows(*open[r][ids[0]], 0, 2, r)) fail("write epoch 2");
+      st = commit_epoch(*cs[r], g, open[r], alone, 2);
+      if (!st.ok()) fail("epoch 2: " + st.message());
+    };
+    std::thread t1(member, 1);
+    member(0);
+    t1.join();
+    for (auto& m : open) m.clear();
+    for (auto& f : failures) EXPECT_EQ(f, "") << "a member failed";
+  }
+
+  // Array a's cells as written (the model).
+  static std::vector<int32_t> model(int a) {
+    std::vector<int32_t> m(32 * 32);
+    for (uint64_t i = 0; i < 32; ++i)
+      for (uint64_t j = 0; j < 32; ++j) {
+        const bool second = (a == 0 && i < 16) || (a == 1 && i >= 16);
+        m[i * 32 + j] = value(a, second ? 2 : 1, i, j);
+      }
+    return m;
+  }
+  std::string frag_dir(int a) const {
+    char name[17];
+    std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(ids[a]));
+    return join_path(join_path(join_path(path, "arrays"), name), "frag");
+  }
+  // The published fragment files of array a on disk, by id, with their sizes.
+  std::map<FragmentId, uint64_t> files_on_disk(int a) const {
+    std::map<FragmentId, uint64_t> out;
+    for (const std::string& n : list_dir(Env::posix(), frag_dir(a))) {
+      FragmentId id;
+      if (n.size() == 47 && n.compare(43, 4, ".tfr") == 0 && FragmentId::parse(n.substr(0, 43), &id))
+        out[id] = testutil::file_size(join_path(frag_dir(a), n));
+    }
+    return out;
+  }
+  std::string file_of(int a, uint32_t rank) const {
+    for (auto& [id, size] : files_on_disk(a))
+      if (id.rank == rank) return join_path(frag_dir(a), id.name() + ".tfr");
+    return "";
+  }
+  // Opens array a read-only (serially, as a later process does) and reads it whole.
+  Status read(int a, std::vector<int32_t>* out) const {
+    std::unique_ptr<Container> c;
+    Status st = Container::open(path, false, &c);
+    if (!st.ok()) return st;
+    std::unique_ptr<Array> arr;
+    st = c->open_array(ids[a], false, ArrayOptions(), &arr);
+    if (!st.ok()) return st;
+    out->assign(32 * 32, -7);
+    return arr->read(Selection::from_box(Box({0, 0}, {31, 31})), out->data());
+  }
+};
+
+bool mentions(const std::vector<std::string>& lines, const std::string& what) {
+  for (auto& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+// Every fragment file of both members, from both epochs and publish_own, is recorded
+// with its size in the catalog rank 0 wrote; the container reads back as written.
+TEST(AccountingParallel, EpochRecordsEveryMembersFiles) {
+  ParallelContainer pc;
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Container> c;
+  ASSERT_TRUE(Container::open(pc.path, false, &c).ok());
+  for (int a = 0; a < kArrays; ++a) {
+    SCOPED_TRACE("array " + std::to_string(a));
+    const auto disk = pc.files_on_disk(a);
+    // Epoch 1: two per member; array 0 two more of member 0's at epoch 2, array 1 two of
+    // member 1's published on its own.
+    EXPECT_EQ(disk.size(), 6u);
+    std::map<uint32_t, size_t> by_rank;
+    for (auto& [id, size] : disk) by_rank[id.rank]++;
+    EXPECT_EQ(by_rank[0], a == 0 ? 4u : 2u);
+    EXPECT_EQ(by_rank[1], a == 1 ? 4u : 2u);
+    EXPECT_EQ(scan_file_records(c->catalog(), Container::array_prefix(pc.ids[a])), disk)
+        << "the catalog does not record exactly the files published";
+    std::vector<int32_t> v;
+    Status st = pc.read(a, &v);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    EXPECT_EQ(v, ParallelContainer::model(a));
+  }
+  VerifyReport r;
+  ASSERT_TRUE(verify_container(pc.path, VerifyOptions(), &r).ok());
+  for (auto& p : r.problems) ADD_FAILURE() << "verify: " << p;
+  EXPECT_EQ(r.recorded_files, 12u);
+}
+
+// A fragment file of either member deleted or truncated (or grown) after the parallel
+// job ended: the open or read of that array fails naming the file, verify reports it,
+// the other array reads back exactly.  Before the epoch recorded files, the array read
+// the fill value where the lost file's cells were, and verify found nothing.
+TEST(AccountingParallel, DeletedOrTruncatedFileOfAnyMemberIsAnErrorNamingIt) {
+  struct Case {
+    int array;
+    uint32_t rank;
+    int damage;  // 0 deleted, 1 truncated, 2 grown
+  };
+  // Array 1's rank-1 files include those published on their own (publish_own).
+  for (Case k : {Case{0, 1, 0}, Case{0, 0, 1}, Case{1, 1, 0}, Case{1, 1, 2}}) {
+    const char* what[] = {"deleted", "truncated", "grown"};
+    SCOPED_TRACE("array " + std::to_string(k.array) + ", member " + std::to_string(k.rank) + "'s file " +
+                 what[k.damage]);
+    ParallelContainer pc;
+    if (HasFatalFailure()) return;
+    const std::string f = pc.file_of(k.array, k.rank);
+    ASSERT_FALSE(f.empty());
+    std::vector<uint8_t> b = read_file(Env::posix(), f);
+    if (k.damage == 0) remove_file(Env::posix(), f);
+    if (k.damage == 1) b.resize(b.size() - 100);
+    if (k.damage == 2) b.insert(b.end(), 16, 0);
+    if (k.damage > 0) write_file_atomic(Env::posix(), f, b.data(), b.size(), false);
+    std::vector<int32_t> v;
+    Status st = pc.read(k.array, &v);
+    EXPECT_EQ(st.code(), Errc::kCorrupt) << "a damaged fragment file read back: " << status_str(st);
+    EXPECT_NE(st.message().find(f), std::string::npos) << "the error names the file: " << st.message();
+    VerifyReport r;
+    ASSERT_TRUE(verify_container(pc.path, VerifyOptions(), &r).ok());
+    EXPECT_TRUE(mentions(r.problems, f.substr(f.rfind('/') + 1))) << "verify does not report " << f;
+    const int other = 1 - k.array;
+    st = pc.read(other, &v);
+    EXPECT_TRUE(st.ok()) << status_str(st);
+    EXPECT_EQ(v, ParallelContainer::model(other));
+  }
+}
+
+}  // namespace
+}  // namespace tessera
