@@ -160,6 +160,7 @@ class Verifier {
       r_.problems.push_back(p.label + ": " + e.what());
       return;
     }
+    std::vector<std::pair<std::string, FragmentId>> rolling;  // (its name now, its id)
     for (auto& j : p.journals) {
       if (j.find(".journal.tmp.") != std::string::npos) {
         r_.notes.push_back(p.label + ": '" + j + "' is an unfinished journal's temporary file (the next writer removes it)");
@@ -172,7 +173,18 @@ class Verifier {
                              "' is empty: a flush was cut short before its first rename (the next writer drops it)");
           continue;
         }
-        PublishJournal::decode(bytes, "publish journal '" + j + "'");
+        const PublishJournal pj = PublishJournal::decode(bytes, "publish journal '" + j + "'");
+        // A committed epoch's journal rolls forward: the files it still has to rename are
+        // committed (the epoch record may record them already) and checked under the
+        // name they have now.
+        if (pj.forward(c_.committed_epoch()))
+          for (auto& [from, to] : pj.moves) {
+            FragmentId id;
+            const std::string name = to.substr(to.rfind('/') + 1);
+            if (name.size() == 47 && FragmentId::parse(name.substr(0, 43), &id) &&
+                path_exists(c_.env(), from) && !path_exists(c_.env(), to))
+              rolling.emplace_back(from, id);
+          }
         r_.notes.push_back(p.label + ": publish journal '" + j +
                            "' is present: a flush was interrupted (the next writer finishes or rolls it back)");
       } catch (const Error& e) {
@@ -270,6 +282,12 @@ class Verifier {
           r_.problems.push_back("fragment '" + path + "': " + std::to_string(size) + " bytes, but " +
                                 std::to_string(p.recorded[id]) + " were published");
       }
+    }
+    for (auto& [path, id] : rolling) {
+      check_one(path, [&] { return Fragment::open(path); }, &id);
+      if (p.recorded.count(id) && file_size(path) != p.recorded[id])
+        r_.problems.push_back("fragment '" + path + "': " + std::to_string(file_size(path)) + " bytes, but " +
+                              std::to_string(p.recorded[id]) + " were published");
     }
     for (auto& kv : p.inl) {
       // Named references, not structured bindings: a lambda may not capture those in
