@@ -393,6 +393,10 @@ void Catalog::sync_locked() {
 void Catalog::write_queued() {
   if (!log_.is_open())
     throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
+  if (name_unsynced_) {  // before any record goes to the new log (see catalog.h)
+    sync_dir(*env_, dir_);
+    name_unsynced_ = false;
+  }
   try {
     log_.pwrite_all(queued_.data(), queued_.size(), log_end_);
     log_.sync();
@@ -539,7 +543,9 @@ void Catalog::maybe_compact() {
       try { remove_file(*env_, tmp); } catch (...) {}
       return;
     }
-    // Renamed but the directory sync failed: harmless, both logs hold the same map.
+    // Renamed but the directory sync failed: both logs hold the same map, but the new
+    // one's name is not durable — the next write syncs the directory before it appends.
+    name_unsynced_ = true;
   }
   // From here the old descriptor points at an unlinked file; appending to it would lose
   // commits, so close it first and let commit() refuse if the reopen fails.

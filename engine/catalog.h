@@ -143,6 +143,10 @@ class Catalog {
   FileLock lock_;
   File log_;
   uint64_t log_end_ = 0;     // offset after the last good record
+  // A compaction renamed its new log into place but the directory's fsync failed: the
+  // name is not durable, so a power loss could bring the old log back and lose every
+  // commit appended since.  The next write syncs the directory first.
+  bool name_unsynced_ = false;
   uint64_t live_bytes_ = 0;  // approximate size of the live key/values
   Durability durability_ = Durability::kEachCommit;
   std::vector<uint8_t> queued_;  // framed records not yet written

@@ -1,9 +1,13 @@
+// fault_env.cc — see fault_env.h.
 #include "engine/fault_env.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <vector>
 
 namespace tessera {
 
@@ -12,6 +16,72 @@ const char* FaultEnv::fault_name(Fault f) {
     case Fault::kNoSpace: return "ENOSPC";
     case Fault::kIo: return "EIO";
     default: return "short write";
+  }
+}
+
+const char* FaultEnv::fault_name(ReadFault f) {
+  switch (f) {
+    case ReadFault::kReadIo: return "read EIO";
+    case ReadFault::kShortRead: return "short read";
+    default: return "read EOF";
+  }
+}
+
+void FaultEnv::arm_read(uint64_t k, ReadFault f) {
+  std::lock_guard<std::mutex> g(mu_);
+  reads_ = 0;
+  read_at_ = k;
+  read_fault_ = f;
+  fired_ = false;
+  fired_at_.clear();
+}
+
+uint64_t FaultEnv::read_points() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return reads_;
+}
+
+bool FaultEnv::read_point(const char* call, int fd, ReadFault* f) {
+  const std::string what = fd_path(fd);
+  std::lock_guard<std::mutex> g(mu_);
+  if (++reads_ != read_at_ || read_at_ == 0) return false;
+  fired_ = true;
+  fired_at_ = std::string(call) + " '" + what + "'";
+  *f = read_fault_;
+  return true;
+}
+
+ssize_t FaultEnv::pread(int fd, void* buf, size_t n, off_t off) {
+  ReadFault f;
+  if (!read_point("pread", fd, &f)) return base_.pread(fd, buf, n, off);
+  switch (f) {
+    case ReadFault::kReadIo: errno = EIO; return -1;
+    case ReadFault::kEof: return 0;
+    default: return base_.pread(fd, buf, n > 1 ? n / 2 : n, off);
+  }
+}
+
+ssize_t FaultEnv::preadv(int fd, const struct iovec* iov, int cnt, off_t off) {
+  ReadFault f;
+  if (!read_point("preadv", fd, &f)) return base_.preadv(fd, iov, cnt, off);
+  switch (f) {
+    case ReadFault::kReadIo: errno = EIO; return -1;
+    case ReadFault::kEof: return 0;
+    default: {
+      size_t total = 0;
+      for (int i = 0; i < cnt; ++i) total += iov[i].iov_len;
+      if (total <= 1) return base_.preadv(fd, iov, cnt, off);
+      // The first half of the bytes: whole buffers, then part of one.
+      std::vector<struct iovec> half;
+      size_t left = total / 2;
+      for (int i = 0; i < cnt && left > 0; ++i) {
+        struct iovec v = iov[i];
+        v.iov_len = std::min(v.iov_len, left);
+        left -= v.iov_len;
+        half.push_back(v);
+      }
+      return base_.preadv(fd, half.data(), static_cast<int>(half.size()), off);
+    }
   }
 }
 
@@ -27,12 +97,14 @@ void FaultEnv::arm(uint64_t k, Fault f) {
 void FaultEnv::disarm() {
   std::lock_guard<std::mutex> g(mu_);
   at_ = 0;
+  read_at_ = 0;
   full_ = false;
 }
 
 void FaultEnv::reset_count() {
   std::lock_guard<std::mutex> g(mu_);
   count_ = 0;
+  reads_ = 0;
 }
 
 uint64_t FaultEnv::points() const {
@@ -135,7 +207,10 @@ int FaultEnv::syncfs(int fd) {
 }
 
 int FaultEnv::ftruncate(int fd, off_t size) {
-  TESSERA_FAULT_POINT(Kind::kWrite, "ftruncate", fd_path(fd));
+  // Cutting a file shorter frees blocks, like a removal: a full disk does not refuse it.
+  struct stat st;
+  const bool shrinks = base_.fstat(fd, &st) == 0 && size < st.st_size;
+  TESSERA_FAULT_POINT(shrinks ? Kind::kRemove : Kind::kWrite, "ftruncate", fd_path(fd));
   return base_.ftruncate(fd, size);
 }
 

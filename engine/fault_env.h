@@ -13,8 +13,16 @@
 //               the short count; from then on the disk is full as with kNoSpace (this is
 //               how a filling disk shows up first).  Not a write: ENOSPC.
 //
-// Removing names (unlink, rmdir) never fails after the fault point: that is how space is
-// freed.  Thread-safe (pool threads write fragments too).
+// Removing names (unlink, rmdir) and cutting a file shorter (ftruncate) never fail after
+// the fault point for a full disk: that is how space is freed.  Thread-safe (pool threads write fragments too).
+//
+// Reads (pread, preadv) are counted apart, as *read points* (so the write points of an
+// operation stay what they were), and fail with arm_read:
+//
+//   kReadIo     the k-th read fails with EIO, once (a bad sector, a device error);
+//   kShortRead  the k-th read returns half of its bytes (legal: the caller must go on);
+//   kEof        the k-th read returns 0, as if the file ended there (a file truncated
+//               under the reader, or a device that returns nothing).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -29,12 +37,17 @@ class FaultEnv final : public Env {
  public:
   enum class Fault { kNoSpace, kIo, kShortWrite };
   static const char* fault_name(Fault f);
+  enum class ReadFault { kReadIo, kShortRead, kEof };
+  static const char* fault_name(ReadFault f);
 
   explicit FaultEnv(Env& base = Env::posix()) : base_(base) {}
 
   // Counts points from zero again and fails the k-th (1-based) from now with `f`.
   void arm(uint64_t k, Fault f);
-  // No more faults; counting goes on.
+  // Counts read points from zero again and fails the k-th (1-based) from now with `f`.
+  void arm_read(uint64_t k, ReadFault f);
+  uint64_t read_points() const;  // counted since the last arm_read() or reset_count()
+  // No more faults (writes or reads); counting goes on.
   void disarm();
   void reset_count();
   uint64_t points() const;  // counted since the last arm() or reset_count()
@@ -44,10 +57,8 @@ class FaultEnv final : public Env {
 
   int open(const char* path, int flags, mode_t mode) override;
   int close(int fd) override;
-  ssize_t pread(int fd, void* buf, size_t n, off_t off) override { return base_.pread(fd, buf, n, off); }
-  ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) override {
-    return base_.preadv(fd, iov, cnt, off);
-  }
+  ssize_t pread(int fd, void* buf, size_t n, off_t off) override;
+  ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) override;
   ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) override;
   ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) override;
   int fdatasync(int fd) override;
@@ -70,10 +81,14 @@ class FaultEnv final : public Env {
   // write (kShortWrite at this point).
   int point(Kind kind, const char* call, const std::string& what);
   std::string fd_path(int fd);
+  // Counts a read point; true (and *f) when it is the one to fail.
+  bool read_point(const char* call, int fd, ReadFault* f);
 
   Env& base_;
   mutable std::mutex mu_;
   uint64_t count_ = 0, at_ = 0;  // at_ 0: unarmed
+  uint64_t reads_ = 0, read_at_ = 0;
+  ReadFault read_fault_ = ReadFault::kReadIo;
   Fault fault_ = Fault::kNoSpace;
   bool fired_ = false, full_ = false;
   std::string fired_at_;
