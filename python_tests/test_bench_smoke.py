@@ -66,7 +66,7 @@ def test_benchmark_both_sides_read_identical_data(name, tessera_env, tmp_path):
 
 
 # ------------------------------------------------------------------ the parallel benchmark
-PARALLEL_WORKLOADS = ("(1)", "(2)", "(2b)", "(3)")  # the labels' first words
+PARALLEL_WORKLOADS = ("(1)", "(2)", "(2b)", "(3)", "(4)")  # the labels' first words
 
 
 @pytest.mark.parametrize("np_", [1, 3])
@@ -107,9 +107,9 @@ def test_parallel_benchmark_sides_match_the_model(np_, tessera_env, tmp_path):
     if unsupported:
         assert "not supported yet" in info["tessera_unsupported"][0], out
 
-    # Four checks: parallel read-back of both loads, serial read of the deflate dataset and
-    # of the uncompressed one after the updates.
-    assert len(checks) == 4, out
+    # Five checks: parallel read-back of both loads, serial read of the deflate dataset,
+    # of the uncompressed one after the updates and after the small writes.
+    assert len(checks) == 5, out
     for name, native_hash, tessera_hash, verdict, model in checks:
         assert native_hash == model, f"{name}: PHDF5 read {native_hash}, the model says {model}\n{out}"
         if unsupported:

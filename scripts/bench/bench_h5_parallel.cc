@@ -14,6 +14,13 @@
 //   (3) N random distinct element updates (100,000 at scale 1) on dataset (1), split across
 //       ranks, each rank ONE H5Dwrite with a point selection, timed from the write to the
 //       durable close.
+//   (4) many small writes: every rank writes K boxes of 8x256 cells (default K = 256) at
+//       random places of its own band of rows of dataset (1), each box its OWN independent
+//       H5Dwrite, timed from the first write to the durable close.  In a parallel file
+//       each tessera H5Dwrite ends a fragment (docs/parallel.md), so this is the cost of
+//       per-write fragments against PHDF5 writing into its chunks in place.  The boxes
+//       hold the formula's values (so the model is the formula, with the updates of (3)
+//       that no box covers).
 // Each timed workload runs --repeat times per side (default 3, alternating which side goes
 // first) and the median is reported: the machine is shared and its load drifts.
 // After each load every rank reads its own blocks back through the mpio file and hashes them;
@@ -56,6 +63,7 @@ int g_rank = 0, g_size = 1;
 struct Dims {
   hsize_t n0, n1, c0, c1;
   uint64_t updates;
+  uint64_t small_writes = 256;  // (4): boxes per rank
   int level = 1;  // deflate level
   H5FD_mpio_xfer_t native_dense = H5FD_MPIO_INDEPENDENT;
   H5FD_mpio_xfer_t native_update = H5FD_MPIO_INDEPENDENT;
@@ -309,6 +317,56 @@ double update(const Dims& d, Side s, const std::string& path, const Points& p) {
   durable_close(s, ids, dset, file, path);
   MPI_Barrier(MPI_COMM_WORLD);
   return max_over_ranks(MPI_Wtime() - t0);
+}
+
+// (4): rank r's boxes, 8 rows x 256 columns (capped by the dataset) at random places of its
+// band of rows; the same on every rank (the model needs every rank's).
+std::vector<Block> small_boxes(const Dims& d, int r) {
+  const hsize_t lo = d.n0 * (hsize_t)r / (hsize_t)g_size, hi = d.n0 * (hsize_t)(r + 1) / (hsize_t)g_size;
+  std::vector<Block> out;
+  if (hi <= lo) return out;
+  const hsize_t rows = std::min<hsize_t>(8, hi - lo), cols = std::min<hsize_t>(256, d.n1);
+  std::mt19937_64 rng(4000 + (uint64_t)r);
+  for (uint64_t k = 0; k < d.small_writes; ++k) {
+    Block b{{lo + rng() % (hi - lo - rows + 1), rng() % (d.n1 - cols + 1)}, {rows, cols}};
+    out.push_back(b);
+  }
+  return out;
+}
+
+// (4): this rank's boxes, one independent H5Dwrite each; write .. durable close, minus the
+// time spent generating the boxes' values.
+double small_writes(const Dims& d, Side s, const std::string& path) {
+  Ids ids;
+  hid_t file = -1, dset = -1, fspace = -1, dxpl = -1;
+  step([&] {
+    hid_t fapl = ids.add(parallel_fapl(s), H5Pclose);
+    file = ids.add(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl), H5Fclose);
+  });
+  step([&] {
+    dset = ids.add(H5Dopen2(file, "data", H5P_DEFAULT), H5Dclose);
+    fspace = ids.add(H5Dget_space(dset), H5Sclose);
+    dxpl = ids.add(xfer_plist(H5FD_MPIO_INDEPENDENT), H5Pclose);
+  });
+  const std::vector<Block> boxes = small_boxes(d, g_rank);
+  std::vector<int32_t> buf;
+  double gen = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  step([&] {
+    for (const Block& b : boxes) {
+      const double g0 = MPI_Wtime();
+      fill_block(d, b, buf);
+      gen += MPI_Wtime() - g0;
+      Ids m;
+      hid_t mspace = m.add(H5Screate_simple(2, b.count, nullptr), H5Sclose);
+      BCHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, b.start, nullptr, b.count, nullptr));
+      BCHECK(H5Dwrite(dset, H5T_NATIVE_INT32, mspace, fspace, dxpl, buf.data()));
+    }
+  });
+  durable_close(s, ids, dset, file, path);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return max_over_ranks(MPI_Wtime() - t0 - gen);
 }
 
 // (2b): every rank writes one small deflate chunk with an independent transfer. Returns
@@ -575,6 +633,39 @@ struct Run {
     verified("serial read of the whole dataset after the updates, uncompressed", t,
              [&](Side s) { return serial_checksum(d, s, path_of(s, "plain"), &p); });
   }
+
+  void small(bool after_updates) {
+    Out t = sides("small writes", [&](Side s) { return small_writes(d, s, path_of(s, "plain")); });
+    const double writes = (double)d.small_writes * g_size;
+    std::string note = std::to_string(d.small_writes) + " independent H5Dwrites of 8x256 per rank";
+    if (t.ok(Side::kNative) && t.ok(Side::kTessera)) {
+      char b[96];
+      std::snprintf(b, sizeof b, "; %.3f / %.3f ms per write", 1e3 * t.v[0] / writes, 1e3 * t.v[1] / writes);
+      note += b;
+    }
+    result("(4) " + std::to_string(d.small_writes) + " small writes per rank, each its own H5Dwrite, to durable", t,
+           "s", note);
+    // The model: the formula, and the updates of (3) that no box covers.
+    Points rest;
+    if (after_updates) {
+      Points p = make_points(d.n0, d.n1, d.updates, 1000);
+      std::vector<Block> all;
+      for (int r = 0; r < g_size; ++r)
+        for (const Block& b : small_boxes(d, r)) all.push_back(b);
+      for (size_t k = 0; k < p.size(); ++k) {
+        const hsize_t i = p.coords[2 * k], j = p.coords[2 * k + 1];
+        bool covered = false;
+        for (const Block& b : all)
+          covered = covered || (i >= b.start[0] && i < b.start[0] + b.count[0] && j >= b.start[1] &&
+                                j < b.start[1] + b.count[1]);
+        if (covered) continue;
+        rest.coords.insert(rest.coords.end(), {i, j});
+        rest.values.push_back(p.values[k]);
+      }
+    }
+    verified("serial read of the whole dataset after the small writes, uncompressed", t,
+             [&](Side s) { return serial_checksum(d, s, path_of(s, "plain"), &rest); });
+  }
 };
 
 H5FD_mpio_xfer_t parse_mode(const std::string& v) {
@@ -590,7 +681,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Run run;
-  std::vector<std::string> workloads = {"plain", "deflate", "probe", "update"};
+  std::vector<std::string> workloads = {"plain", "deflate", "probe", "update", "small"};
   try {
     std::vector<std::pair<std::string, std::string>> later;
     for (int i = 1; i < argc; ++i) {
@@ -603,8 +694,9 @@ int main(int argc, char** argv) {
                       "  --dir DIR          directory for the files, shared by all ranks (default: under /tmp)\n"
                       "  --keep             keep the files afterwards\n"
                       "  --native-only / --tessera-only   run one side\n"
-                      "  --workloads LIST   comma list of plain,deflate,probe,update (update needs plain)\n"
+                      "  --workloads LIST   comma list of plain,deflate,probe,update,small (update, small need plain)\n"
                       "  --updates N        random point updates (default 100,000 x scale^2)\n"
+                      "  --small-writes K   (4): small H5Dwrites per rank (default 256)\n"
                       "  --deflate-level N  (default 1)\n"
                       "  --native-dense M   PHDF5 transfer mode of the uncompressed load (default independent)\n"
                       "  --native-update M  PHDF5 transfer mode of the point update (default independent)\n"
@@ -615,7 +707,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (a == "--require-tessera") later.push_back({a, ""});
-      else if (i + 1 < argc && (a == "--workloads" || a == "--updates" || a == "--repeat" ||
+      else if (i + 1 < argc && (a == "--workloads" || a == "--updates" || a == "--repeat" || a == "--small-writes" ||
                                 a == "--deflate-level" || a == "--native-dense" || a == "--native-update" ||
                                 a == "--tessera-xfer"))
         later.push_back({a, argv[++i]});
@@ -626,6 +718,7 @@ int main(int argc, char** argv) {
       if (k == "--workloads") {
         workloads = split_list(v);
       } else if (k == "--updates") run.d.updates = std::strtoull(v.c_str(), nullptr, 10);
+      else if (k == "--small-writes") run.d.small_writes = std::max<uint64_t>(1, std::strtoull(v.c_str(), nullptr, 10));
       else if (k == "--deflate-level") run.d.level = std::atoi(v.c_str());
       else if (k == "--repeat") run.d.repeat = std::max(1, std::atoi(v.c_str()));
       else if (k == "--native-dense") run.d.native_dense = parse_mode(v);
@@ -636,6 +729,9 @@ int main(int argc, char** argv) {
     if (std::count(workloads.begin(), workloads.end(), "update") &&
         !std::count(workloads.begin(), workloads.end(), "plain"))
       throw std::invalid_argument("--workloads: update needs plain (it updates that dataset)");
+    if (std::count(workloads.begin(), workloads.end(), "small") &&
+        !std::count(workloads.begin(), workloads.end(), "plain"))
+      throw std::invalid_argument("--workloads: small needs plain (it writes into that dataset)");
   } catch (const std::exception& e) {
     if (g_rank == 0) std::fprintf(stderr, "bench_h5_parallel: %s\n", e.what());
     MPI_Finalize();
@@ -678,6 +774,7 @@ int main(int argc, char** argv) {
   if (want("deflate")) run.dense(true, true);
   if (want("probe")) run.probe();
   if (want("update")) run.updates();
+  if (want("small")) run.small(want("update"));
   if (want("plain") && !run.o.keep && g_rank == 0)
     for (Side s : run.o.sides) remove_path(path_of(s, "plain"));
   MPI_Barrier(MPI_COMM_WORLD);
