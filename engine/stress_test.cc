@@ -229,7 +229,9 @@ void stress(int narrays) {
 
 }  // namespace
 
-// A large array (fragment files, consolidated) and a small one (inline records).
+// A 64x64 array and an 8x8 one: inline catalog records until an array's inline budget is
+// spent (the 8x8 one's after some hundred commits; consolidation keeps the 64x64 one
+// inline), fragment files after.
 TEST(Stress, ReadersSeeOnlyCommittedStatesWhileWritingAndConsolidating) { stress(2); }
 
 // With an extent change in every commit: a reader must see each generation's data with
