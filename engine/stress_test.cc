@@ -230,7 +230,7 @@ void stress(int narrays) {
 }  // namespace
 
 // A 64x64 array and an 8x8 one: inline catalog records until an array's inline budget is
-// spent (the 8x8 one's after some hundred commits; consolidation keeps the 64x64 one
+// spent (the 8x8 one's after about a thousand commits; consolidation keeps the 64x64 one
 // inline), fragment files after.
 TEST(Stress, ReadersSeeOnlyCommittedStatesWhileWritingAndConsolidating) { stress(2); }
 
