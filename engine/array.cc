@@ -231,10 +231,15 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
       if (!listed.count(id) && !shared.count(id)) drop.push_back(id);
     // An older array's files are all recorded by this batch: from here its records are
     // complete.  Ranks of a parallel file publish files the catalog records only later.
+    // The mark is synced at once when this batch sets it: this writer publishes without
+    // a journal from now on (its renames first, the catalog batch recording them after),
+    // and a reader whose catalog lacked the mark would read those renamed files before
+    // their batch commits — half a flush (a connector's catalog syncs only at flush).
     CatalogBatch b;
+    const bool marking = !opts_.collective && !store_->files_complete();
     store_->record_files(add, drop, &b, /*sync=*/false);
     store_->mark_files_complete(!opts_.collective, &b);
-    store_->commit(std::move(b), /*sync=*/false);
+    store_->commit(std::move(b), /*sync=*/marking);
   }
   return true;
 }
@@ -249,6 +254,14 @@ void Array::load_fragments() {
     if (list_present(&all, &problem)) break;
     if (attempt == 4) throw_error(Errc::kCorrupt, problem);
     store_->refresh(/*records=*/true);
+    // A reader's schema comes from the same catalog state as the fragments it lists:
+    // the reload may have brought a commit that changed the extent, and its data with the
+    // extent read before would be half of two commits (a catalog-bound array's schema is
+    // a record of that catalog; a writer's catalog never moves under it).
+    if (!writable_ && !schema_dirty_ && store_->publishes_with_catalog()) {
+      schema_ = store_->load_schema(&extent_id_);
+      buffer_->reset_layout(schema_);
+    }
   }
   // A fragment whose consolidated replacement was published is ignored; vacuum()
   // removes it (consolidation kept it, or a crash left it behind).

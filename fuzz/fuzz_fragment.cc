@@ -6,20 +6,12 @@
 #include "engine/context.h"
 #include "engine/fragment.h"
 #include "engine/layout.h"
-#include "engine/options.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // A small tile cache: decoded tiles of one input must not pile up across inputs.
-  static std::shared_ptr<Context> ctx = [] {
-    EngineOptions o;
-    o.threads = 1;
-    o.io_threads = 1;
-    o.tile_cache_mb = 4;
-    return std::make_shared<Context>(o);
-  }();
+  static const std::shared_ptr<Context> ctx = fuzz::small_context();
   fuzz::Parts parts(data, size);
   std::vector<uint8_t> schema_file;
   if (!parts.next(&schema_file)) return 0;

@@ -5,19 +5,12 @@
 #include "engine/context.h"
 #include "engine/fragment.h"
 #include "engine/index_format.h"
-#include "engine/options.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static std::shared_ptr<Context> ctx = [] {
-    EngineOptions o;
-    o.threads = 1;
-    o.io_threads = 1;
-    o.tile_cache_mb = 4;
-    return std::make_shared<Context>(o);
-  }();
+  static const std::shared_ptr<Context> ctx = fuzz::small_context();
   static const std::string dir = [] {
     std::string x = join_path(fuzz::scratch_dir(), "array");
     make_dirs(Env::posix(), index_dir(x));

@@ -15,11 +15,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/context.h"
 #include "engine/error.h"
 #include "engine/file_io.h"
+#include "engine/options.h"
 
 namespace tessera::fuzz {
 
@@ -38,6 +41,16 @@ inline const std::string& scratch_dir() {
     return new std::string(base);
   }();
   return dir;
+}
+
+// An engine context for one harness process: one thread, and a small tile cache so that
+// decoded tiles of one input do not pile up across inputs.
+inline std::shared_ptr<Context> small_context() {
+  EngineOptions o;
+  o.threads = 1;
+  o.io_threads = 1;
+  o.tile_cache_mb = 4;
+  return std::make_shared<Context>(o);
 }
 
 inline void put_file(const std::string& path, const uint8_t* p, size_t n) {

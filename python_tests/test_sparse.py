@@ -202,10 +202,13 @@ def test_a_killed_writer_leaves_a_flushed_state(tessera_env, tmp_path):
         with h5py.File(path, "w") as f:
             f.create_dataset("d", shape=(4, 64, 64), chunks=(1, 16, 64), dtype="i4", fillvalue=FILL)
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True)
-        time.sleep(rng.uniform(0.6, 1.6))
+        # Kill at a random moment after the writer has flushed a few states, however slowly
+        # it starts (a sanitizer build, a loaded machine): wait for its fourth report first.
+        early = [proc.stdout.readline() for _ in range(4)]
+        time.sleep(rng.uniform(0.0, 1.0))
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
-        done = [int(x) for x in out.split()]
+        done = [int(x) for x in "".join(early).split() + out.split()]
         last = done[-1] if done else 0
         states = []
         for upto in (last, last + 1):

@@ -26,13 +26,19 @@ WIDTH = 33
 
 WRITER = textwrap.dedent(
     """
-    import sys, time, h5py, numpy as np
-    path, ready, appends, rows, width = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
+    import os, sys, time, h5py, numpy as np
+    path, ready, go, appends, rows, width = sys.argv[1], sys.argv[2], sys.argv[3], *map(int, sys.argv[4:7])
     with h5py.File(path, "w", libver="latest") as f:
         d = f.create_dataset("data", shape=(0, width), maxshape=(None, width), dtype="i8",
                              chunks=(16, width), fillvalue=-1)
         f.swmr_mode = True
         open(ready, "w").close()
+        # Append only once the readers have opened the file, so that they watch the
+        # appends happen however slowly they start (a sanitizer build, a loaded machine).
+        t0 = time.time()
+        while not os.path.exists(go):
+            assert time.time() - t0 < 120, "the readers never opened the file"
+            time.sleep(0.005)
         n = 0
         for k in range(appends):
             d.resize((n + rows, width))
@@ -48,12 +54,13 @@ WRITER = textwrap.dedent(
 READER = textwrap.dedent(
     """
     import json, sys, time, h5py, numpy as np
-    path, final, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    path, final, width, opened = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     seen, bad = [], []
     deadline = time.time() + 120
     with h5py.File(path, "r", swmr=True) as f:
         assert f.swmr_mode, "the file is not in SWMR read mode"
         d = f["data"]
+        open(opened, "w").close()
         while time.time() < deadline:
             d.refresh()
             n = d.shape[0]
@@ -75,8 +82,9 @@ READER = textwrap.dedent(
 def run_swmr(tmp_path: Path, env: dict) -> list[dict]:
     path = tmp_path / "swmr.h5"
     ready = tmp_path / "ready"
+    go = tmp_path / "go"
     final = APPENDS * ROWS_PER_APPEND
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(ready), str(APPENDS),
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(ready), str(go), str(APPENDS),
                                str(ROWS_PER_APPEND), str(WIDTH)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     t0 = time.time()
@@ -84,8 +92,16 @@ def run_swmr(tmp_path: Path, env: dict) -> list[dict]:
         assert writer.poll() is None, writer.communicate()
         assert time.time() - t0 < 60, "the writer never got ready"
         time.sleep(0.005)
-    readers = [subprocess.Popen([sys.executable, "-c", READER, str(path), str(final), str(WIDTH)], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    opened = [tmp_path / f"opened{i}" for i in range(2)]
+    readers = [subprocess.Popen([sys.executable, "-c", READER, str(path), str(final), str(WIDTH), str(o)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for o in opened]
+    t0 = time.time()
+    while not all(o.exists() for o in opened):
+        for r in readers:
+            assert r.poll() is None, r.communicate()
+        assert time.time() - t0 < 120, "the readers never opened the file"
+        time.sleep(0.005)
+    go.touch()
     out, err = writer.communicate(timeout=180)
     assert writer.returncode == 0, err
     assert int(out.strip()) == final

@@ -224,3 +224,27 @@ def test_launcher_refuses_a_build_without_plugin(tmp_path):
     r = _run([str(REPO_ROOT / "scripts" / "tessera-env"), "run", "touch", str(tmp_path / "ran")], env, tmp_path)
     assert r.returncode != 0 and "libtessera.so does not exist" in r.stderr, r.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def _dynamic_symbols(lib: str, which: str) -> set[str]:
+    """Names of LIB's dynamic symbols, WHICH = "--defined-only" or "--undefined-only"
+    (version suffixes such as @HDF5_1.14 dropped)."""
+    out = subprocess.run(["nm", "-D", which, lib], check=True, capture_output=True, text=True).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()}
+
+
+def test_every_hdf5_symbol_tessera_links_is_in_this_libhdf5(build_dir):
+    """The connector and libtessera_api.so bind their HDF5 symbols to the process's
+    libhdf5 (RTLD_NOW at plugin load).  A function this HDF5 lacks (as HDF5 2.0's serial
+    wheel lacks H5Pget_dxpl_mpio) would only show up as a plugin that does not load; this
+    names it.  Functions that differ between versions are looked up at run time instead
+    (vol/h5_runtime.h) and are not in these lists."""
+    hdf5 = loaded_hdf5_paths()
+    assert len(hdf5) == 1, hdf5
+    defined = _dynamic_symbols(hdf5[0], "--defined-only")
+    assert "H5Fopen" in defined, f"nm found no HDF5 symbols in {hdf5[0]}"
+    for lib in (build_dir / "lib" / "libtessera_vol.so", build_dir / "lib" / "libtessera_api.so",
+                build_dir / "compat" / "libtessera_compat.so"):
+        needed = {s for s in _dynamic_symbols(str(lib), "--undefined-only") if s.startswith("H5")}
+        missing = sorted(needed - defined)
+        assert not missing, f"{lib.name} needs {missing}, which HDF5 {h5py.version.hdf5_version} ({hdf5[0]}) lacks"

@@ -110,20 +110,20 @@ size_t npoints(hid_t space) {
 // corder: the creation order to report when the caller already knows it (iteration).
 void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const AttrRecord& r, H5A_info_t* info,
                const int64_t* corder = nullptr) {
-  hid_t t = decode_type(r.type_enc.data(), r.type_enc.size());
+  // The type's file size from StoredType's process-wide cache (decoded once per distinct
+  // encoding), not an H5Tdecode + H5Tclose per attribute of an H5Aiterate.
+  const StoredType type(r.type_enc, "attribute '" + name + "'");
   hid_t s = H5Sdecode(r.space_enc.data());
   try {
-    if (t < 0 || s < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
+    if (s < 0) fail_arg("attribute '" + name + "' has an unreadable dataspace");
     info->corder_valid = true;
     info->corder = corder ? *corder : reported_corder(f, owner, name, r);
     info->cset = r.cset;
-    info->data_size = npoints(s) * file_type_size(t);
+    info->data_size = npoints(s) * type.file_size();
   } catch (...) {
-    if (t >= 0) H5Tclose(t);
     if (s >= 0) H5Sclose(s);
     throw;
   }
-  H5Tclose(t);
   H5Sclose(s);
 }
 

@@ -41,7 +41,8 @@ def _outcomes(log: Path):
         if parts[0] == "connector" and len(parts) == 2:
             connector = parts[1]
         elif len(parts) == 3:
-            # Node ids relative to h5py/tests, whatever pytest took as its rootdir.
+            # Node ids relative to h5py/tests (the rootdir we pass; without it pytest could
+            # take test_vds/ as the rootdir when no ini file is found above the scratch dir).
             nodeid = parts[0].split("h5py/tests/", 1)[-1]
             phases.setdefault(nodeid, {})[parts[1]] = parts[2]
     out = {}
@@ -73,7 +74,7 @@ def _run_file(python, root, rel, side_dir: Path, env, timeout):
     run_env.update(H5PY_SUITE_LOG=str(log), TMPDIR=str(tmp),
                    PYTHONPATH=":".join(x for x in (str(HERE), env.get("PYTHONPATH", "")) if x))
     cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "h5py_suite_plugin",
-           "-o", "addopts=", str(root / rel)]
+           "-o", "addopts=", "--rootdir", str(root), str(root / rel)]
     try:
         r = subprocess.run(cmd, cwd=cwd, env=run_env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=timeout)
