@@ -6,6 +6,7 @@
 
 #include <sys/uio.h>
 
+#include "engine/block_window.h"
 #include "engine/checksum.h"
 #include "engine/error.h"
 #include "engine/fragment_format.h"
@@ -119,18 +120,16 @@ bool Fragment::verified(size_t i, uint64_t b0, uint64_t b1) const {
   return true;
 }
 
+void Fragment::check_block(size_t i, uint64_t b, uint64_t sum) const {
+  if (sum != meta_.dense[i].block_checks[b])
+    corrupt(path(), "dense tile " + std::to_string(i) + ", block " + std::to_string(b) + ": checksum mismatch");
+  const uint64_t bit = block_base_[i] + b;
+  verified_[bit / 64].fetch_or(uint64_t{1} << (bit % 64), std::memory_order_relaxed);
+}
+
 void Fragment::verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_t b1) const {
-  const DenseEntry& e = meta_.dense[i];
-  const uint64_t B = meta_.check_block, size = e.blob.stored_size;
-  for (uint64_t b = b0; b < b1; ++b) {
-    const uint64_t bit = block_base_[i] + b;
-    std::atomic<uint64_t>& word = verified_[bit / 64];
-    const uint64_t mask = uint64_t{1} << (bit % 64);
-    const uint64_t len = std::min(B, size - b * B);
-    if (checksum64(data + (b - b0) * B, len) != e.block_checks[b])
-      corrupt(path(), "dense tile " + std::to_string(i) + ", block " + std::to_string(b) + ": checksum mismatch");
-    word.fetch_or(mask, std::memory_order_relaxed);
-  }
+  const uint64_t B = meta_.check_block, size = meta_.dense[i].blob.stored_size;
+  for (uint64_t b = b0; b < b1; ++b) check_block(i, b, checksum64(data + (b - b0) * B, std::min(B, size - b * B)));
 }
 
 std::vector<uint8_t> Fragment::read_checked_tile(size_t i) const {
@@ -183,39 +182,52 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
     for (const ByteRun& r : runs) std::memcpy(r.dst, v->data() + r.off, r.len);
     return;
   }
-  const uint64_t nblocks = e.block_checks.size();
-  const uint64_t last_block = (runs.back().off + runs.back().len - 1) / B;
-  // Every block is read into scratch a window at a time, verified and copied out — on
-  // every read, not only the first: the bytes come from the disk (or a page cache the
-  // disk refills) each time, and a block damaged after an earlier read must fail the
-  // read that uses it.  A large cold read has its span prefetched by the planner first
-  // (prefetch_runs), so these preads mostly wait for requests already at the disk.
-  constexpr uint64_t kWindowBlocks = 4;
-  // Per-thread buffers, kept: a cold read is many calls of ~1 MiB (ReadPlanner jobs), and
-  // a fresh 256 KiB vector per call cost a zero-fill and an mmap/munmap each time.
+  // Every block the runs touch is read — one preadv per window of up to 4 MiB, the runs'
+  // bytes straight into their destinations (block_window.h) — and verified, on every
+  // read, not only the first: the bytes come from the disk (or a page cache the disk
+  // refills) each time, and a block damaged after an earlier read must fail the read that
+  // uses it.  A failed check throws: the destination may then hold unverified bytes of
+  // that window, as any failed read leaves its buffer undefined.  A large cold read has
+  // its span prefetched by the planner first (prefetch_runs), so these preads mostly wait
+  // for requests already at the disk.
+  const WindowLimits lim{B, size, kReadWindow, kReadScratch, kDirectMinBytes, kMaxPieces};
+  // Per-thread buffers, kept: a cold read is many calls (ReadPlanner jobs), and fresh
+  // ones cost a zero-fill and an mmap/munmap each time.  Scratch holds only the bytes not
+  // read in place: at most kReadScratch (or one block, if larger).
   static thread_local std::vector<uint8_t> scratch;
+  static thread_local WindowPlan plan;
+  static thread_local std::vector<struct iovec> iov;
+  static thread_local std::vector<ByteSpan> spans;
   size_t k = 0;
-  uint64_t skip = 0;  // bytes of runs[k] already copied
+  uint64_t skip = 0;  // bytes of runs[k] already read
   while (k < runs.size()) {
-    uint64_t off = runs[k].off + skip, len = runs[k].len - skip;
-    const uint64_t b0 = off / B, b1 = std::min({nblocks, b0 + kWindowBlocks, last_block + 1});
-    const uint64_t w0 = b0 * B, w1 = std::min(size, b1 * B);
-    if (scratch.size() < w1 - w0) scratch.resize(w1 - w0);
-    src_->pread_exact(scratch.data(), w1 - w0, base + w0);
-    verify_blocks(i, scratch.data(), b0, b1);
-    while (k < runs.size()) {
-      off = runs[k].off + skip;
-      len = runs[k].len - skip;
-      if (off >= w1) break;
-      const uint64_t take = std::min(len, w1 - off);
-      std::memcpy(runs[k].dst + skip, scratch.data() + (off - w0), take);
-      if (take == len) {
-        ++k;
-        skip = 0;
-      } else {
-        skip += take;
-      }
+    plan_window(runs, k, skip, lim, &plan);
+    if (scratch.size() < plan.scratch_bytes) scratch.resize(plan.scratch_bytes);
+    iov.resize(plan.pieces.size());
+    for (size_t n = 0; n < plan.pieces.size(); ++n) {
+      const WindowPlan::Piece& p = plan.pieces[n];
+      iov[n] = {p.dst ? p.dst : scratch.data() + p.soff, p.len};
     }
+    src_->preadv_exact(iov.data(), static_cast<int>(iov.size()), base + plan.w0);  // (advances iov)
+    // The blocks, each over the pieces it lies in.
+    size_t pi = 0;
+    uint64_t po = 0;  // bytes of pieces[pi] before the current block
+    for (uint64_t b = plan.b0; b < plan.b1; ++b) {
+      uint64_t left = std::min(B, size - b * B);
+      spans.clear();
+      while (left > 0) {
+        const WindowPlan::Piece& p = plan.pieces[pi];
+        const uint64_t take = std::min(left, p.len - po);
+        spans.push_back({(p.dst ? p.dst : scratch.data() + p.soff) + po, take});
+        left -= take;
+        po += take;
+        if (po == p.len) ++pi, po = 0;
+      }
+      check_block(i, b, checksum64_spans(spans.data(), spans.size()));
+    }
+    for (const WindowPlan::Copy& c : plan.copies) std::memcpy(c.dst, scratch.data() + c.soff, c.len);
+    k = plan.next_run;
+    skip = plan.next_skip;
   }
 }
 

@@ -121,6 +121,13 @@ class Fragment {
                                                const Layout& layout) const;
   // Verifies blocks [b0, b1) of dense entry i, whose bytes start at `data`.
   void verify_blocks(size_t i, const uint8_t* data, uint64_t b0, uint64_t b1) const;
+  // Block b of dense entry i, whose bytes have checksum `sum`: kCorrupt unless it is the
+  // recorded one; else the block is marked verified (the prefetch hint).
+  void check_block(size_t i, uint64_t b, uint64_t sum) const;
+  // Partial tile reads (read_dense_runs, block_window.h): bytes per preadv window, scratch
+  // cap per reading thread, the shortest run read in place, iovecs per preadv (IOV_MAX).
+  static constexpr uint64_t kReadWindow = 4 << 20, kReadScratch = 1 << 20, kDirectMinBytes = 512;
+  static constexpr size_t kMaxPieces = 1024;
   bool verified(size_t i, uint64_t b0, uint64_t b1) const;  // blocks [b0, b1]
   mutable std::mutex path_mu_;
   std::string path_;  // guarded by path_mu_ (set_path runs while tiles are read)

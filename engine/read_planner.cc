@@ -211,7 +211,24 @@ void ReadPlanner::run_jobs() {
     ~Clear() { p->jobs_.clear(); p->queued_runs_ = 0; }
   } clear{this};
   if (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes) {
-    for (const Job& j : jobs_) j.f->read_dense_runs(j.idx, j.runs);
+    // Consecutive jobs of one tile, in ascending order, go as one call: its preadv
+    // windows then span up to Fragment::kReadWindow instead of one job's ~1 MiB.
+    std::vector<ByteRun> merged;
+    for (size_t a = 0, b; a < jobs_.size(); a = b) {
+      const Job& j = jobs_[a];
+      for (b = a + 1; b < jobs_.size(); ++b) {
+        const Job& n = jobs_[b];
+        const ByteRun& prev = jobs_[b - 1].runs.back();
+        if (n.f != j.f || n.idx != j.idx || n.runs.front().off < prev.off + prev.len) break;
+      }
+      if (b == a + 1) {
+        j.f->read_dense_runs(j.idx, j.runs);
+        continue;
+      }
+      merged.clear();
+      for (size_t k = a; k < b; ++k) merged.insert(merged.end(), jobs_[k].runs.begin(), jobs_[k].runs.end());
+      j.f->read_dense_runs(j.idx, merged);
+    }
     return;
   }
   std::vector<uint64_t> start(jobs_.size());  // cold bytes of the jobs before each

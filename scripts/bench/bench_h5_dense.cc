@@ -29,6 +29,7 @@ struct Dims {
   double single_budget = 30;   // seconds of timed single writes per side before stopping
   bool skip_native_deflate_update = false;
   int load_rounds = 2;         // loads per side, which side goes first alternating
+  bool reuse = false;          // --reuse: no load, the files of an earlier --keep run in --dir
 };
 
 Dims dims_for(double s) {
@@ -246,18 +247,23 @@ void flow(const Options& o, const Dims& d, Report& r, bool deflate, const std::v
   double sum[2] = {0, 0};
   int n[2] = {0, 0};
   Options oo = o;
-  for (int round = 0; round < d.load_rounds; ++round) {
+  for (int round = 0; round < (d.reuse ? 0 : d.load_rounds); ++round) {
     oo.sides = o.sides;
     if (round % 2 == 1) std::reverse(oo.sides.begin(), oo.sides.end());
-    PerSide one = run_sides(oo, r, "load", [&](Side s) { return load(d, s, path_for(o, s, name), deflate); });
+    PerSide one = run_sides(oo, r, "load", [&](Side s) {
+      const double t = load(d, s, path_for(o, s, name), deflate);
+      std::printf("# load%s, round %d, %s: %.3f s\n", tag.c_str(), round + 1, side_name(s), t);
+      return t;
+    });
     for (int k = 0; k < 2; ++k) {
       t.failed[k] = t.failed[k] || one.failed[k];
       if (!std::isnan(one.v[k])) sum[k] += one.v[k], ++n[k];
     }
   }
   for (int k = 0; k < 2; ++k) t.v[k] = n[k] ? sum[k] / n[k] : NAN;
-  r.result("load (c)" + tag + ", to durable", t.v, t.failed, "s",
-           d.load_rounds > 1 ? "mean of " + std::to_string(d.load_rounds) + ", sides alternating" : "");
+  if (!d.reuse)
+    r.result("load (c)" + tag + ", to durable", t.v, t.failed, "s",
+             d.load_rounds > 1 ? "mean of " + std::to_string(d.load_rounds) + ", sides alternating" : "");
 
   if (!deflate && want("read")) {
     reads(o, d, r, false);
@@ -319,11 +325,13 @@ int main(int argc, char** argv) {
                     "  --updates N / --writes N   override the counts\n"
                     "  --single-budget SEC   stop timing single writes after SEC per side (default 30)\n"
                     "  --skip-native-deflate-update\n"
-                    "  --load-rounds N  loads per side, the side going first alternating (default 2)\n",
+                    "  --load-rounds N  loads per side, the side going first alternating (default 2)\n"
+                    "  --reuse      no load: the files an earlier --keep run left in --dir (with\n"
+                    "               --workloads plain,read: read-path changes compared run against run)\n",
                     common_usage());
         return 0;
       }
-      if (a == "--skip-native-deflate-update") later.push_back({a, ""});
+      if (a == "--skip-native-deflate-update" || a == "--reuse") later.push_back({a, ""});
       else if (i + 1 < argc && (a == "--workloads" || a == "--deflate-level" || a == "--updates" || a == "--load-rounds" ||
                                 a == "--writes" || a == "--single-budget"))
         later.push_back({a, argv[++i]});
@@ -340,14 +348,20 @@ int main(int argc, char** argv) {
       else if (k == "--single-budget") d.single_budget = std::atof(v.c_str());
       else if (k == "--skip-native-deflate-update") d.skip_native_deflate_update = true;
       else if (k == "--load-rounds") d.load_rounds = std::max(1, std::atoi(v.c_str()));
+      else if (k == "--reuse") d.reuse = o.keep = true;
     }
     bool any_flow = std::count(workloads.begin(), workloads.end(), "plain") ||
                     std::count(workloads.begin(), workloads.end(), "deflate");
     if (!any_flow) workloads.push_back("plain");
+    if (d.reuse && o.dir.empty()) throw std::invalid_argument("--reuse needs the --dir of a --keep run");
     prepare_dir(o, "bench-dense");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_h5_dense: %s\n", e.what());
     return 2;
+  }
+  try {
+    load_connectors(o);
+  } catch (const std::exception&) {  // reported by the first side that needs it, as before
   }
   Report r;
   r.info("bench_h5_dense: %llux%llu int32 (%.3f GiB), chunks %llux%llu, %llu updates, %llu single writes, "

@@ -16,11 +16,23 @@
 // two rows whose "native" column is the raw disk: ratio = raw time / tessera time = the
 // fraction of the disk's speed tessera reaches (target ≥ 0.9). Each read is hashed and
 // compared with the cell formula, so a number is reported only for correct data.
+// --reads-only (with --dir of an earlier --keep run) skips the loads and times the cold
+// reads of the files already there: read-path changes compared run against run.
+#include <sys/resource.h>
+
 #include "bench_h5_common.h"
 
 using namespace bench;
 
 namespace {
+
+// CPU seconds (user + system, every thread) of the process so far: printed per round beside
+// the wall time, the figure that stays comparable when the machine is shared.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
 
 struct Dims {
   hsize_t n0, n1, c0, c1;
@@ -153,19 +165,23 @@ double h5_cold_read(const Options& o, Report& r, Side s, const std::string& path
 int main(int argc, char** argv) {
   Options o;
   int repeat = 3;
+  bool reads_only = false;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       if (parse_common(o, argc, argv, i)) continue;
       if (a == "-h" || a == "--help") {
         std::printf("usage: bench_h5_disk [options]\n%s"
-                    "  --repeat N   rounds, the order of the sides rotating (default 3)\n",
+                    "  --repeat N   rounds, the order of the sides rotating (default 3)\n"
+                    "  --reads-only only the cold reads, of the files an earlier --keep run left in --dir\n",
                     common_usage());
         return 0;
       }
       if (a == "--repeat" && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
+      else if (a == "--reads-only") reads_only = o.keep = true;
       else throw std::invalid_argument("unknown argument " + a + " (try --help)");
     }
+    if (reads_only && o.dir.empty()) throw std::invalid_argument("--reads-only needs the --dir of a --keep run");
     prepare_dir(o, "bench-disk");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_h5_disk: %s\n", e.what());
@@ -173,6 +189,10 @@ int main(int argc, char** argv) {
   }
   auto sc = [&](double v, double lo) { return (hsize_t)std::max(lo, std::round(v * o.scale)); };
   Dims d{sc(16384, 8), sc(16384, 8), sc(2048, 2), sc(1024, 2)};
+  try {
+    load_connectors(o);
+  } catch (const std::exception&) {  // reported by the first side that needs it, as before
+  }
   Report r;
   r.info("bench_h5_disk: %llux%llu int32 (%.3f GiB), chunks %llux%llu, %d rounds, dir %s",
          (unsigned long long)d.n0, (unsigned long long)d.n1, d.bytes() / double(1 << 30),
@@ -195,9 +215,12 @@ int main(int argc, char** argv) {
   for (int round = 0; round < repeat; ++round) {
     std::rotate(order.begin(), order.begin() + 1, order.end());
     for (int side : order) {
-      if (failed[side]) continue;
+      if (failed[side] || reads_only) continue;
       try {
+        const double cpu0 = cpu_seconds();
         load[side].push_back(side == kRaw ? raw_write(d, path(side)) : h5_load(d, Side(side), path(side)));
+        std::printf("# round %d, %s: load %.3f s (cpu %.3f s, data generation included)\n", round + 1,
+                    side == kRaw ? "raw" : side_name(Side(side)), load[side].back(), cpu_seconds() - cpu0);
       } catch (const std::exception& e) {
         failed[side] = true, ++r.failures;
         std::printf("# load on %s FAILED: %s\n", side == kRaw ? "raw" : side_name(Side(side)), e.what());
@@ -207,9 +230,13 @@ int main(int argc, char** argv) {
       if (failed[side]) continue;
       try {
         std::memset(dst.data(), 0xff, d.bytes());  // a stale copy must not pass the check
+        const double cpu0 = cpu_seconds();
         read[side].push_back(side == kRaw ? raw_read(o, r, d, path(side), dst)
                                           : h5_cold_read(o, r, Side(side), path(side), dst));
+        const double cpu = cpu_seconds() - cpu0;
         if (hash_bytes(dst.data(), d.bytes()) != (side == kRaw ? want_raw : want)) read_ok[side] = false;
+        std::printf("# round %d, %s: cold read %.3f s (cpu %.3f s)\n", round + 1,
+                    side == kRaw ? "raw" : side_name(Side(side)), read[side].back(), cpu);
       } catch (const std::exception& e) {
         failed[side] = true, ++r.failures;
         std::printf("# cold read on %s FAILED: %s\n", side == kRaw ? "raw" : side_name(Side(side)), e.what());
