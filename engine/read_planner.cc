@@ -48,6 +48,31 @@ void ReadPlanner::read(const Selection& sel, uint8_t* dst, const uint64_t* dst_s
   sparse_pass(sel, dst, ostride);
 }
 
+namespace {
+// n elements of E from src to dst, each side with its own element stride (a column-major
+// tile into a row-major buffer: a transposition, element by element).
+template <class E>
+void strided_elems(uint8_t* dst, uint64_t ds, const uint8_t* src, uint64_t ss, uint64_t n) {
+  for (uint64_t k = 0; k < n; ++k) {
+    E v;
+    std::memcpy(&v, src + k * ss * sizeof(E), sizeof(E));
+    std::memcpy(dst + k * ds * sizeof(E), &v, sizeof(E));
+  }
+}
+}  // namespace
+
+// Element sizes 1, 2, 4 and 8 copy as typed loads and stores, not a memcpy call each.
+void ReadPlanner::strided_copy(uint8_t* dst, uint64_t ds, const uint8_t* src, uint64_t ss, uint64_t n) const {
+  switch (es_) {
+    case 1: return strided_elems<uint8_t>(dst, ds, src, ss, n);
+    case 2: return strided_elems<uint16_t>(dst, ds, src, ss, n);
+    case 4: return strided_elems<uint32_t>(dst, ds, src, ss, n);
+    case 8: return strided_elems<uint64_t>(dst, ds, src, ss, n);
+    default:
+      for (uint64_t k = 0; k < n; ++k) std::memcpy(dst + k * ds * es_, src + k * ss * es_, es_);
+  }
+}
+
 // Copies the cells of `sel` inside `piece` from `src` (cells of src_box in cell order; null
 // means the fill value) to their places in dst.
 void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t* src,
@@ -83,8 +108,7 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
       if (contiguous) {
         std::memcpy(dst + d0 * es_, src + s0 * es_, r.len * es_);
       } else if (src) {
-        for (uint64_t k = 0; k < r.len; ++k)
-          std::memcpy(dst + (d0 + k * ostride[last]) * es_, src + (s0 + k * sstride[last]) * es_, es_);
+        strided_copy(dst + d0 * es_, ostride[last], src + s0 * es_, sstride[last], r.len);
       } else if (ostride[last] == 1) {
         fill_run(dst + d0 * es_, r.len);
       } else {

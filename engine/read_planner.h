@@ -63,6 +63,8 @@ class ReadPlanner {
   void read_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   void fill_run(uint8_t* dst, uint64_t n) const;  // n fill values, contiguous
+  // n cells from src to dst, element strides ss and ds.
+  void strided_copy(uint8_t* dst, uint64_t ds, const uint8_t* src, uint64_t ss, uint64_t n) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
                    std::vector<std::shared_ptr<const void>>* keep);
 
