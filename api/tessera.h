@@ -55,7 +55,9 @@ herr_t tessera_Pset_as_of(hid_t fapl_id, const char *when);
 /* Layouts (docs/layouts.md): makes datasets created with `dcpl_id` store their tiles
  * (chunks) in the order `layout` names — "row-major" (the default, as HDF5), "column-major",
  * "z-order", "hilbert" or "multimap" — for a dataset read mostly along some dimension, or
- * in boxes.  Cells within a tile stay row-major.  Overrides the connector's `layout=`
+ * in boxes; optionally followed by ":row-major" or ":column-major", the order of the cells
+ * inside each tile (default row-major, except "multimap", whose cells go dimension 0
+ * fastest: "multimap" is "multimap:column-major").  Overrides the connector's `layout=`
  * setting; values read and written are the same whatever the layout.  Native HDF5 ignores
  * it (the dcpl stays usable for native files).  The name is checked when the dataset is
  * created: an unknown one fails H5Dcreate with a message listing the names.  Negative on

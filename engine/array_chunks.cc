@@ -225,7 +225,9 @@ void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, ui
   buffer_->normalize();
   const Box full = chunk_box(tile);
   const Layout layout(schema_);
-  if (buffer_->empty() && !blobs_->intersects(full)) {
+  // Stored bytes are HDF5's chunk bytes only for row-major cells; column-major tiles are
+  // read into row-major order below (and re-encoded).
+  if (schema_.cell_order == Order::kRowMajor && buffer_->empty() && !blobs_->intersects(full)) {
     // The newest fragment holding anything of the chunk decides.
     for (auto it = frags_.rbegin(); it != frags_.rend(); ++it) {
       const FragmentMeta& m = (*it)->meta();

@@ -181,5 +181,47 @@ TEST(Curve, SchemaRoundTripsAndRejects) {
   EXPECT_FALSE(parse_order("spiral", &o));
 }
 
+// Layout names: "TILE[:CELLS]"; MultiMap's own cell order is column-major (dimension 0
+// fastest), which also moves its track to the last dimension; space-filling cell orders
+// are refused with the reason.
+TEST(Curve, LayoutNamesChooseTileAndCellOrders) {
+  Order t, c;
+  std::string why;
+  ASSERT_TRUE(parse_layout("multimap", &t, &c, &why));
+  EXPECT_EQ(t, Order::kMultiMap);
+  EXPECT_EQ(c, Order::kColMajor);
+  ASSERT_TRUE(parse_layout("MultiMap:row-major", &t, &c, &why));
+  EXPECT_EQ(c, Order::kRowMajor);
+  ASSERT_TRUE(parse_layout("z-order:col", &t, &c, &why));
+  EXPECT_EQ(t, Order::kZOrder);
+  EXPECT_EQ(c, Order::kColMajor);
+  ASSERT_TRUE(parse_layout("hilbert", &t, &c, &why));
+  EXPECT_EQ(c, Order::kRowMajor);
+  EXPECT_EQ(layout_name(Order::kMultiMap, Order::kColMajor), "multimap");
+  EXPECT_EQ(layout_name(Order::kMultiMap, Order::kRowMajor), "multimap:row-major");
+  EXPECT_EQ(layout_name(Order::kRowMajor, Order::kColMajor), "row-major:column-major");
+  EXPECT_FALSE(parse_layout("spiral", &t, &c, &why));
+  EXPECT_NE(why.find("unknown layout 'spiral'"), std::string::npos) << why;
+  EXPECT_FALSE(parse_layout("row-major:spiral", &t, &c, &why));
+  EXPECT_NE(why.find("unknown cell order 'spiral'"), std::string::npos) << why;
+  EXPECT_FALSE(parse_layout("multimap:hilbert", &t, &c, &why));
+  EXPECT_NE(why.find("cell order hilbert"), std::string::npos) << why;
+  EXPECT_NE(why.find("not supported"), std::string::npos) << why;
+
+  Schema s;
+  s.extent = s.max_extent = {1024, 1024, 512};
+  s.tile_extent = {64, 64, 64};
+  s.elem_size = 4;
+  s.set_layout(Order::kMultiMap, Order::kColMajor);
+  // Column-major cells: beams along dimension 2 read whole tiles, so the 4-tile track
+  // runs along dimension 2 (multimap_dims), then dimension 1, then 0.
+  EXPECT_EQ(s.multimap_cube, (Coords{8, 8, 4}));
+  Layout l(s);
+  uint64_t a[3] = {0, 0, 0}, b[3] = {0, 0, 1}, k[4];
+  l.tile_key(b, k);
+  EXPECT_EQ(k[3], 1u);
+  EXPECT_LT(l.compare_tiles(a, b), 0);
+}
+
 }  // namespace
 }  // namespace tessera

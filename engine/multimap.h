@@ -16,7 +16,13 @@
 // Dim0 of the paper — the track dimension — is the dimension along which a beam reads the
 // most bytes of each tile: the slowest dimension of the cell order (dimension 0 for
 // row-major cells, whose beams read a cell from every 64 KiB block of the tile, while a
-// beam along the last dimension reads one block).  docs/layouts.md has the numbers.
+// beam along the last dimension reads one block).
+// Inside a tile the paper's mapping applies to cells: Dim0 fastest, then Dim1, ... —
+// column-major cells, the MultiMap layout's default cell order (schema.h,
+// default_cell_order).  A 64 KiB block of a 64^3 float32 tile then holds 64 x 64 x 4
+// cells, so beams along dimensions 0 and 1 read one block per tile and only beams along
+// the last dimension read whole tiles — the dimension the track then runs along.
+// docs/layouts.md has the numbers.
 #pragma once
 #include <cstdint>
 

@@ -102,11 +102,10 @@ Status EngineOptions::set(const std::string& key, const std::string& value) {
     return Status::OK();
   }
   if (key == "layout") {
-    Order o;
-    if (!parse_order(value, &o))
-      return Status(Errc::kInvalidArgument,
-                    "setting layout=" + value + ": expected one of " + std::string(order_names()));
-    layout = order_name(o);
+    Order t, c;
+    std::string why;
+    if (!parse_layout(value, &t, &c, &why)) return Status(Errc::kInvalidArgument, "setting layout=" + value + ": " + why);
+    layout = layout_name(t, c);
     return Status::OK();
   }
   for (const Setting& s : settings()) {

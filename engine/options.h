@@ -42,8 +42,9 @@ struct EngineOptions {
   // the connector's settings or fapl, never from the environment (which would turn every
   // open of every file into a read of the past).  Empty: the present.
   std::string as_of;
-  // The tile order of new datasets (docs/layouts.md): "row-major" (empty: the same),
-  // "column-major", "z-order", "hilbert", "multimap".  A dataset's own order is stored in
+  // The layout of new datasets (docs/layouts.md, parse_layout): a tile order "row-major"
+  // (empty: the same), "column-major", "z-order", "hilbert", "multimap", optionally with
+  // ":row-major" or ":column-major" for the cells inside tiles.  A dataset's own order is stored in
   // its schema; tessera_Pset_layout on the dcpl overrides this per dataset.
   std::string layout;
   // Value indexes (index_builder.h, docs/queries.md): build every new file fragment's

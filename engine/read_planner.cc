@@ -48,6 +48,31 @@ void ReadPlanner::read(const Selection& sel, uint8_t* dst, const uint64_t* dst_s
   sparse_pass(sel, dst, ostride);
 }
 
+namespace {
+// n elements of E from src to dst, each side with its own element stride (a column-major
+// tile into a row-major buffer: a transposition, element by element).
+template <class E>
+void strided_elems(uint8_t* dst, uint64_t ds, const uint8_t* src, uint64_t ss, uint64_t n) {
+  for (uint64_t k = 0; k < n; ++k) {
+    E v;
+    std::memcpy(&v, src + k * ss * sizeof(E), sizeof(E));
+    std::memcpy(dst + k * ds * sizeof(E), &v, sizeof(E));
+  }
+}
+}  // namespace
+
+// Element sizes 1, 2, 4 and 8 copy as typed loads and stores, not a memcpy call each.
+void ReadPlanner::strided_copy(uint8_t* dst, uint64_t ds, const uint8_t* src, uint64_t ss, uint64_t n) const {
+  switch (es_) {
+    case 1: return strided_elems<uint8_t>(dst, ds, src, ss, n);
+    case 2: return strided_elems<uint16_t>(dst, ds, src, ss, n);
+    case 4: return strided_elems<uint32_t>(dst, ds, src, ss, n);
+    case 8: return strided_elems<uint64_t>(dst, ds, src, ss, n);
+    default:
+      for (uint64_t k = 0; k < n; ++k) std::memcpy(dst + k * ds * es_, src + k * ss * es_, es_);
+  }
+}
+
 // Copies the cells of `sel` inside `piece` from `src` (cells of src_box in cell order; null
 // means the fill value) to their places in dst.
 void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t* src,
@@ -83,8 +108,7 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
       if (contiguous) {
         std::memcpy(dst + d0 * es_, src + s0 * es_, r.len * es_);
       } else if (src) {
-        for (uint64_t k = 0; k < r.len; ++k)
-          std::memcpy(dst + (d0 + k * ostride[last]) * es_, src + (s0 + k * sstride[last]) * es_, es_);
+        strided_copy(dst + d0 * es_, ostride[last], src + s0 * es_, sstride[last], r.len);
       } else if (ostride[last] == 1) {
         fill_run(dst + d0 * es_, r.len);
       } else {
@@ -103,8 +127,9 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
 }
 
 // The runs of `piece` in unfiltered tile `idx` of f, read straight from the file (only the
-// check blocks they touch).  False when the tile cannot be read in parts, or the cells of
-// a row are not contiguous on both sides (column-major cells, strided destination).
+// check blocks they touch).  When the cells of a row are not contiguous on both sides
+// (column-major cells, a strided destination), stage_runs.  False when the tile cannot be
+// read in parts.
 bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx,
                             uint8_t* dst, const uint64_t* ostride) {
   if (!f.partial_reads(idx)) return false;
@@ -112,7 +137,7 @@ bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragme
   uint64_t sstride[kMaxRank];
   layout_.cell_strides(src_box, sstride);
   const int last = rank_ - 1;
-  if (sstride[last] != 1 || ostride[last] != 1) return false;
+  if (sstride[last] != 1 || ostride[last] != 1) return stage_runs(sel, piece, f, idx, dst, ostride, sstride);
   std::vector<std::vector<Run>> runs(rank_);
   for (int d = 0; d < rank_; ++d) {
     const DimSelection& ds = sel.dim(d);
@@ -160,6 +185,73 @@ bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragme
   return true;
 }
 
+// The check blocks of tile idx that hold cells of `piece` are read into a buffer of the
+// tile's size (at their offsets), by jobs queued as copy_runs' are; run_jobs copies the
+// piece's cells out of it once they ran.  A beam along dimension 0 of column-major tiles
+// reads one 64 KiB block per tile this way, not the whole tile (docs/layouts.md).
+bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
+                             const uint64_t* ostride, const uint64_t* sstride) {
+  const Box& src_box = f.meta().dense[idx].box;
+  const uint64_t B = f.meta().check_block;
+  const uint64_t tile_bytes = src_box.cells() * es_;
+  if (B == 0 || tile_bytes == 0) return false;
+  // The dimension whose cells are contiguous in the tile: runs along it are byte ranges.
+  int fast = rank_ - 1;
+  for (int d = 0; d < rank_; ++d)
+    if (sstride[d] == 1) fast = d;
+  std::vector<std::vector<Run>> runs(rank_);
+  for (int d = 0; d < rank_; ++d) {
+    const DimSelection& ds = sel.dim(d);
+    for (size_t i = ds.lower(piece.lo[d]); i < ds.ivs.size() && ds.ivs[i].lo <= piece.hi[d]; ++i) {
+      uint64_t lo = std::max(ds.ivs[i].lo, piece.lo[d]);
+      uint64_t hi = std::min(ds.ivs[i].hi, piece.hi[d]);
+      runs[d].push_back({lo, hi - lo + 1, 0});
+    }
+    if (runs[d].empty()) return true;
+  }
+  std::vector<char> touched((tile_bytes + B - 1) / B, 0);
+  std::vector<size_t> run_i(rank_, 0);
+  std::vector<uint64_t> off(rank_, 0);
+  for (;;) {  // odometer over every dimension but `fast`
+    uint64_t soff = 0;
+    for (int d = 0; d < rank_; ++d)
+      if (d != fast) soff += (runs[d][run_i[d]].lo + off[d] - src_box.lo[d]) * sstride[d];
+    for (const Run& r : runs[fast]) {
+      const uint64_t b0 = (soff + (r.lo - src_box.lo[fast]) * sstride[fast]) * es_;
+      const uint64_t b1 = b0 + ((r.len - 1) * sstride[fast] + 1) * es_;  // one past the run's last byte
+      for (uint64_t b = b0 / B; b <= (b1 - 1) / B; ++b) touched[b] = 1;
+    }
+    int d = rank_ - 1;
+    for (; d >= 0; --d) {
+      if (d == fast) continue;
+      if (++off[d] < runs[d][run_i[d]].len) break;
+      off[d] = 0;
+      if (++run_i[d] < runs[d].size()) break;
+      run_i[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  Staged st{std::unique_ptr<uint8_t[]>(new uint8_t[tile_bytes]), &sel, piece, src_box, dst, {}};
+  std::copy(ostride, ostride + rank_, st.ostride);
+  byte_runs_.clear();
+  for (size_t b = 0; b < touched.size();) {
+    if (!touched[b]) {
+      ++b;
+      continue;
+    }
+    size_t e = b;
+    while (e < touched.size() && touched[e]) ++e;
+    const uint64_t o = b * B, end = std::min<uint64_t>(e * B, tile_bytes);
+    byte_runs_.push_back({o, end - o, st.tile.get() + o});
+    b = e;
+  }
+  staged_bytes_ += tile_bytes;
+  staged_.push_back(std::move(st));  // before add_job, which may run the queue
+  add_job(f, idx);
+  if (staged_bytes_ >= kMaxStagedBytes) run_jobs();
+  return true;
+}
+
 std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
 
 // Queues byte_runs_ of tile idx as jobs spanning about kSplitBytes of check blocks each;
@@ -200,6 +292,15 @@ void ReadPlanner::add_job(const Fragment& f, size_t idx) {
 // ahead of the readers, so the disk gets several requests at once and no bytes past the
 // pieces.  The jobs write disjoint cells of dst: their order is free.
 void ReadPlanner::run_jobs() {
+  struct Clear {  // the staged buffers go afterwards, also when a read throws
+    ReadPlanner* p;
+    ~Clear() { p->staged_.clear(); p->staged_bytes_ = 0; }
+  } clear{this};
+  read_jobs();
+  for (const Staged& s : staged_) copy_box(*s.sel, s.piece, s.tile.get(), s.src_box, s.dst, s.ostride);
+}
+
+void ReadPlanner::read_jobs() {
   uint64_t cold = 0, overread = 0;
   for (const Job& j : jobs_) {
     cold += j.cold_span;

@@ -56,10 +56,15 @@ class ReadPlanner {
                 uint8_t* dst, const uint64_t* ostride);
   bool copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
                  const uint64_t* ostride);
+  bool stage_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
+                  const uint64_t* ostride, const uint64_t* sstride);
   void add_job(const Fragment& f, size_t idx);
   void run_jobs();
+  void read_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   void fill_run(uint8_t* dst, uint64_t n) const;  // n fill values, contiguous
+  // n cells from src to dst, element strides ss and ds.
+  void strided_copy(uint8_t* dst, uint64_t ds, const uint8_t* src, uint64_t ss, uint64_t n) const;
   bool point_value(const uint64_t* c, const uint8_t** value,
                    std::vector<std::shared_ptr<const void>>* keep);
 
@@ -84,6 +89,19 @@ class ReadPlanner {
   uint64_t scattered_tile_ends(uint64_t cold) const;  // readahead past whole tiles not read on from
   std::vector<Job> jobs_;
   size_t queued_runs_ = 0;
+  // Partial reads whose cells are not contiguous on both sides (column-major cells, a
+  // strided destination): the blocks the piece touches are read into a tile-sized buffer
+  // by the queued jobs, then copied cell by cell (copy_box) once they ran.
+  struct Staged {
+    std::unique_ptr<uint8_t[]> tile;
+    const Selection* sel;
+    Box piece, src_box;
+    uint8_t* dst;
+    uint64_t ostride[kMaxRank];
+  };
+  std::vector<Staged> staged_;
+  uint64_t staged_bytes_ = 0;
+  static constexpr uint64_t kMaxStagedBytes = 64 << 20;  // bounds the buffers of one read
   static std::atomic<uint64_t> parallel_reads_;
   // Job size (bytes of check blocks), the cold bytes (and bytes readahead would read past
   // the pieces) below which a read stays serial, and

@@ -30,6 +30,41 @@ bool parse_order(const std::string& name, Order* out) {
   return false;
 }
 
+bool parse_layout(const std::string& spec, Order* tile, Order* cell, std::string* why) {
+  const size_t colon = spec.find(':');
+  const std::string t = spec.substr(0, colon);
+  if (!parse_order(t, tile)) {
+    *why = "unknown layout '" + spec + "' (known: " + order_names() +
+           ", each optionally followed by :row-major or :column-major)";
+    return false;
+  }
+  if (colon == std::string::npos) {
+    *cell = default_cell_order(*tile);
+    return true;
+  }
+  const std::string c = spec.substr(colon + 1);
+  if (!parse_order(c, cell)) {
+    *why = "unknown cell order '" + c + "' in layout '" + spec + "' (known: row-major, column-major)";
+    return false;
+  }
+  if (*cell != Order::kRowMajor && *cell != Order::kColMajor) {
+    // Not a missing feature that silently falls back: refused, with the reason.
+    *why = std::string("cell order ") + order_name(*cell) + " in layout '" + spec +
+           "' is not supported: cells inside a tile are row-major or column-major, whose beams read the "
+           "fewest 64 KiB blocks (docs/layouts.md)";
+    return false;
+  }
+  return true;
+}
+
+Order default_cell_order(Order tile) { return tile == Order::kMultiMap ? Order::kColMajor : Order::kRowMajor; }
+
+std::string layout_name(Order tile, Order cell) {
+  std::string n = order_name(tile);
+  if (cell != default_cell_order(tile)) n += std::string(":") + order_name(cell);
+  return n;
+}
+
 void Schema::set_tile_order(Order o) {
   tile_order = o;
   multimap_cube = o == Order::kMultiMap ? choose_multimap_cube(*this) : Coords();

@@ -27,6 +27,20 @@ bool parse_order(const std::string& name, Order* out);
 // The names parse_order accepts, for error messages.
 const char* order_names();
 
+// A dataset's layout as named by tessera_Pset_layout, layout= and tessera.create_dataset:
+// "TILE" or "TILE:CELLS" — a tile order (parse_order) and a cell order inside tiles,
+// "row-major" or "column-major" (docs/layouts.md).  Without ":CELLS" the tile order's own
+// cell order (default_cell_order).  False, with the reason in *why, for an unknown name
+// or a cell order that is not row- or column-major.
+bool parse_layout(const std::string& spec, Order* tile, Order* cell, std::string* why);
+// The cell order a tile order brings when none is named: row-major, except MultiMap's,
+// whose cells go dimension 0 fastest (column-major) — the paper's Dim0 along the track,
+// applied inside the tile so beams along dimensions 0 and 1 read one 64 KiB block per
+// tile (multimap.h).
+Order default_cell_order(Order tile);
+// "TILE" when the cell order is the tile order's default, else "TILE:CELLS".
+std::string layout_name(Order tile, Order cell);
+
 constexpr uint32_t kVarDescriptorSize = 32;
 
 // The largest compact array (Schema::compact), in bytes of cells.
@@ -57,6 +71,11 @@ struct Schema {
   // set (schema version 2), so other schemas read as before.
   bool compact = false;
 
+  // Sets the cell order, then the tile order (the MultiMap cube depends on the cell order).
+  void set_layout(Order tile, Order cell) {
+    cell_order = cell;
+    set_tile_order(tile);
+  }
   // Sets the tile order (and, for kMultiMap, chooses the basic cube for this schema's
   // shape, tiles and element size).
   void set_tile_order(Order o);

@@ -21,7 +21,20 @@ import pytest
 
 from conftest import native_env
 
-LAYOUTS = ["row-major", "column-major", "z-order", "hilbert", "multimap"]
+# Layout names (tessera_Pset_layout, docs/layouts.md) and the (tile order, cell order)
+# `tessera info` must show for them: "multimap" brings column-major cells (dimension 0
+# fastest), every other tile order row-major ones unless ":CELLS" names the cell order.
+LAYOUTS = {
+    "row-major": ("row-major", "row-major"),
+    "column-major": ("column-major", "row-major"),
+    "z-order": ("z-order", "row-major"),
+    "hilbert": ("hilbert", "row-major"),
+    "multimap": ("multimap", "column-major"),
+    "multimap:row-major": ("multimap", "row-major"),
+    "row-major:column-major": ("row-major", "column-major"),
+    "z-order:column-major": ("z-order", "column-major"),
+    "hilbert:col": ("hilbert", "column-major"),
+}
 
 SCENARIO = textwrap.dedent(r'''
     import pickle, sys
@@ -59,6 +72,16 @@ SCENARIO = textwrap.dedent(r'''
         out["lists"] = d[[0, 5, 39], :, 2:9]
         out["lists2"] = d[:, 3:30:4, [1, 2, 28]]
         out["zip"] = z[...]
+        # Direct chunk I/O: HDF5's chunk bytes are row-major whatever the cell order.
+        d.id.write_direct_chunk((8, 5, 4), np.arange(8 * 5 * 4, dtype="i4").tobytes())
+        raw = [d.id.read_direct_chunk(o) for o in ((0, 0, 0), (8, 5, 4), (16, 30, 24))]
+        out["chunk_masks"] = np.array([m for m, _ in raw])
+        out["chunk_raw"] = np.stack([np.frombuffer(b, "i4") for _, b in raw])
+        out["after_chunk_write"] = d[...]
+        zmask, zraw = z.id.read_direct_chunk((7, 9))                # gzip + shuffle: decoded here
+        import zlib
+        out["zip_chunk_mask"] = np.array(zmask)
+        out["zip_chunk"] = np.frombuffer(zlib.decompress(zraw), "u1").reshape(8, -1).T.copy().view("f8")
         out["zip_strided"] = z[::3, 1::4]
         d.resize((63, 37, 29))
         d[45:63, 30:, :] = 5
@@ -104,15 +127,18 @@ def native(tmp_path_factory):
     return res
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_layout_matches_native(tmp_path, native, tessera_env, layout):
     env = dict(os.environ)
     res, path = run_scenario(tmp_path, layout, env)
     assert path.is_dir()  # a tessera container
-    assert res.pop("orders") == {"/cube": (layout, "row-major"), "/zip": (layout, "row-major")}
+    assert res.pop("orders") == {"/cube": LAYOUTS[layout], "/zip": LAYOUTS[layout]}
     # The MultiMap basic cube by docs/layouts.md's rule: a 4 MiB track of 640-byte tiles
-    # along dimension 0 (unlimited), 8 tiles (or all there are) along the others.
-    assert res.pop("cube") == (((4 << 20) // (8 * 5 * 4 * 4), 8, 8) if layout == "multimap" else None)
+    # along the dimension whose beams read whole tiles — dimension 0 (unlimited) for
+    # row-major cells, the last one (8 tiles of 4 cells: all there are) for column-major
+    # cells — and 8 tiles (or all there are) along the others.
+    want_cube = {"multimap": (8, 8, 8), "multimap:row-major": ((4 << 20) // (8 * 5 * 4 * 4), 8, 8)}
+    assert res.pop("cube") == want_cube.get(layout)
     for key in ("consolidated", "consolidated_zip"):
         np.testing.assert_array_equal(res.pop(key), native["reopened" if key == "consolidated" else "reopened_zip"])
     assert res.keys() == native.keys()
@@ -166,3 +192,16 @@ def test_bad_layout_names_are_hdf5_errors(tmp_path, tessera_env):
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "layout=spiral" in r.stderr
+
+
+def test_space_filling_cell_orders_are_refused(tmp_path, tessera_env):
+    """Cells inside a tile are row- or column-major; a space-filling cell order is an HDF5
+    error that says so (docs/layouts.md has the reason), never a silent fallback."""
+    import tessera
+
+    with h5py.File(tmp_path / "c.h5", "w") as f:
+        with pytest.raises(Exception, match="cell order hilbert .*not supported"):
+            tessera.create_dataset(f, "x", shape=(100, 100), dtype="i4", chunks=(10, 10), layout="multimap:hilbert")
+        with pytest.raises(ValueError, match="unknown layout"):
+            tessera.create_dataset(f, "y", shape=(100, 100), dtype="i4", chunks=(10, 10), layout="multimap:spiral")
+        assert "x" not in f and "y" not in f

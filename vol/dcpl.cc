@@ -111,10 +111,10 @@ void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* 
     from = "tessera_Pset_layout";
   }
   if (name.empty() || s->compact) return;
-  tessera::Order o;
-  if (!tessera::parse_order(name, &o))
-    fail_arg("unknown layout '" + name + "' (from " + from + "; known: " + tessera::order_names() + ")");
-  s->set_tile_order(o);
+  tessera::Order tile, cell;
+  std::string why;
+  if (!tessera::parse_layout(name, &tile, &cell, &why)) fail_arg(why + " (from " + from + ")");
+  s->set_layout(tile, cell);
 }
 
 tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {

@@ -28,9 +28,9 @@ tessera::Coords engine_dims(hid_t space);
 // stored dcpl, so H5Dget_create_plist reports them as the user set them.
 tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl);
 
-// The tile order of a new dataset (docs/layouts.md): the name tessera_Pset_layout put in
-// the dcpl, else `file_default` (the connector's layout= setting; empty: row-major).
-// Throws VolError naming an unknown layout.  Compact datasets keep row-major (one record,
+// The tile and cell orders of a new dataset (docs/layouts.md, tessera::parse_layout): the
+// name tessera_Pset_layout put in the dcpl, else `file_default` (the connector's layout=
+// setting; empty: row-major).  Throws VolError naming an unknown or unsupported layout.  Compact datasets keep row-major (one record,
 // no tiles to order).
 void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* s);
 

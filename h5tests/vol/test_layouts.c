@@ -3,7 +3,8 @@
  * box, a strided hyperslab, a union of hyperslabs and a point selection, grown and shrunk,
  * reopened, and read back whole, as beams along each dimension, as an irregular union and
  * as points.  Native HDF5 ignores the layout property, so both logs must be identical.
- * Tessera-only checks: bad names are HDF5 errors naming the layout.
+ * Tessera-only checks: bad names and space-filling cell orders are HDF5 errors naming the
+ * layout.
  *
  * Usage: test_layouts [directory for the files]
  */
@@ -13,7 +14,10 @@
 #define N0 30
 #define N1 27
 #define N2 22
-static const char *kLayouts[] = {"row-major", "column-major", "z-order", "hilbert", "multimap"};
+/* Tile orders, and (":CELLS") cell orders inside tiles: "multimap" has column-major cells. */
+static const char *kLayouts[] = {"row-major", "column-major", "z-order", "hilbert", "multimap",
+                                 "multimap:row-major", "row-major:column-major", "hilbert:column-major"};
+#define NLAYOUTS ((int)(sizeof kLayouts / sizeof kLayouts[0]))
 
 static void log_read(hid_t d, hid_t fs, hsize_t n, const char *what)
 {
@@ -80,7 +84,7 @@ static void run(const char *path, hid_t fapl, log_t *L)
 {
     (void)L;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < NLAYOUTS; k++) {
         hsize_t dims[3] = {N0, N1, N2}, maxd[3] = {H5S_UNLIMITED, N1, N2}, chunk[3] = {4, 5, 3};
         hid_t   sp = H5Screate_simple(3, dims, maxd);
         hid_t   dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -129,7 +133,7 @@ static void run(const char *path, hid_t fapl, log_t *L)
     }
     H5Fclose(f);
     f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < NLAYOUTS; k++) {
         hid_t d = H5Dopen2(f, kLayouts[k], H5P_DEFAULT);
         char  w[64];
         snprintf(w, sizeof w, "reopened %s", kLayouts[k]);
@@ -172,6 +176,12 @@ static void extra(hid_t tess, const char *dir)
     if (d >= 0)
         H5Dclose(d);
     check(H5Lexists(f, "bad", H5P_DEFAULT) == 0, "no dataset is left behind", "tessera");
+    tessera_Pset_layout(dcpl, "multimap:z-order");
+    d = H5Dcreate2(f, "bad2", H5T_NATIVE_INT, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    check(d < 0 && stack_says("cell order z-order in layout 'multimap:z-order' is not supported"),
+          "H5Dcreate2 refuses a space-filling cell order, saying so", "tessera");
+    if (d >= 0)
+        H5Dclose(d);
     H5Sclose(sp);
     H5Fclose(f);
     H5Pclose(dcpl);

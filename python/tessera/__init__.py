@@ -16,10 +16,10 @@ by a resize); undefined elements read as the fill value, exactly as in native HD
     tessera.erase(d, (5, slice(0, 10)))    # back to undefined
     tessera.is_tessera(d)
 
-A dataset's layout, the order of its tiles in storage (docs/layouts.md):
+A dataset's layout, the order of its tiles and of the cells in a tile (docs/layouts.md):
 
     tessera.create_dataset(f, "T", shape=(1024, 1024, 512), dtype="f4", chunks=(64, 64, 64),
-                           layout="multimap")   # or "z-order", "hilbert", "row-major", ...
+                           layout="multimap")   # or "z-order", "hilbert:column-major", ...
 
 Value indexes and queries (docs/queries.md):
 

@@ -6,7 +6,9 @@
                                chunks=(64, 64, 64), layout="multimap")
 
 The layout is the order of the dataset's tiles (chunks) in storage: "row-major" (HDF5's,
-the default), "column-major", "z-order", "hilbert" or "multimap".  Values read and written
+the default), "column-major", "z-order", "hilbert" or "multimap", optionally followed by
+":row-major" or ":column-major", the order of the cells inside each tile (default
+row-major; "multimap" is "multimap:column-major", docs/layouts.md).  Values read and written
 are the same whatever it is; it decides how many and how large the reads of a beam or a
 box are.  On a file that tessera does not store the layout is ignored (native HDF5 has
 one chunk order), as tessera_Pset_layout is."""
@@ -27,9 +29,11 @@ def create_dataset(group, name, shape=None, dtype=None, data=None, layout=None, 
     if layout is not None:
         from . import TesseraError, _stack_message
 
-        if not isinstance(layout, str) or layout.lower() not in LAYOUTS + ("row", "column", "col", "zorder",
-                                                                           "morton"):
-            raise ValueError("unknown layout %r (known: %s)" % (layout, ", ".join(LAYOUTS)))
+        known = LAYOUTS + ("row", "column", "col", "zorder", "morton")
+        parts = layout.lower().split(":", 1) if isinstance(layout, str) else [None]
+        if parts[0] not in known or (len(parts) == 2 and parts[1] not in known):
+            raise ValueError("unknown layout %r (known: %s; each optionally followed by :row-major or "
+                             ":column-major)" % (layout, ", ".join(LAYOUTS)))
         fn = lib().tessera_Pset_layout
         fn.argtypes = [ctypes.c_int64, ctypes.c_char_p]
         fn.restype = ctypes.c_int

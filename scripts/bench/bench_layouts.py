@@ -2,9 +2,10 @@
 """Layouts after MultiMap's Fig. 6 (issue 17; docs/layouts.md, docs/benchmarks.md).
 
 A 3-D float32 dataset (default 1024 x 1024 x 512 = 2 GiB, chunks 64^3 = 1 MiB, unfiltered)
-is stored once per side: tessera with each tile order (row-major = the paper's Naive,
-z-order, hilbert, multimap) and native HDF5 with the same chunking, each written by one
-H5Dwrite.  Then, with a cold cache before every query (`sync; echo 3 >
+is stored once per side: tessera with each layout (row-major = the paper's Naive,
+z-order, hilbert, multimap — MultiMap's tile and cell orders — and multimap:row-major, its
+tile order with row-major cells) and native HDF5 with the same chunking, each written by
+one H5Dwrite.  Then, with a cold cache before every query (`sync; echo 3 >
 /proc/sys/vm/drop_caches` when run as root, else posix_fadvise(DONTNEED) on every file of
 every side), the paper's queries run on every side in turn (alternating):
   - beams along each dimension (the two other coordinates random, all cells along it);
@@ -33,7 +34,7 @@ import sys
 import tempfile
 import time
 
-LAYOUTS = ["row-major", "z-order", "hilbert", "multimap"]
+LAYOUTS = ["row-major", "z-order", "hilbert", "multimap", "multimap:row-major"]
 SELECTIVITIES = [0.0001, 0.001, 0.01, 0.1]
 
 WORKER = r"""
@@ -228,6 +229,9 @@ def verdict(med, labels, names):
             label = "beam dim %d" % dim
             mm = t(label, "multimap")
             sfc = min([t(label, x) for x in ("z-order", "hilbert") if x in layouts] or [float("inf")])
+            if "multimap:row-major" in layouts:
+                print("INFO\t%s: multimap %.2fx faster than multimap:row-major (its tile order, row-major cells)"
+                      % (label, t(label, "multimap:row-major") / mm))
             print("TARGET\t%s: multimap %.2fx faster than row-major (want >= 2)\t%s" % (
                 label, t(label, "row-major") / mm, "met" if t(label, "row-major") / mm >= 2 else "NOT met"))
             if sfc != float("inf"):
@@ -237,7 +241,7 @@ def verdict(med, labels, names):
         for label in labels:
             if not label.startswith("range"):
                 continue
-            best = min(t(label, x) for x in layouts)
+            best = min(t(label, x) for x in ("row-major", "z-order", "hilbert", "multimap") if x in layouts)
             r = t(label, "multimap") / best
             print("TARGET\t%s: multimap %.2fx the best layout's time (want <= 1.10)\t%s" % (
                 label, r, "met" if r <= 1.10 else "NOT met"))
