@@ -284,7 +284,8 @@ class Verifier {
       }
     }
     for (auto& [path, id] : rolling) {
-      check_one(path, [&] { return Fragment::open(path); }, &id);
+      // (A lambda may not capture a structured binding in C++17: clang refuses it.)
+      check_one(path, [&, &file = path] { return Fragment::open(file); }, &id);
       if (p.recorded.count(id) && file_size(path) != p.recorded[id])
         r_.problems.push_back("fragment '" + path + "': " + std::to_string(file_size(path)) + " bytes, but " +
                               std::to_string(p.recorded[id]) + " were published");
