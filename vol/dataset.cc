@@ -397,14 +397,22 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
 // before H5Dwrite returns — readable by them, still committed only by the next epoch —
 // and every read first picks up what other ranks shared or published
 // (docs/parallel.md, "Visibility").
+//
+// A job of one rank has no other rank to show or see anything: its reads and writes go
+// through the dataset's one Array (shared by every handle of the file), as in a serial
+// file, and skipping the share (a finished fragment and a rename per H5Dwrite) and the
+// refresh (a listing of the fragment directory per call) keeps many small writes at the
+// serial cost.  What they publish and when (the epoch) is unchanged.
+bool alone_in_job(const DatasetObj& d) { return d.file->parallel()->size() == 1; }
+
 void show_other_ranks(DatasetObj& d) {
-  if (!d.array || !d.file->parallel() || !d.file->writable()) return;
+  if (!d.array || !d.file->parallel() || !d.file->writable() || alone_in_job(d)) return;
   std::lock_guard<std::recursive_mutex> g(d.file->mu());
   check(d.array->share_own());
 }
 
 void see_other_ranks(DatasetObj& d) {
-  if (!d.array || !d.file->parallel()) return;
+  if (!d.array || !d.file->parallel() || alone_in_job(d)) return;
   std::lock_guard<std::recursive_mutex> g(d.file->mu());
   check(d.array->refresh_fragments());
 }
