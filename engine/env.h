@@ -52,4 +52,38 @@ class Env {
   static const std::shared_ptr<Env>& posix_shared();
 };
 
+// An Env that passes every call on to another (LevelDB's EnvWrapper): a test Env derives
+// from it and overrides only the calls it watches or fails.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env& base) : base_(base) {}
+
+  int open(const char* path, int flags, mode_t mode) override { return base_.open(path, flags, mode); }
+  int close(int fd) override { return base_.close(fd); }
+  ssize_t pread(int fd, void* buf, size_t n, off_t off) override { return base_.pread(fd, buf, n, off); }
+  ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) override {
+    return base_.preadv(fd, iov, cnt, off);
+  }
+  ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) override { return base_.pwrite(fd, buf, n, off); }
+  ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) override {
+    return base_.pwritev(fd, iov, cnt, off);
+  }
+  int fdatasync(int fd) override { return base_.fdatasync(fd); }
+  int fsync(int fd) override { return base_.fsync(fd); }
+  int syncfs(int fd) override { return base_.syncfs(fd); }
+  int ftruncate(int fd, off_t size) override { return base_.ftruncate(fd, size); }
+  int fstat(int fd, struct stat* st) override { return base_.fstat(fd, st); }
+  int flock(int fd, int op) override { return base_.flock(fd, op); }
+  int stat(const char* path, struct stat* st, bool follow) override { return base_.stat(path, st, follow); }
+  int mkdir(const char* path, mode_t mode) override { return base_.mkdir(path, mode); }
+  int rmdir(const char* path) override { return base_.rmdir(path); }
+  int unlink(const char* path) override { return base_.unlink(path); }
+  int rename(const char* from, const char* to) override { return base_.rename(from, to); }
+  int link(const char* from, const char* to) override { return base_.link(from, to); }
+  int list_dir(const char* path, std::vector<std::string>* names) override { return base_.list_dir(path, names); }
+
+ protected:
+  Env& base_;
+};
+
 }  // namespace tessera

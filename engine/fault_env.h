@@ -33,14 +33,14 @@
 
 namespace tessera {
 
-class FaultEnv final : public Env {
+class FaultEnv final : public EnvWrapper {
  public:
   enum class Fault { kNoSpace, kIo, kShortWrite };
   static const char* fault_name(Fault f);
   enum class ReadFault { kReadIo, kShortRead, kEof };
   static const char* fault_name(ReadFault f);
 
-  explicit FaultEnv(Env& base = Env::posix()) : base_(base) {}
+  explicit FaultEnv(Env& base = Env::posix()) : EnvWrapper(base) {}
 
   // Counts points from zero again and fails the k-th (1-based) from now with `f`.
   void arm(uint64_t k, Fault f);
@@ -65,15 +65,11 @@ class FaultEnv final : public Env {
   int fsync(int fd) override;
   int syncfs(int fd) override;
   int ftruncate(int fd, off_t size) override;
-  int fstat(int fd, struct stat* st) override { return base_.fstat(fd, st); }
-  int flock(int fd, int op) override { return base_.flock(fd, op); }
-  int stat(const char* path, struct stat* st, bool follow) override { return base_.stat(path, st, follow); }
   int mkdir(const char* path, mode_t mode) override;
   int rmdir(const char* path) override;
   int unlink(const char* path) override;
   int rename(const char* from, const char* to) override;
   int link(const char* from, const char* to) override;
-  int list_dir(const char* path, std::vector<std::string>* names) override { return base_.list_dir(path, names); }
 
  private:
   enum class Kind { kWrite, kSync, kCreate, kRemove };
@@ -84,7 +80,6 @@ class FaultEnv final : public Env {
   // Counts a read point; true (and *f) when it is the one to fail.
   bool read_point(const char* call, int fd, ReadFault* f);
 
-  Env& base_;
   mutable std::mutex mu_;
   uint64_t count_ = 0, at_ = 0;  // at_ 0: unarmed
   uint64_t reads_ = 0, read_at_ = 0;

@@ -69,7 +69,7 @@ void subtract(std::vector<std::pair<uint64_t, uint64_t>>& v, uint64_t lo, uint64
 }  // namespace
 
 PowerLossEnv::PowerLossEnv(std::string root, Env& base)
-    : root_(norm(root)), stash_dir_(root_ + "/.power-loss-stash"), base_(base), posix_(Env::posix()) {
+    : EnvWrapper(base), root_(norm(root)), stash_dir_(root_ + "/.power-loss-stash"), posix_(Env::posix()) {
   posix_.mkdir(stash_dir_.c_str(), 0755);
 }
 

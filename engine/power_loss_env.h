@@ -38,7 +38,7 @@
 
 namespace tessera {
 
-class PowerLossEnv final : public Env {
+class PowerLossEnv final : public EnvWrapper {
  public:
   // base: where calls go (the POSIX env, or a FaultEnv to fail some of them); root: the
   // tree whose files are tracked (files outside it are never rolled back).
@@ -58,25 +58,17 @@ class PowerLossEnv final : public Env {
 
   int open(const char* path, int flags, mode_t mode) override;
   int close(int fd) override;
-  ssize_t pread(int fd, void* buf, size_t n, off_t off) override { return base_.pread(fd, buf, n, off); }
-  ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) override {
-    return base_.preadv(fd, iov, cnt, off);
-  }
   ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) override;
   ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) override;
   int fdatasync(int fd) override;
   int fsync(int fd) override;
   int syncfs(int fd) override;
   int ftruncate(int fd, off_t size) override;
-  int fstat(int fd, struct stat* st) override { return base_.fstat(fd, st); }
-  int flock(int fd, int op) override { return base_.flock(fd, op); }
-  int stat(const char* path, struct stat* st, bool follow) override { return base_.stat(path, st, follow); }
   int mkdir(const char* path, mode_t mode) override;
   int rmdir(const char* path) override;
   int unlink(const char* path) override;
   int rename(const char* from, const char* to) override;
   int link(const char* from, const char* to) override;
-  int list_dir(const char* path, std::vector<std::string>* names) override { return base_.list_dir(path, names); }
 
  private:
   // A name change not durable yet, and how to undo it.
@@ -107,7 +99,6 @@ class PowerLossEnv final : public Env {
   void forget_locked();
 
   std::string root_, stash_dir_;
-  Env& base_;
   Env& posix_;
   mutable std::mutex mu_;
   uint64_t count_ = 0, stop_at_ = 0;

@@ -21,39 +21,20 @@ namespace {
 // Forwards every call to the POSIX Env; a hook may run after a rename (given the
 // destination) or before a directory listing (given the directory).  Each hook runs
 // once: it is cleared before it is called.
-class HookEnv final : public Env {
+class HookEnv final : public EnvWrapper {
  public:
+  HookEnv() : EnvWrapper(Env::posix()) {}
   std::function<void(const std::string&)> after_rename, before_list;
 
-  int open(const char* p, int f, mode_t m) override { return b().open(p, f, m); }
-  int close(int fd) override { return b().close(fd); }
-  ssize_t pread(int fd, void* buf, size_t n, off_t o) override { return b().pread(fd, buf, n, o); }
-  ssize_t preadv(int fd, const struct iovec* v, int c, off_t o) override { return b().preadv(fd, v, c, o); }
-  ssize_t pwrite(int fd, const void* buf, size_t n, off_t o) override { return b().pwrite(fd, buf, n, o); }
-  ssize_t pwritev(int fd, const struct iovec* v, int c, off_t o) override { return b().pwritev(fd, v, c, o); }
-  int fdatasync(int fd) override { return b().fdatasync(fd); }
-  int fsync(int fd) override { return b().fsync(fd); }
-  int syncfs(int fd) override { return b().syncfs(fd); }
-  int ftruncate(int fd, off_t s) override { return b().ftruncate(fd, s); }
-  int fstat(int fd, struct stat* st) override { return b().fstat(fd, st); }
-  int flock(int fd, int op) override { return b().flock(fd, op); }
-  int stat(const char* p, struct stat* st, bool follow) override { return b().stat(p, st, follow); }
-  int mkdir(const char* p, mode_t m) override { return b().mkdir(p, m); }
-  int rmdir(const char* p) override { return b().rmdir(p); }
-  int unlink(const char* p) override { return b().unlink(p); }
   int rename(const char* from, const char* to) override {
-    int r = b().rename(from, to);
+    int r = base_.rename(from, to);
     if (r == 0 && after_rename) std::exchange(after_rename, nullptr)(to);
     return r;
   }
-  int link(const char* from, const char* to) override { return b().link(from, to); }
   int list_dir(const char* p, std::vector<std::string>* names) override {
     if (before_list) std::exchange(before_list, nullptr)(p);
-    return b().list_dir(p, names);
+    return base_.list_dir(p, names);
   }
-
- private:
-  static Env& b() { return Env::posix(); }
 };
 
 ArrayOptions file_writer() {
