@@ -184,7 +184,7 @@ struct VacuumResult {
   uint64_t fragments = 0, bytes = 0;
 };
 
-class Array : public BufferOwner {
+class Array final : public BufferOwner {
  public:
   // durable = false: nothing is synced (the caller syncs the file system before it
   // records the array anywhere, e.g. at its flush).

@@ -143,19 +143,27 @@ haddr_t chunk_addr(DatasetObj& d, const tessera::Coords& t) {
   return idx * chunk_cells(s) * s.elem_size;
 }
 
-void write_chunk(DatasetObj& d, const H5VL_native_dataset_chunk_write_t& a) {
+// `a` is 1.14's H5VL_native_dataset_chunk_write_t or 2.x's NativeChunkWrite2 (h5_runtime.h).
+void write_chunk(DatasetObj& d, const void* a) {
+  NativeChunkWrite2 w;
+  if (h5_is_2x()) {
+    w = *static_cast<const NativeChunkWrite2*>(a);
+  } else {
+    const auto& a1 = *static_cast<const H5VL_native_dataset_chunk_write_t*>(a);
+    w = NativeChunkWrite2{a1.offset, a1.filters, a1.size, a1.buf};
+  }
   if (!d.file->writable()) fail_arg("file '" + d.file->name() + "' is open read-only (no write intent)");
-  if (!a.buf) fail_arg("buf cannot be NULL");
-  tessera::Coords t = tile_of(d, a.offset);
+  if (!w.buf) fail_arg("buf cannot be NULL");
+  tessera::Coords t = tile_of(d, w.offset);
   allocation_before_write(d);
   PipelineMap m = map_pipeline(d);
   if (m.shared) {
-    check(d.array->write_tile_encoded(t.data(), to_engine_skip(m, a.filters), a.buf, a.size));
+    check(d.array->write_tile_encoded(t.data(), to_engine_skip(m, w.filters), w.buf, w.size));
     return;
   }
   const tessera::Schema& s = d.array->schema();
   std::vector<uint8_t> cells(chunk_cells(s) * s.elem_size);
-  native_chunk(d).decode(a.buf, a.size, a.filters, cells.data());
+  native_chunk(d).decode(w.buf, w.size, w.filters, cells.data());
   check(d.array->write_tile(t.data(), cells.data()));
 }
 
@@ -240,7 +248,7 @@ herr_t dataset_native_optional(DatasetObj& d, H5VL_optional_args_t* args) {
       return 0;
     case H5VL_NATIVE_DATASET_CHUNK_WRITE:
       require_chunked(d);
-      write_chunk(d, a->chunk_write);
+      write_chunk(d, &a->chunk_write);
       return 0;
     case H5VL_NATIVE_DATASET_CHUNK_READ:
       require_chunked(d);

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "vol/file_image.h"
 #include "vol/objects.h"
 #include "vol/parallel.h"
 #include "vol/swmr.h"
@@ -321,12 +322,18 @@ herr_t file_optional(void* obj, H5VL_optional_args_t* args, hid_t, void**) {
         *a->get_freespace.size = 0;
         return;
       }
+      case H5VL_NATIVE_FILE_GET_FILE_IMAGE: {  // file_image.h: a native file's image
+        auto* a = static_cast<H5VL_native_file_optional_args_t*>(args->args);
+        ssize_t len = file_image(*fo, a->get_file_image.buf, a->get_file_image.buf_size);
+        if (a->get_file_image.image_len) *a->get_file_image.image_len = static_cast<size_t>(len);
+        return;
+      }
       case H5VL_NATIVE_FILE_CLEAR_ELINK_CACHE: return;  // external links are never followed
       case H5VL_NATIVE_FILE_START_SWMR_WRITE: start_swmr_write(*fo); return;  // swmr.h
       default:
         if (file_setting_op(*fo->file, args->op_type, args->args)) return;  // file_settings.h
         fail_unsupported("native-only file operation " + std::to_string(args->op_type) +
-                         " (tessera containers have no HDF5 metadata cache, VFD or file image)");
+                         " (tessera containers have no HDF5 metadata cache or VFD)");
     }
   });
 }

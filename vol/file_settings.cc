@@ -25,14 +25,17 @@ std::string base_name(const std::string& p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-// A private directory for a core-driver file without backing store.
-std::string temporary_path(const std::string& name) {
+}  // namespace
+
+std::string temporary_container_path(const std::string& name) {
   const char* tmp = std::getenv("TMPDIR");
   std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/tessera-core-XXXXXX";
   if (!::mkdtemp(t.data())) fail_arg("cannot create a temporary directory for in-memory file '" + name + "'");
   std::string b = base_name(name);
   return t + "/" + (b.empty() ? "file" : b);
 }
+
+namespace {
 
 // The metadata member's name of a split/multi file (H5FD_MEM_SUPER's name pattern).
 std::string multi_meta_name(const std::string& name, hid_t fapl) {
@@ -72,7 +75,7 @@ std::string container_path(const std::string& name, hid_t fapl, bool* temporary)
     if (H5Pget_fapl_core(fapl, &incr, &backing) < 0) fail_arg("cannot read the core driver settings");
     if (backing) return name;
     *temporary = true;
-    return temporary_path(name);
+    return temporary_container_path(name);
   }
   if (drv == H5FD_MULTI) return multi_meta_name(name, fapl);
   fail_unsupported("file '" + name + "': this file driver cannot hold a tessera container (a container is a "

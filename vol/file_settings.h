@@ -28,6 +28,10 @@ class SharedFile;
 // cannot hold a container.
 std::string container_path(const std::string& name, hid_t fapl, bool* temporary);
 
+// A path for a container in a new private temporary directory (under $TMPDIR, else
+// /tmp), named after `name`'s last component: in-memory files and file images.
+std::string temporary_container_path(const std::string& name);
+
 // The fapl's page buffer size adjusted as native adjusts it for a file whose fcpl is
 // `fcpl` (create: refuses page buffering without the paged strategy; open: disables it);
 // at create also native's userblock rules (a multiple of the page size or alignment).

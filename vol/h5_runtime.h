@@ -7,7 +7,7 @@
 // structs and the enums the connector uses are the same in both; what differs is a few
 // functions: versioned ones (H5Tdecode, H5Dread_chunk), macros that expand to
 // different symbols (H5FD_SEC2, H5VL_NATIVE: h5_shims.cc), the parallel-only ones
-// (H5Pget_fapl_mpio), and one callback struct that grew (native chunk read).  Each of
+// (H5Pget_fapl_mpio), and two callback structs that changed (native chunk read and write).  Each of
 // those goes through here, resolved from the running library by name.
 #pragma once
 
@@ -46,6 +46,15 @@ struct NativeChunkRead2 {
   uint32_t filters;
   void* buf;
   size_t* buf_size;  // in: bytes available at buf; out: the chunk's size
+};
+
+// The 2.x layout of the native "chunk write" optional callback's arguments: the size
+// became a size_t (H5Dwrite_chunk's data_size), which moves `buf` too.
+struct NativeChunkWrite2 {
+  const hsize_t* offset;
+  uint32_t filters;
+  size_t size;
+  const void* buf;
 };
 
 }  // namespace tessera_vol

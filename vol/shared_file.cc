@@ -17,6 +17,7 @@
 #include "vol/catalog_keys.h"
 #include "vol/connector_info.h"
 #include "vol/error.h"
+#include "vol/file_image.h"
 #include "vol/file_settings.h"
 #include "vol/link_storage.h"
 #include "vol/objects.h"  // Obj: open handles keep unreferenced objects
@@ -105,9 +106,21 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
 std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned flags, hid_t fapl) {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
   bool temporary = false;
-  const std::string path = container_path(name, fapl, &temporary);
-  if (temporary)  // a core file without backing store that is not open: nothing to open
+  std::string path = container_path(name, fapl, &temporary);
+  // A file image (file_image.h): imported into a private temporary container, which
+  // then opens like any other and goes when the file closes.
+  const bool image = has_file_image(fapl);
+  if (image) {
+    if (!temporary && (flags & H5F_ACC_RDWR))
+      fail_unsupported("file '" + name + "': a file image opened read-write with a backing store would be "
+                       "written to that file as native HDF5 at close, which tessera cannot do (open the image "
+                       "without a backing store, H5Pset_fapl_core(fapl, incr, 0), or read-only)");
+    if (!temporary) path = temporary_container_path(name);
+    temporary = true;
+    import_file_image(name, fapl, path);
+  } else if (temporary) {  // a core file without backing store that is not open: nothing to open
     ::rmdir(path.substr(0, path.rfind('/')).c_str());
+  }
   std::string real = real_path(path);
   // As of a past commit (engine/history.h): read-only, and a file of its own (the same
   // container opened as of now or of another commit is another file).
@@ -126,13 +139,14 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
       return f;
     }
   }
-  if (temporary) {  // core without backing store opens nothing that exists
+  if (temporary && !image) {  // core without backing store opens nothing that exists
     check(tessera::Status(tessera::Errc::kNotFound, "unable to open file: name = '" + name +
                                                         "', errno = 2 (an in-memory file without backing store)"));
   }
   tessera::configure_process(file_options(fapl));  // as in create(): before the container
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
+  if (image) f->temporary_ = path;
   f->locking_ = LockingFlags::of(fapl);
   bool rw = (flags & H5F_ACC_RDWR) != 0;
   f->par_ = Parallel::from_fapl(fapl);

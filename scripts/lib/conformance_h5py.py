@@ -139,7 +139,6 @@ def problems(results):
 # file-like object holding them, byte offsets inside them — which a tessera container (a
 # directory) does not have by design (issue 12).  Keys are test ids or prefixes of them.
 NATIVE_FORMAT = {
-    "test_file_image.py::": "file images are the bytes of a native HDF5 file",
     "test_file2.py::TestFileObj::": "a Python file-like object holds a native file's bytes; tessera refuses "
                                     "h5py's file-object driver (a container is a directory)",
     "test_file.py::TestDrivers::test_fileobj": "h5py's file-object driver (see TestFileObj)",

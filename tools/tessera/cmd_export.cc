@@ -15,7 +15,7 @@
 #include "engine/container.h"
 #include "engine/file_io.h"
 #include "tools/tessera/command.h"
-#include "tools/tessera/h5copy.h"
+#include "convert/h5copy.h"
 #include "tools/tessera/h5util.h"
 #include "tools/tessera/output.h"
 #include "tools/tessera/progress.h"

@@ -10,6 +10,8 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include "convert/failure.h"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,12 +26,7 @@ enum Exit : int {
   kUsage = 64,    // bad arguments (EX_USAGE)
 };
 
-// Thrown by a subcommand to stop with a message on stderr and an exit status.
-struct Failure {
-  std::string message;
-  int status = kFailed;
-};
-[[noreturn]] inline void fail(const std::string& message, int status = kFailed) { throw Failure{message, status}; }
+// Failure and fail(): convert/failure.h (thrown by subcommands and the file copy).
 
 using Runner = std::function<int()>;
 

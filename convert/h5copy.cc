@@ -1,5 +1,5 @@
 // h5copy.cc — h5copy.h.
-#include "tools/tessera/h5copy.h"
+#include "convert/h5copy.h"
 
 #include <H5VLconnector.h>
 #include <H5VLnative.h>
@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "tools/tessera/command.h"
-#include "tools/tessera/h5util.h"
+#include "convert/failure.h"
+#include "convert/hid.h"
 #include "vol/region_ops.h"
 
 namespace tool {
