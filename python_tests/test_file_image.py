@@ -56,7 +56,7 @@ def check_model(f: h5py.File, changed: dict | None = None) -> None:
 # A native child: MODE "make" writes the model into an in-memory file and saves its image;
 # "check" opens an image and checks it holds the model with ints[0, :] = -1 (as the test
 # changed it) and writes ints[1, :] = -2 into it, saving the new image; "disk" opens the
-# image file as an ordinary HDF5 file on disk.
+# image file as an ordinary HDF5 file on disk ("disk2": with ints[1, :] = -2 too).
 CHILD = r"""
 import sys, numpy as np, h5py
 sys.path.insert(0, sys.argv[3])
@@ -75,9 +75,11 @@ elif mode == "check":
         f["ints"][1, :] = -2
         f.flush()
         open(path, "wb").write(f.id.get_file_image())
-elif mode == "disk":
+elif mode in ("disk", "disk2"):
     with h5py.File(path, "r") as f:
         ints = t.MODEL["ints"].copy(); ints[0, :] = -1
+        if mode == "disk2":
+            ints[1, :] = -2
         t.check_model(f, {"ints": ints})
 print("ok")
 """
@@ -179,3 +181,51 @@ def test_bad_images_fail_clearly(tessera_env, tmp_path):
         h5py.h5f.open(name.encode(), h5py.h5f.ACC_RDWR, fapl=fapl)
     assert not os.path.exists(name)
     assert temporary_containers() == before
+
+
+# --------------------------------------------------------------------------- file objects
+# h5py's file-object driver keeps a file's bytes in a Python file-like object: tessera
+# imports them at open and writes the whole file back through the driver, as a native
+# HDF5 file, at create, flush and close (vol/file_image.h).
+
+def test_a_file_object_holds_a_native_file(tessera_env, tmp_path):
+    import io
+    before = temporary_containers()
+    bio = io.BytesIO()
+    with h5py.File(bio, "w") as f:
+        assert f.driver == "fileobj"
+        write_model(f)
+        f["ints"][0, :] = -1
+    assert bio.getvalue().startswith(HDF5_SIGNATURE)
+    p = tmp_path / "from_bytesio.h5"
+    p.write_bytes(bio.getvalue())
+    native(tmp_path, "disk", p)  # native reads what tessera wrote into the object
+    with h5py.File(bio, "r") as f:
+        ints = MODEL["ints"].copy()
+        ints[0, :] = -1
+        check_model(f, {"ints": ints})
+        with pytest.raises(Exception):
+            f.create_dataset("more", data=[1])  # read-only, as natively
+    # r+: a flush writes the change back before the close.
+    with h5py.File(bio, "r+") as f:
+        f["ints"][1, :] = -2
+        f.flush()
+        flushed = bio.getvalue()
+    p.write_bytes(flushed)
+    native(tmp_path, "disk2", p)  # native sees the flushed change
+    assert temporary_containers() == before
+
+
+def test_a_native_file_object_opens(tessera_env, tmp_path):
+    import io
+    img_path = tmp_path / "image.bin"
+    native(tmp_path, "make", img_path)
+    # A real file object holding native bytes, read and changed through tessera.
+    with open(img_path, "r+b") as fo:
+        with h5py.File(fo, "r+") as f:
+            check_model(f)
+            f["ints"][0, :] = -1
+    native(tmp_path, "disk", img_path)
+    # A file object that cannot hold a file fails at create, with the object's error.
+    with pytest.raises(Exception):
+        h5py.File(io.StringIO(), "w")

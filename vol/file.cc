@@ -147,6 +147,9 @@ void* file_create(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id
     // An MPI-IO fapl makes the file parallel: collective metadata, per-rank fragments,
     // epoch commits at flush/close (object_model.cc, docs/parallel.md).
     auto f = SharedFile::create(name, flags, fcpl_id, fapl_id);
+    // A foreign driver's file (file_image.h) exists through its driver from the create
+    // on, as natively (and a driver that cannot hold it fails here, not at close).
+    if (f->writes_back()) write_back(*f);
     return new_handle(f);
   });
 }
@@ -269,6 +272,7 @@ herr_t file_specific(void* obj, H5VL_file_specific_args_t* args, hid_t, void**) 
         // next commit through a parallel handle.
         if (o->type == H5I_FILE && static_cast<FileObj*>(o)->serial_view) return;
         flush_all(*o->file);  // catalog commits are already durable
+        if (o->file->writes_back()) write_back(*o->file);  // file_image.h
         return;
       }
       case H5VL_FILE_REOPEN: {
@@ -347,6 +351,7 @@ herr_t file_close(void* file, hid_t, void**) {
       // A serial view of a parallel file leaves the (collective) commit to the parallel
       // handles: closing it on one rank alone must not wait for the others.
       if (!fo->serial_view) flush_all(*fo->file);
+      if (fo->file->writes_back()) write_back(*fo->file);  // file_image.h
     }
     delete fo;
   });

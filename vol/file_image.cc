@@ -2,11 +2,13 @@
 #include "vol/file_image.h"
 
 #include <H5FDcore.h>
+#include <H5FDdevelop.h>
 #include <H5VLconnector.h>
 #include <H5VLnative.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <vector>
 
 #include "convert/failure.h"
 #include "convert/h5copy.h"
@@ -43,6 +45,10 @@ Hid tessera_fapl(hid_t base) {
   return fapl;
 }
 
+// Copies f's container into a new native file `dst_name` made with `nfapl` (HDF5's
+// native connector) and returns it, open.
+Hid native_copy(SharedFile& f, hid_t nfapl, const std::string& dst_name, const std::string& what);
+
 void remove_temporary(const std::string& container) {
   (void)tessera::Container::remove(container);
   ::rmdir(container.substr(0, container.rfind('/')).c_str());
@@ -68,7 +74,8 @@ void import_file_image(const std::string& name, hid_t fapl, const std::string& c
   Hid src(H5Fopen(name.c_str(), H5F_ACC_RDONLY, nfapl));
   if (!src.valid()) {
     remove_temporary(container);
-    fail_arg("cannot open the file image of '" + name + "' (it must be the image of a native HDF5 file)" + h5_reason());
+    fail_arg("cannot open '" + name + "' as native HDF5 bytes (a file image, or a file whose driver keeps it "
+             "outside the file system, must hold a native HDF5 file)" + h5_reason());
   }
   Hid fcpl(H5Fget_create_plist(src));
   try {
@@ -79,39 +86,89 @@ void import_file_image(const std::string& name, hid_t fapl, const std::string& c
     if (H5Fclose(dst.release()) < 0) fail_arg("cannot commit the imported file image" + h5_reason());
   } catch (const tool::Failure& e) {
     remove_temporary(container);
-    fail_arg("file image of '" + name + "': " + e.message);
+    fail_arg("importing '" + name + "': " + e.message);
   } catch (...) {
     remove_temporary(container);
     throw;
   }
 }
 
+// Marks a write-back (or an image copy) under way: the copy's own open and close of the
+// container must not write back again.
+struct WriteBack {
+  explicit WriteBack(SharedFile& f) : f_(f), was_(f.writing_back_) { f.writing_back_ = true; }
+  ~WriteBack() { f_.writing_back_ = was_; }
+  SharedFile& f_;
+  bool was_;
+};
+
+namespace {
+
+Hid native_copy(SharedFile& f, hid_t nfapl, const std::string& dst_name, const std::string& what) {
+  WriteBack busy(f);
+  // The container opened again through the C API: the same open file (SharedFile shares
+  // it by path, buffered writes included), closed again after the copy.
+  Hid sfapl = tessera_fapl(f.fapl());
+  Hid src(H5Fopen(f.container().path().c_str(), H5F_ACC_RDONLY, sfapl));
+  if (!src.valid()) fail_arg(what + ": cannot read file '" + f.name() + "'" + h5_reason());
+  Hid afapl(H5Fget_access_plist(src));
+  H5F_libver_t lo = H5F_LIBVER_EARLIEST, hi = H5F_LIBVER_LATEST;
+  if (afapl.valid() && H5Pget_libver_bounds(afapl, &lo, &hi) >= 0) H5Pset_libver_bounds(nfapl, lo, hi);
+  Hid fcpl(H5Fget_create_plist(src));
+  Hid dst(H5Fcreate(dst_name.c_str(), H5F_ACC_TRUNC, fcpl.valid() ? fcpl.get() : H5P_DEFAULT, nfapl));
+  if (!dst.valid()) fail_arg(what + ": cannot create the native file" + h5_reason());
+  try {
+    tool::copy_file(src, dst, tool::CopyOptions{});
+  } catch (const tool::Failure& e) {
+    fail_unsupported(what + " of '" + f.name() + "': " + e.message);
+  }
+  return dst;
+}
+
+}  // namespace
+
+void write_back(SharedFile& f) {
+  // The native image first (an in-memory core file), then its bytes through the file's
+  // driver from offset 0, truncated to their length: an H5Fcreate through the driver
+  // would rely on it truncating the old bytes, which h5py's file-object driver does not.
+  Hid nfapl(H5Pcreate(H5P_FILE_ACCESS));
+  if (!nfapl.valid() || H5Pset_fapl_core(nfapl, 1 << 20, 0) < 0 || H5Pset_vol(nfapl, H5VL_NATIVE, nullptr) < 0)
+    fail_arg("cannot make an in-memory native file for '" + f.name() + "'" + h5_reason());
+  static std::atomic<uint64_t> serial{0};
+  const std::string mem = "tessera-write-back-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+  std::vector<unsigned char> image;
+  {
+    Hid dst = native_copy(f, nfapl, mem, "writing back through the file driver");
+    if (H5Fflush(dst, H5F_SCOPE_LOCAL) < 0) fail_arg("cannot flush the in-memory native file" + h5_reason());
+    ssize_t len = H5Fget_file_image(dst, nullptr, 0);
+    if (len > 0) {
+      image.resize(static_cast<size_t>(len));
+      len = H5Fget_file_image(dst, image.data(), image.size());
+    }
+    if (len <= 0) fail_arg("cannot take the native image of '" + f.name() + "'" + h5_reason());
+  }
+  const std::string what = "writing '" + f.name() + "' back through its file driver";
+  H5FD_t* fd = H5FDopen(f.name().c_str(), H5F_ACC_RDWR, f.fapl(), HADDR_UNDEF);
+  if (!fd) fail_arg(what + ": cannot open it" + h5_reason());
+  herr_t rc = H5FDset_eoa(fd, H5FD_MEM_SUPER, image.size());
+  if (rc >= 0) rc = H5FDwrite(fd, H5FD_MEM_SUPER, H5P_DATASET_XFER_DEFAULT, 0, image.size(), image.data());
+  if (rc >= 0) rc = H5FDtruncate(fd, H5P_DATASET_XFER_DEFAULT, 1);
+  const std::string reason = rc < 0 ? h5_reason() : "";
+  if (H5FDclose(fd) < 0 && rc >= 0) fail_arg(what + ": closing it failed" + h5_reason());
+  if (rc < 0) fail_arg(what + " failed" + reason);
+}
+
 ssize_t file_image(FileObj& fo, void* buf, size_t size) {
   if (fo.file->parallel())
     fail_unsupported("H5Fget_file_image: file '" + fo.file->name() + "' is open in parallel (MPI-IO); "
                      "a parallel file has no file image");
-  // The container opened again through the C API: the same open file (SharedFile shares
-  // it by path, buffered writes included), closed again after the copy.
-  Hid sfapl0 = tessera_fapl(fo.file->fapl());
-  Hid src(H5Fopen(fo.file->container().path().c_str(), H5F_ACC_RDONLY, sfapl0));
-  if (!src.valid()) fail_arg("cannot read file '" + fo.file->name() + "' for its image" + h5_reason());
   // The image is that of a native in-memory (core) file holding a copy of the container.
   Hid nfapl(H5Pcreate(H5P_FILE_ACCESS));
   if (!nfapl.valid() || H5Pset_fapl_core(nfapl, 1 << 20, 0) < 0 || H5Pset_vol(nfapl, H5VL_NATIVE, nullptr) < 0)
     fail_arg("cannot make an in-memory native file for the image" + h5_reason());
-  Hid sfapl(H5Fget_access_plist(src));
-  H5F_libver_t lo = H5F_LIBVER_EARLIEST, hi = H5F_LIBVER_LATEST;
-  if (sfapl.valid() && H5Pget_libver_bounds(sfapl, &lo, &hi) >= 0) H5Pset_libver_bounds(nfapl, lo, hi);
-  Hid fcpl(H5Fget_create_plist(src));
   static std::atomic<uint64_t> serial{0};
   const std::string name = "tessera-file-image-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
-  Hid dst(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, fcpl.valid() ? fcpl.get() : H5P_DEFAULT, nfapl));
-  if (!dst.valid()) fail_arg("cannot make an in-memory native file for the image" + h5_reason());
-  try {
-    tool::copy_file(src, dst, tool::CopyOptions{});
-  } catch (const tool::Failure& e) {
-    fail_unsupported("H5Fget_file_image of '" + fo.file->name() + "': " + e.message);
-  }
+  Hid dst = native_copy(*fo.file, nfapl, name, "H5Fget_file_image");
   if (H5Fflush(dst, H5F_SCOPE_LOCAL) < 0) fail_arg("cannot flush the in-memory native file" + h5_reason());
   ssize_t len = H5Fget_file_image(dst, buf, buf ? size : 0);
   if (len < 0) fail_arg("H5Fget_file_image" + h5_reason());

@@ -57,8 +57,9 @@ std::string multi_meta_name(const std::string& name, hid_t fapl) {
 
 }  // namespace
 
-std::string container_path(const std::string& name, hid_t fapl, bool* temporary) {
+std::string container_path(const std::string& name, hid_t fapl, bool* temporary, bool* foreign) {
   *temporary = false;
+  if (foreign) *foreign = false;
   fapl = real_fapl(fapl);
   hid_t drv = H5Pget_driver(fapl);
   if (drv < 0) fail_arg("cannot read the file driver");
@@ -78,6 +79,10 @@ std::string container_path(const std::string& name, hid_t fapl, bool* temporary)
     return temporary_container_path(name);
   }
   if (drv == H5FD_MULTI) return multi_meta_name(name, fapl);
+  if (foreign) {  // file_image.h: the file's bytes stay with the driver, in native format
+    *temporary = *foreign = true;
+    return temporary_container_path(name);
+  }
   fail_unsupported("file '" + name + "': this file driver cannot hold a tessera container (a container is a "
                    "directory on a file system: use the default, sec2, core, split or MPI-IO driver)");
 }

@@ -11,8 +11,10 @@
 // family store a container under the given name; core with no backing store keeps the
 // container in a private temporary directory removed when the file closes (nothing
 // remains, as natively); split/multi store it under the metadata member's name
-// (<name>-m.h5 by default); a driver HDF5 does not ship (h5py's Python file-object
-// driver, ros3, ...) is refused: a container lives in a directory on a file system.
+// (<name>-m.h5 by default); with any other driver (h5py's Python file-object driver,
+// ros3, ...) the file stays in native format with that driver and tessera works on a
+// private temporary container, imported at open and written back at flush and close
+// (file_image.h).
 #pragma once
 
 #include <hdf5.h>
@@ -24,9 +26,11 @@ namespace tessera_vol {
 class SharedFile;
 
 // Where a file of this name and fapl lives: the container path (`temporary` true when it
-// must be removed at close: core driver without backing store).  Throws for drivers that
-// cannot hold a container.
-std::string container_path(const std::string& name, hid_t fapl, bool* temporary);
+// must be removed at close: core driver without backing store).  A driver that cannot
+// hold a container (h5py's file-object driver, ros3, ...): with `foreign`, a temporary
+// container and *foreign = true (its bytes are imported and written back in native
+// format, file_image.h); without, an error.
+std::string container_path(const std::string& name, hid_t fapl, bool* temporary, bool* foreign = nullptr);
 
 // A path for a container in a new private temporary directory (under $TMPDIR, else
 // /tmp), named after `name`'s last component: in-memory files and file images.

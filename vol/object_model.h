@@ -126,6 +126,8 @@ class SharedFile {
   ~SharedFile();
 
   const std::string& name() const { return name_; }
+  // A foreign-driver file (file_image.h) whose bytes must be written back when it changes.
+  bool writes_back() const { return foreign_ && writable() && !writing_back_; }
   unsigned intent() const { return intent_; }
   bool writable() const { return (intent_ & H5F_ACC_RDWR) != 0; }
   void add_intent(unsigned bits) { intent_ |= bits; }  // SWMR bits (swmr.h)
@@ -251,6 +253,11 @@ class SharedFile {
 
   std::string name_, real_;
   std::string temporary_;  // a core-driver container removed at close (file_settings.h)
+  // The file's bytes live with a foreign driver in native format (file_image.h): written
+  // back at flush and close when writable.  `writing_back_`: a write-back is under way
+  // (its own open and close of the container must not start another).
+  bool foreign_ = false, writing_back_ = false;
+  friend struct WriteBack;
   int dir_fd_ = -1;        // directory_handle()
   LockingFlags locking_;
   unsigned intent_ = 0;

@@ -56,14 +56,15 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   if (!opts.as_of.empty())
     fail_arg("setting as_of: a file opened as of a past commit is read-only; H5Fcreate cannot use it");
   tessera::configure_process(opts);
-  bool temporary = false;
-  const std::string path = container_path(name, fapl, &temporary);  // the driver decides (file_settings.h)
+  bool temporary = false, foreign = false;
+  const std::string path = container_path(name, fapl, &temporary, &foreign);  // the driver decides (file_settings.h)
   std::string real = real_path(path);
   if (auto it = g_files.find(real); it != g_files.end() && !it->second.expired())
     fail_arg("file '" + name + "' is already open; HDF5 cannot truncate an open file");
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
   if (temporary) f->temporary_ = path;
+  f->foreign_ = foreign;
   f->par_ = Parallel::from_fapl(fapl);
   if (f->par_) {
     f->par_->check_fapl(fapl);
@@ -105,12 +106,14 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
 
 std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned flags, hid_t fapl) {
   std::lock_guard<std::recursive_mutex> g(g_files_mu);
-  bool temporary = false;
-  std::string path = container_path(name, fapl, &temporary);
-  // A file image (file_image.h): imported into a private temporary container, which
-  // then opens like any other and goes when the file closes.
-  const bool image = has_file_image(fapl);
-  if (image) {
+  bool temporary = false, foreign = false;
+  std::string path = container_path(name, fapl, &temporary, &foreign);
+  // A file image or a foreign driver's file (file_image.h): imported into a private
+  // temporary container, which then opens like any other and goes when the file closes.
+  const bool image = foreign || has_file_image(fapl);
+  if (foreign) {
+    import_file_image(name, fapl, path);
+  } else if (image) {
     if (!temporary && (flags & H5F_ACC_RDWR))
       fail_unsupported("file '" + name + "': a file image opened read-write with a backing store would be "
                        "written to that file as native HDF5 at close, which tessera cannot do (open the image "
@@ -147,6 +150,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   auto f = std::shared_ptr<SharedFile>(new SharedFile());
   f->name_ = name;
   if (image) f->temporary_ = path;
+  f->foreign_ = foreign;
   f->locking_ = LockingFlags::of(fapl);
   bool rw = (flags & H5F_ACC_RDWR) != 0;
   f->par_ = Parallel::from_fapl(fapl);
