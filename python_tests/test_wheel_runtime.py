@@ -171,6 +171,22 @@ def test_enable_after_h5py_without_environment_raises(build_dir, tmp_path):
     assert "before tessera.enable()" in r.stderr, r.stderr
 
 
+def new_file(path, native: bool) -> h5py.File:
+    """A new file made natively (the native connector chosen on the fapl, in this process)
+    or through tessera (the environment's default connector)."""
+    from conftest import HDF5
+
+    if not native:
+        return h5py.File(path, "w")
+    lib = HDF5().lib
+    lib.H5Pset_vol.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    cid = lib.H5VLget_connector_id_by_name(b"native")
+    assert lib.H5Pset_vol(fapl.id, cid, None) >= 0
+    lib.H5VLclose(cid)
+    return h5py.File(h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC, fapl=fapl))
+
+
 def test_direct_chunk_read_matches_native(tessera_env, tmp_path):
     """H5Dread_chunk through h5py: HDF5 2.x hands the connector a larger argument struct
     (with the caller's buffer size) than 1.14 (vol/h5_runtime.h NativeChunkRead2)."""
@@ -179,20 +195,10 @@ def test_direct_chunk_read_matches_native(tessera_env, tmp_path):
     from conftest import HDF5
 
     lib = HDF5().lib
-    lib.H5Pset_vol.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
     data = np.arange(64 * 64, dtype="<i4").reshape(64, 64)
 
     def chunks(native):
-        path = tmp_path / ("n.h5" if native else "t.h5")
-        if native:
-            fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-            cid = lib.H5VLget_connector_id_by_name(b"native")
-            assert lib.H5Pset_vol(fapl.id, cid, None) >= 0
-            lib.H5VLclose(cid)
-            f = h5py.File(h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC, fapl=fapl))
-        else:
-            f = h5py.File(path, "w")
-        with f:
+        with new_file(tmp_path / ("n.h5" if native else "t.h5"), native) as f:
             raw = f.create_dataset("raw", data=data, chunks=(16, 32))
             gz = f.create_dataset("gz", data=data, chunks=(16, 32), compression="gzip")
             out = []
@@ -224,23 +230,10 @@ def test_direct_chunk_write_matches_native(tessera_env, tmp_path):
     with 1.14's layout, the connector took the size for the buffer and crashed."""
     import zlib
 
-    from conftest import HDF5
-
-    lib = HDF5().lib
-    lib.H5Pset_vol.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
     block = np.arange(16 * 32, dtype="<i4").reshape(16, 32)
 
     def written(native):
-        path = tmp_path / ("wn.h5" if native else "wt.h5")
-        if native:
-            fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-            cid = lib.H5VLget_connector_id_by_name(b"native")
-            assert lib.H5Pset_vol(fapl.id, cid, None) >= 0
-            lib.H5VLclose(cid)
-            f = h5py.File(h5py.h5f.create(str(path).encode(), h5py.h5f.ACC_TRUNC, fapl=fapl))
-        else:
-            f = h5py.File(path, "w")
-        with f:
+        with new_file(tmp_path / ("wn.h5" if native else "wt.h5"), native) as f:
             raw = f.create_dataset("raw", shape=(32, 64), dtype="<i4", chunks=(16, 32), fillvalue=-1)
             gz = f.create_dataset("gz", shape=(32, 64), dtype="<i4", chunks=(16, 32), compression="gzip")
             raw.id.write_direct_chunk((16, 32), (block * 3).tobytes())
