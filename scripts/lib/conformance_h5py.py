@@ -167,11 +167,41 @@ def native_format_reason(test: str) -> str:
     return ""
 
 
-def markdown(results, reasons=None):
+def ratchet_problems(results, ratchet, key="h5py"):
+    """What the ratchet (tests `{key}_tests`, files `{key}_clean_files`) finds lost."""
+    out = []
+    passed = set(passing(results))
+    clean = {r["file"] for r in results if not ending(r["tessera"])}
+    ran = {r["file"] for r in results}
+    ran_tests = {t for r in results for t in r["tessera"]["outcomes"]}
+    for t in sorted(set(ratchet.get(f"{key}_tests", [])) & ran_tests - passed):
+        out.append(f"{key} test {t} passed on tessera before and does not now")
+    for f in sorted(set(ratchet.get(f"{key}_clean_files", [])) & ran - clean):
+        out.append(f"{key} test file {f} ended normally before and does not now")
+    # A test that vanished from a file that ran (renamed, or its file crashed earlier).
+    for f in sorted(ran):
+        gone = [t for t in ratchet.get(f"{key}_tests", []) if t.split("::")[0].endswith(f) and t not in ran_tests]
+        if gone and f in clean:
+            out.append(f"{key} {f}: {len(gone)} ratcheted tests did not run (first: {gone[0]})")
+    return out
+
+
+def raise_ratchet(results, ratchet, key="h5py"):
+    clean = [r["file"] for r in results if not ending(r["tessera"])]
+    ratchet[f"{key}_tests"] = sorted(set(ratchet.get(f"{key}_tests", [])) | set(passing(results)))
+    ratchet[f"{key}_clean_files"] = sorted(set(ratchet.get(f"{key}_clean_files", [])) | set(clean))
+
+
+def markdown(results, reasons=None, wheel=False):
     reasons = reasons or {}
-    lines = ["### h5py's own test suite", "",
+    title = ("### h5py's own test suite with the stock h5py wheel (HDF5 2.x)" if wheel
+             else "### h5py's own test suite")
+    how = ("the stock PyPI h5py wheel's Python and test package (its bundled HDF5 2.x; "
+           "`scripts/conformance --h5py-wheel PYTHON`, run by scripts/test's wheel stage)" if wheel
+           else "`scripts/conformance --h5py`")
+    lines = [title, "",
              "`python -m pytest` on every test file of h5py's installed test package, one process",
-             "per file, natively and with `HDF5_VOL_CONNECTOR=tessera` (`scripts/conformance --h5py`).",
+             f"per file, natively and with `HDF5_VOL_CONNECTOR=tessera` ({how}).",
              "\"lost\" counts tests that pass natively and do not pass on tessera.", "",
              "| test file | native passed | tessera passed | lost | tessera run ended |",
              "| --- | --- | --- | --- | --- |"]
