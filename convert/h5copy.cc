@@ -518,8 +518,10 @@ class Copier {
   // References are re-created in the target, naming the same objects by path.
   template <class Read, class Write>
   void copy_references(hid_t ftype, size_t n, Read read, Write write, const std::string& what) {
-    if (H5Tget_class(ftype) != H5T_REFERENCE)
-      fail(what + ": references inside compound, array or variable-length types cannot be copied (tessera does not store them)");
+    if (H5Tget_class(ftype) != H5T_REFERENCE) {
+      copy_nested_references(ftype, n, read, write, what);
+      return;
+    }
     if (H5Tequal(ftype, H5T_STD_REF) > 0) {
       std::vector<H5R_ref_t> in(n), out(n);
       read(H5T_STD_REF, in.data());
@@ -602,6 +604,73 @@ class Copier {
       return;
     }
     fail(what + ": a reference type that cannot be copied");
+  }
+
+  // References inside compound, array or variable-length types — dimension scales'
+  // REFERENCE_LIST (a compound of an object reference and an index) and DIMENSION_LIST
+  // (variable-length sequences of object references), so every netCDF-4 file: the values
+  // are read into memory, each old-style object reference in them is re-pointed at the
+  // target's object, and they are written back.
+  template <class Read, class Write>
+  void copy_nested_references(hid_t ftype, size_t n, Read read, Write write, const std::string& what) {
+    Hid mtype(ok(H5Tget_native_type(ftype, H5T_DIR_ASCEND), what + ": a memory type"));
+    const size_t size = H5Tget_size(mtype);
+    std::vector<unsigned char> buf(n * size);
+    read(mtype, buf.data());
+    hsize_t count = n;
+    Hid space(ok(H5Screate_simple(1, &count, nullptr), what + ": a dataspace"));
+    try {
+      for (size_t i = 0; i < n; ++i) repoint(mtype, buf.data() + i * size, what);
+      write(mtype, buf.data());
+    } catch (...) {
+      H5Treclaim(mtype, space, H5P_DEFAULT, buf.data());
+      throw;
+    }
+    H5Treclaim(mtype, space, H5P_DEFAULT, buf.data());
+  }
+
+  // Re-points the old-style object references inside one value of (memory) type t at p.
+  void repoint(hid_t t, unsigned char* p, const std::string& what) {
+    switch (H5Tget_class(t)) {
+      case H5T_REFERENCE: {
+        if (H5Tequal(t, H5T_STD_REF_OBJ) <= 0)
+          fail(what + ": references inside compound, array or variable-length types can be copied only when "
+                      "they are object references (H5T_STD_REF_OBJ), not region or new-style references");
+        uint64_t x;
+        std::memcpy(&x, p, sizeof x);
+        if (x) x = target_ref(old_ref_path(x, what), what);
+        std::memcpy(p, &x, sizeof x);
+        return;
+      }
+      case H5T_COMPOUND: {
+        const int m = H5Tget_nmembers(t);
+        for (int j = 0; j < m; ++j) {
+          Hid mt(ok(H5Tget_member_type(t, static_cast<unsigned>(j)), what + ": a member type"));
+          if (has_reference(mt)) repoint(mt, p + H5Tget_member_offset(t, static_cast<unsigned>(j)), what);
+        }
+        return;
+      }
+      case H5T_ARRAY: {
+        Hid base(ok(H5Tget_super(t), what + ": an array's base type"));
+        const int rank = H5Tget_array_ndims(t);
+        std::vector<hsize_t> dims(rank > 0 ? rank : 0);
+        if (rank > 0) H5Tget_array_dims2(t, dims.data());
+        size_t k = 1;
+        for (hsize_t d : dims) k *= d;
+        const size_t bs = H5Tget_size(base);
+        for (size_t i = 0; i < k; ++i) repoint(base, p + i * bs, what);
+        return;
+      }
+      case H5T_VLEN: {
+        Hid base(ok(H5Tget_super(t), what + ": a sequence's base type"));
+        hvl_t v;
+        std::memcpy(&v, p, sizeof v);
+        const size_t bs = H5Tget_size(base);
+        for (size_t i = 0; i < v.len; ++i) repoint(base, static_cast<unsigned char*>(v.p) + i * bs, what);
+        return;
+      }
+      default: return;
+    }
   }
 
   // The source path of the object an old-style reference's first 8 bytes name.

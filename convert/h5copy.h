@@ -17,7 +17,8 @@
 // H5Dread_chunk, H5Dwrite_chunk: nothing is decompressed); other datasets move in slabs of
 // whole chunks (or rows) of at most kSlabBytes.  Variable-length data and references are
 // converted through memory (references re-created in the target: object, region and
-// attribute references; old-style object references); virtual datasets and datasets with
+// attribute references; old-style object references, also inside compound, array and
+// variable-length types, as dimension scales keep them); virtual datasets and datasets with
 // external storage keep their mappings / raw files, whose data is not in the file.
 #pragma once
 #include <hdf5.h>
