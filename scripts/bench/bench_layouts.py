@@ -19,7 +19,9 @@ each, per query shape and side, the ratios, and whether issue 17's targets were 
 Every side must read identical bytes (a hash per query is compared).
 
   scripts/tessera-env run .venv/bin/python scripts/bench/bench_layouts.py [--dir D] [--queries 5]
-      [--shape 1024,1024,512] [--chunks 64,64,64] [--cold drop|fadvise|none] [--keep]
+      [--shape 1024,1024,512] [--chunks 64,64,64] [--cold drop|fadvise|none] [--keep] [--reuse]
+  --reuse: keep the files and, in a later run with the same --dir, read the kept ones
+  (same shape, chunks and layout) instead of writing them again.
   --smoke: a few seconds at a tiny scale (python_tests/test_bench_smoke.py).
 """
 from __future__ import annotations
