@@ -9,6 +9,7 @@
 
 #include "engine/error.h"
 #include "engine/thread_pool.h"
+#include "engine/transpose.h"
 
 namespace tessera {
 
@@ -76,7 +77,7 @@ void ReadPlanner::strided_copy(uint8_t* dst, uint64_t ds, const uint8_t* src, ui
 // Copies the cells of `sel` inside `piece` from `src` (cells of src_box in cell order; null
 // means the fill value) to their places in dst.
 void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t* src,
-                           const Box& src_box, uint8_t* dst, const uint64_t* ostride) {
+                           const Box& src_box, uint8_t* dst, const uint64_t* ostride) const {
   std::vector<std::vector<Run>> runs(rank_);
   for (int d = 0; d < rank_; ++d) {
     const DimSelection& ds = sel.dim(d);
@@ -92,6 +93,7 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
   const uint8_t* fill = schema_.fill_value();
   const int last = rank_ - 1;
   const bool contiguous = src && sstride[last] == 1 && ostride[last] == 1;
+  if (src && !contiguous && transpose_box(runs, src, src_box, sstride, dst, ostride)) return;
   // Walk all dimensions but the last with an odometer over their runs and indices.
   std::vector<size_t> run_i(rank_, 0);
   std::vector<uint64_t> off(rank_, 0);  // offset within the current run
@@ -123,6 +125,46 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
       run_i[d] = 0;
     }
     if (d < 0) return;
+  }
+}
+
+// Cells contiguous along dimension a in src and along another one, b, in dst (a
+// column-major tile into a row-major buffer): for every index of the other dimensions, a
+// blocked 2-D transposition of each pair of runs along a and b (transpose.h).  False when
+// no such pair of dimensions exists.
+bool ReadPlanner::transpose_box(const std::vector<std::vector<Run>>& runs, const uint8_t* src, const Box& src_box,
+                                const uint64_t* sstride, uint8_t* dst, const uint64_t* ostride) const {
+  int a = -1, b = -1;
+  for (int d = 0; d < rank_ && a < 0; ++d)
+    if (sstride[d] == 1) a = d;
+  for (int d = rank_ - 1; d >= 0 && b < 0; --d)  // a dimension of extent 1 also has stride 1
+    if (ostride[d] == 1 && d != a) b = d;
+  if (a < 0 || b < 0) return false;
+  size_t run_i[kMaxRank] = {};
+  uint64_t off[kMaxRank] = {};
+  for (;;) {
+    uint64_t soff = 0, doff = 0;
+    for (int d = 0; d < rank_; ++d) {
+      if (d == a || d == b) continue;
+      const Run& r = runs[d][run_i[d]];
+      soff += (r.lo + off[d] - src_box.lo[d]) * sstride[d];
+      doff += (r.rank + off[d]) * ostride[d];
+    }
+    for (const Run& ra : runs[a])
+      for (const Run& rb : runs[b]) {
+        const uint64_t s0 = soff + (ra.lo - src_box.lo[a]) + (rb.lo - src_box.lo[b]) * sstride[b];
+        const uint64_t d0 = doff + ra.rank * ostride[a] + rb.rank;
+        transpose_copy(dst + d0 * es_, ostride[a], src + s0 * es_, sstride[b], ra.len, rb.len, es_);
+      }
+    int d = rank_ - 1;
+    for (; d >= 0; --d) {
+      if (d == a || d == b) continue;
+      if (++off[d] < runs[d][run_i[d]].len) break;
+      off[d] = 0;
+      if (++run_i[d] < runs[d].size()) break;
+      run_i[d] = 0;
+    }
+    if (d < 0) return true;
   }
 }
 
@@ -186,8 +228,8 @@ bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragme
 }
 
 // The check blocks of tile idx that hold cells of `piece` are read into a buffer of the
-// tile's size (at their offsets), by jobs queued as copy_runs' are; run_jobs copies the
-// piece's cells out of it once they ran.  A beam along dimension 0 of column-major tiles
+// tile's size (at their offsets) by one job, queued as copy_runs' are, which then copies
+// the piece's cells out of it (run_job).  A beam along dimension 0 of column-major tiles
 // reads one 64 KiB block per tile this way, not the whole tile (docs/layouts.md).
 bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
                              const uint64_t* ostride, const uint64_t* sstride) {
@@ -231,7 +273,7 @@ bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragm
     }
     if (d < 0) break;
   }
-  Staged st{std::unique_ptr<uint8_t[]>(new uint8_t[tile_bytes]), &sel, piece, src_box, dst, {}};
+  Staged st{&sel, piece, src_box, dst, {}, tile_bytes};
   std::copy(ostride, ostride + rank_, st.ostride);
   byte_runs_.clear();
   for (size_t b = 0; b < touched.size();) {
@@ -242,13 +284,11 @@ bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragm
     size_t e = b;
     while (e < touched.size() && touched[e]) ++e;
     const uint64_t o = b * B, end = std::min<uint64_t>(e * B, tile_bytes);
-    byte_runs_.push_back({o, end - o, st.tile.get() + o});
+    byte_runs_.push_back({o, end - o, nullptr});  // run_job points it into its buffer
     b = e;
   }
-  staged_bytes_ += tile_bytes;
   staged_.push_back(std::move(st));  // before add_job, which may run the queue
-  add_job(f, idx);
-  if (staged_bytes_ >= kMaxStagedBytes) run_jobs();
+  add_job(f, idx, static_cast<long>(staged_.size() - 1));
   return true;
 }
 
@@ -256,18 +296,18 @@ std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
 
 // Queues byte_runs_ of tile idx as jobs spanning about kSplitBytes of check blocks each;
 // a job starts in a new block, so no block is read (and verified) by two jobs.
-void ReadPlanner::add_job(const Fragment& f, size_t idx) {
+void ReadPlanner::add_job(const Fragment& f, size_t idx, long staged) {
   if (byte_runs_.empty()) return;
   const uint64_t B = f.meta().check_block;
   size_t begin = 0;
   auto push = [&](size_t end) {
-    Job j{&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + end), 0, 0};
+    Job j{&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + end), 0, 0, staged};
     j.cold_span = f.unverified_span(idx, j.runs);
     queued_runs_ += j.runs.size();
     jobs_.push_back(std::move(j));
     begin = end;
   };
-  for (size_t k = 1; k < byte_runs_.size(); ++k) {
+  for (size_t k = 1; k < byte_runs_.size() && staged < 0; ++k) {  // a staged tile is one job
     const uint64_t first = byte_runs_[begin].off / B, prev_last = (byte_runs_[k - 1].off + byte_runs_[k - 1].len - 1) / B;
     if ((prev_last - first + 1) * B >= kSplitBytes && byte_runs_[k].off / B != prev_last) push(k);
   }
@@ -292,12 +332,49 @@ void ReadPlanner::add_job(const Fragment& f, size_t idx) {
 // ahead of the readers, so the disk gets several requests at once and no bytes past the
 // pieces.  The jobs write disjoint cells of dst: their order is free.
 void ReadPlanner::run_jobs() {
-  struct Clear {  // the staged buffers go afterwards, also when a read throws
+  struct Clear {  // the staged pieces go afterwards, also when a read throws
     ReadPlanner* p;
-    ~Clear() { p->staged_.clear(); p->staged_bytes_ = 0; }
+    ~Clear() { p->staged_.clear(); }
   } clear{this};
   read_jobs();
-  for (const Staged& s : staged_) copy_box(*s.sel, s.piece, s.tile.get(), s.src_box, s.dst, s.ostride);
+}
+
+namespace {
+// Staged tiles of up to this size are read into a buffer kept by the reading thread for
+// its next one: a fresh 1 MiB buffer per tile cost 256 page faults (zeroed pages) each,
+// as much as the copy out of it.  Larger tiles get a buffer of their own.
+constexpr uint64_t kKeptStageBytes = 4 << 20;
+
+uint8_t* stage_buffer(uint64_t bytes, std::unique_ptr<uint8_t[]>* own) {
+  thread_local std::unique_ptr<uint8_t[]> kept;
+  thread_local uint64_t kept_bytes = 0;
+  if (bytes > kKeptStageBytes) {
+    own->reset(new uint8_t[bytes]);
+    return own->get();
+  }
+  if (kept_bytes < bytes) {
+    kept.reset(new uint8_t[kKeptStageBytes]);
+    kept_bytes = kKeptStageBytes;
+  }
+  return kept.get();
+}
+}  // namespace
+
+// One queued job, on whichever thread runs it.  A staged tile's blocks go into the
+// thread's staging buffer and its piece is copied out at once, while the bytes are in
+// the cache and while other threads wait for the disk (a transposition of column-major
+// cells costs about as much as reading them from the page cache).
+void ReadPlanner::run_job(Job& j) const {
+  if (j.staged < 0) {
+    j.f->read_dense_runs(j.idx, j.runs);
+    return;
+  }
+  const Staged& s = staged_[j.staged];
+  std::unique_ptr<uint8_t[]> own;
+  uint8_t* buf = stage_buffer(s.tile_bytes, &own);
+  for (ByteRun& r : j.runs) r.dst = buf + r.off;
+  j.f->read_dense_runs(j.idx, j.runs);
+  copy_box(*s.sel, s.piece, buf, s.src_box, s.dst, s.ostride);
 }
 
 void ReadPlanner::read_jobs() {
@@ -316,14 +393,14 @@ void ReadPlanner::read_jobs() {
     // windows then span up to Fragment::kReadWindow instead of one job's ~1 MiB.
     std::vector<ByteRun> merged;
     for (size_t a = 0, b; a < jobs_.size(); a = b) {
-      const Job& j = jobs_[a];
-      for (b = a + 1; b < jobs_.size(); ++b) {
+      Job& j = jobs_[a];
+      for (b = a + 1; b < jobs_.size() && j.staged < 0; ++b) {
         const Job& n = jobs_[b];
         const ByteRun& prev = jobs_[b - 1].runs.back();
-        if (n.f != j.f || n.idx != j.idx || n.runs.front().off < prev.off + prev.len) break;
+        if (n.f != j.f || n.idx != j.idx || n.staged >= 0 || n.runs.front().off < prev.off + prev.len) break;
       }
       if (b == a + 1) {
-        j.f->read_dense_runs(j.idx, j.runs);
+        run_job(j);
         continue;
       }
       merged.clear();
@@ -353,7 +430,7 @@ void ReadPlanner::read_jobs() {
           std::lock_guard<std::mutex> g(sh.mu);
           prefetch_for(k);
         }
-        jobs_[k].f->read_dense_runs(jobs_[k].idx, jobs_[k].runs);
+        run_job(jobs_[k]);
       } catch (...) {
         std::lock_guard<std::mutex> g(sh.mu);
         if (!sh.error) sh.error = std::current_exception();

@@ -53,12 +53,14 @@ class ReadPlanner {
   void dense_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
   void sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
   void copy_box(const Selection& sel, const Box& piece, const uint8_t* src, const Box& src_box,
-                uint8_t* dst, const uint64_t* ostride);
+                uint8_t* dst, const uint64_t* ostride) const;
+  bool transpose_box(const std::vector<std::vector<Run>>& runs, const uint8_t* src, const Box& src_box,
+                     const uint64_t* sstride, uint8_t* dst, const uint64_t* ostride) const;
   bool copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
                  const uint64_t* ostride);
   bool stage_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
                   const uint64_t* ostride, const uint64_t* sstride);
-  void add_job(const Fragment& f, size_t idx);
+  void add_job(const Fragment& f, size_t idx, long staged = -1);
   void run_jobs();
   void read_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
@@ -85,23 +87,24 @@ class ReadPlanner {
     std::vector<ByteRun> runs;
     uint64_t cold_span;  // bytes of not yet verified blocks in the span the runs touch
     uint64_t overread;   // last job of a cold piece: bytes of the tile after the piece
+    long staged;         // index into staged_, or -1: runs land in the destination
   };
+  void run_job(Job& j) const;
   uint64_t scattered_tile_ends(uint64_t cold) const;  // readahead past whole tiles not read on from
   std::vector<Job> jobs_;
   size_t queued_runs_ = 0;
   // Partial reads whose cells are not contiguous on both sides (column-major cells, a
-  // strided destination): the blocks the piece touches are read into a tile-sized buffer
-  // by the queued jobs, then copied cell by cell (copy_box) once they ran.
+  // strided destination): the blocks the piece touches are read by one job into a
+  // tile-sized buffer of the thread running it, and the piece is copied out (copy_box)
+  // by that job.
   struct Staged {
-    std::unique_ptr<uint8_t[]> tile;
     const Selection* sel;
     Box piece, src_box;
     uint8_t* dst;
     uint64_t ostride[kMaxRank];
+    uint64_t tile_bytes;
   };
   std::vector<Staged> staged_;
-  uint64_t staged_bytes_ = 0;
-  static constexpr uint64_t kMaxStagedBytes = 64 << 20;  // bounds the buffers of one read
   static std::atomic<uint64_t> parallel_reads_;
   // Job size (bytes of check blocks), the cold bytes (and bytes readahead would read past
   // the pieces) below which a read stays serial, and

@@ -19,7 +19,9 @@ each, per query shape and side, the ratios, and whether issue 17's targets were 
 Every side must read identical bytes (a hash per query is compared).
 
   scripts/tessera-env run .venv/bin/python scripts/bench/bench_layouts.py [--dir D] [--queries 5]
-      [--shape 1024,1024,512] [--chunks 64,64,64] [--cold drop|fadvise|none] [--keep]
+      [--shape 1024,1024,512] [--chunks 64,64,64] [--cold drop|fadvise|none] [--keep] [--reuse]
+  --reuse: keep the files and, in a later run with the same --dir, read the kept ones
+  (same shape, chunks and layout) instead of writing them again.
   --smoke: a few seconds at a tiny scale (python_tests/test_bench_smoke.py).
 """
 from __future__ import annotations
@@ -65,7 +67,21 @@ def evict(path):
 for line in sys.stdin:
     req = json.loads(line)
     op = req["op"]
-    if op == "create":
+    if op == "reusable":  # a kept file of the same shape and chunks (--reuse)
+        ok = False
+        try:
+            with h5py.File(req["path"], "r") as f:
+                d = f["cube"]
+                ok = d.shape == tuple(req["shape"]) and d.chunks == tuple(req["chunks"])
+                if ok and req["layout"] != "native":
+                    import tessera
+                    a = tessera.info(req["path"])["/cube"].array
+                    want = req["layout"] if ":" in req["layout"] else req["layout"] + (":column-major" if req["layout"] == "multimap" else ":row-major")
+                    ok = "%s:%s" % (a.tile_order, a.cell_order) == want
+        except Exception:
+            ok = False
+        out = {"ok": ok}
+    elif op == "create":
         shape, chunks = tuple(req["shape"]), tuple(req["chunks"])
         t0 = time.perf_counter()
         data = np.arange(np.prod(shape), dtype=np.uint32).reshape(shape)
@@ -160,8 +176,11 @@ def main():
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--keep", action="store_true", help="keep the files")
+    ap.add_argument("--reuse", action="store_true",
+                    help="use files kept by an earlier --keep run when shape, chunks and layout match (implies --keep)")
     ap.add_argument("--smoke", action="store_true", help="tiny scale (CI)")
     args = ap.parse_args()
+    args.keep = args.keep or args.reuse
     if args.smoke:
         args.shape, args.chunks, args.queries = "48,40,36", "8,8,8", 2
     shape = tuple(int(x) for x in args.shape.split(","))
@@ -182,8 +201,12 @@ def main():
         for name in names:
             path = os.path.join(top, name + ".h5")
             s = Side(name, path, env_native if name == "native" else env_tessera)
-            r = s.call(op="create", path=path, shape=shape, chunks=chunks, layout=name)
-            print("WRITE\t%s\t%.2f s" % (name, r["seconds"]), flush=True)
+            if args.reuse and os.path.exists(path) and s.call(op="reusable", path=path, shape=shape, chunks=chunks,
+                                                               layout=name)["ok"]:
+                print("WRITE\t%s\treused %s" % (name, path), flush=True)
+            else:
+                r = s.call(op="create", path=path, shape=shape, chunks=chunks, layout=name)
+                print("WRITE\t%s\t%.2f s" % (name, r["seconds"]), flush=True)
             sides.append(s)
         qs = queries(shape, args.queries, rng)
         res = {}  # (label, side) -> list of results
