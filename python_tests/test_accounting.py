@@ -199,3 +199,27 @@ def test_a_lost_fragment_file_of_a_parallel_written_file_is_an_hdf5_error(
     r = tessera.verify(c)
     assert not r.ok
     assert any(frag.name in p for p in r.problems), r.problems
+
+
+def test_a_foreign_fragment_in_a_parallel_written_file_is_an_hdf5_error_naming_it(
+        tessera_env, written_in_parallel, tmp_path):
+    """A fragment no commit of this file published (c's, same shape, copied into a's
+    directory): reading a fails naming it and verify reports it (before the publish logs,
+    a parallel file's array read it: c's values in a, no error)."""
+    c = _copy(written_in_parallel, tmp_path / "foreign.h5")
+    dirs = _dataset_dirs(c)
+    foreign = _frag_files(c, dirs["c"])[0]
+    copy = dirs["a"] / foreign.name
+    shutil.copy(foreign, copy)
+    assert not list(dirs["a"].glob("*.log")), "the epochs recorded every file: no publish log is left"
+    with h5py.File(c, "r") as f:
+        with pytest.raises((OSError, KeyError)) as e:
+            f["a"][...]
+        assert foreign.name in str(e.value), str(e.value)
+        np.testing.assert_array_equal(f["b"][...], _parallel_model("b"))
+    r = tessera.verify(c)
+    assert not r.ok and any(foreign.name in p for p in r.problems), r.problems
+    copy.unlink()  # moved away: a reads back as committed
+    with h5py.File(c, "r") as f:
+        np.testing.assert_array_equal(f["a"][...], _parallel_model("a"))
+    assert tessera.verify(c).ok
