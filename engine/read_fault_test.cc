@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -198,4 +199,91 @@ TEST(ReadFault, Consolidation) {
   std::printf("[ faults   ] consolidation reads: %llu read points x %zu faults: %llu injected, %llu failed\n",
               static_cast<unsigned long long>(points), std::size(kReadFaults),
               static_cast<unsigned long long>(injected), static_cast<unsigned long long>(failed));
+}
+
+// Variable-length values (docs/format.md, "Variable-length heaps"): a read fault in the
+// heap file (or the fragment holding the descriptors) ends in an error naming a file of
+// the container or in exactly the values written — never other bytes (the heap reader
+// checks each value's range against the heap and its checksum).
+TEST(ReadFault, VariableLengthHeapReads) {
+  ReadRig rig;
+  const std::string path = rig.root + "/v";
+  Schema s;
+  s.extent = {64};
+  s.max_extent = {64};
+  s.tile_extent = {16};
+  s.elem_size = kVarDescriptorSize;
+  s.var = true;
+  std::vector<uint64_t> len(64);
+  std::string data;
+  for (uint64_t i = 0; i < 64; ++i) {
+    len[i] = 1 + (i * 7) % 23;  // values of 1..23 bytes, each its own characters
+    data.append(len[i], static_cast<char>('A' + i % 26));
+  }
+  uint64_t id = 0;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c, rig.fresh_context()).ok());
+    ASSERT_TRUE(c->create_array(s, &id).ok());
+    std::unique_ptr<Array> a;
+    ArrayOptions o;
+    o.inline_fragment_bytes = 0;  // a fragment file and a heap file
+    ASSERT_TRUE(c->open_array(id, true, o, &a).ok());
+    ASSERT_TRUE(a->write_var(Selection::from_box(Box({0}, {31})), len.data(), data.data()).ok());
+    ASSERT_TRUE(a->flush().ok());
+    const size_t half = std::accumulate(len.begin(), len.begin() + 32, size_t{0});
+    ASSERT_TRUE(a->write_var(Selection::from_box(Box({32}, {63})), len.data() + 32, data.data() + half).ok());
+    ASSERT_TRUE(a->flush().ok());
+  }
+  auto open_and_read = [&](const std::shared_ptr<Context>& ctx) -> Status {
+    std::unique_ptr<Container> c;
+    Status st = Container::open(path, false, &c, ctx);
+    if (!st.ok()) return st;
+    std::unique_ptr<Array> a;
+    st = c->open_array(id, false, ArrayOptions(), &a);
+    if (!st.ok()) return st;
+    std::vector<uint64_t> out_len;
+    std::vector<uint8_t> out;
+    st = a->read_var(Selection::from_box(Box({0}, {63})), &out_len, &out);
+    if (!st.ok()) return st;
+    EXPECT_EQ(out_len, len) << "other lengths read back";
+    EXPECT_EQ(std::string(out.begin(), out.end()), data) << "other bytes read back";
+    return st;
+  };
+  uint64_t points = 0;
+  {
+    auto ctx = rig.fresh_context();
+    rig.env->reset_count();
+    ASSERT_TRUE(open_and_read(ctx).ok());
+    points = rig.env->read_points();
+  }
+  ASSERT_GT(points, 0u);
+  uint64_t injected = 0, failed = 0, in_heap = 0;
+  for (uint64_t k = 1; k <= points; ++k)
+    for (ReadFault fault : kReadFaults) {
+      SCOPED_TRACE(std::string(FaultEnv::fault_name(fault)) + " at read " + std::to_string(k) + " of " +
+                   std::to_string(points));
+      auto ctx = rig.fresh_context();
+      rig.env->arm_read(k, fault);
+      Status st = open_and_read(ctx);
+      const std::string at = rig.env->fired_at();
+      rig.env->disarm();
+      SCOPED_TRACE("fault at " + at);
+      if (!at.empty()) ++injected;
+      if (at.find(".thp") != std::string::npos) ++in_heap;
+      if (!st.ok()) {
+        ++failed;
+        expect_named(st, path);
+        EXPECT_NE(fault, ReadFault::kShortRead) << "a short read failed the read: " << st.message();
+      }
+      Status again = open_and_read(ctx);  // the process goes on, in the same context
+      EXPECT_TRUE(again.ok()) << "read after the fault: " << again.message();
+      if (HasFatalFailure()) return;
+    }
+  EXPECT_GT(in_heap, 0u) << "no fault reached the heap file";
+  std::printf("[ faults   ] variable-length reads: %llu read points x %zu faults: %llu injected (%llu in the heap), "
+              "%llu reads failed\n",
+              static_cast<unsigned long long>(points), std::size(kReadFaults),
+              static_cast<unsigned long long>(injected), static_cast<unsigned long long>(in_heap),
+              static_cast<unsigned long long>(failed));
 }
