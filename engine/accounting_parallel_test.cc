@@ -334,5 +334,105 @@ TEST(AccountingParallel, DeletedOrTruncatedFileOfAnyMemberIsAnErrorNamingIt) {
   }
 }
 
+// The publish logs (publish_log.h) of array a's directory, by name.
+std::vector<std::string> publish_logs(const ParallelContainer& pc, int a) {
+  std::vector<std::string> out;
+  for (const std::string& n : list_dir(Env::posix(), pc.frag_dir(a)))
+    if (n.find(".log") != std::string::npos) out.push_back(n);
+  return out;
+}
+
+// A fragment file of another container's array (same schema, written later, so newer:
+// it would win every cell it holds) copied into a closed parallel-written container: no
+// commit published it there.  Reading the array fails naming it, verify reports it, the
+// other array reads back.  Before the publish logs, such an array had no complete-records
+// mark and read the foreign file: the other container's values, no error.
+TEST(AccountingParallel, ForeignFragmentFileIsAnErrorNamingIt) {
+  ParallelContainer pc;
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(publish_logs(pc, 0), std::vector<std::string>{}) << "the epochs recorded everything: no log is left";
+  EXPECT_EQ(publish_logs(pc, 1), std::vector<std::string>{}) << "the epochs recorded everything: no log is left";
+  ParallelContainer other;
+  if (HasFatalFailure()) return;
+  const std::string src = other.file_of(0, 0);
+  ASSERT_FALSE(src.empty());
+  const std::string name = src.substr(src.rfind('/') + 1);
+  const std::string dst = join_path(pc.frag_dir(0), name);
+  std::vector<uint8_t> b = read_file(Env::posix(), src);
+  write_file_atomic(Env::posix(), dst, b.data(), b.size(), false);
+  std::vector<int32_t> v;
+  Status st = pc.read(0, &v);
+  EXPECT_EQ(st.code(), Errc::kCorrupt) << "a foreign fragment was read: " << status_str(st);
+  EXPECT_NE(st.message().find(dst), std::string::npos) << "the error names the file: " << st.message();
+  VerifyReport r;
+  ASSERT_TRUE(verify_container(pc.path, VerifyOptions(), &r).ok());
+  EXPECT_TRUE(mentions(r.problems, name)) << "verify does not report " << dst;
+  st = pc.read(1, &v);
+  EXPECT_TRUE(st.ok()) << status_str(st);
+  EXPECT_EQ(v, ParallelContainer::model(1));
+  // Moved away, the array reads back as committed.
+  remove_file(Env::posix(), dst);
+  st = pc.read(0, &v);
+  ASSERT_TRUE(st.ok()) << status_str(st);
+  EXPECT_EQ(v, ParallelContainer::model(0));
+}
+
+// A rank's H5Dclose (publish_own) publishes files that only the next epoch records; the
+// job ends without one (killed).  Those files are named in the rank's publish log before
+// their renames, so a later reader reads them — they are committed — while a foreign
+// file next to them is still an error; a deleted logged file is no error (a crash between
+// the log's append and the rename looks the same), and a truncated one is.
+TEST(AccountingParallel, FilesARankPublishedOnItsOwnAreLoggedUntilAnEpochRecordsThem) {
+  ParallelContainer pc;
+  if (HasFatalFailure()) return;
+  {
+    std::unique_ptr<Container> shadow;
+    ASSERT_TRUE(Container::open_shadow(pc.path, &shadow).ok());
+    std::unique_ptr<Array> arr;
+    ASSERT_TRUE(shadow->open_array(pc.ids[1], true, member_opts(1), &arr).ok());
+    ASSERT_TRUE(write_rows(*arr, 1, 3, 1));
+    size_t n = 0;
+    Status st = arr->publish_own(&n);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    ASSERT_EQ(n, 2u);
+  }  // no epoch follows
+  EXPECT_EQ(publish_logs(pc, 1), std::vector<std::string>{"published-r1.log"});
+  std::vector<int32_t> expect = ParallelContainer::model(1);
+  for (uint64_t i = 16; i < 32; ++i)
+    for (uint64_t j = 0; j < 32; ++j) expect[i * 32 + j] = value(1, 3, i, j);
+  std::vector<int32_t> v;
+  Status st = pc.read(1, &v);
+  ASSERT_TRUE(st.ok()) << status_str(st);
+  EXPECT_EQ(v, expect) << "the files published on their own are not read";
+  VerifyReport r;
+  ASSERT_TRUE(verify_container(pc.path, VerifyOptions(), &r).ok());
+  for (auto& p : r.problems) ADD_FAILURE() << "verify: " << p;
+  // The newest file of rank 1 is one of those just published (logged, not recorded).
+  std::string newest;
+  for (auto& [id, size] : pc.files_on_disk(1))
+    if (id.rank == 1) newest = join_path(pc.frag_dir(1), id.name() + ".tfr");
+  ASSERT_FALSE(newest.empty());
+  std::vector<uint8_t> b = read_file(Env::posix(), newest);
+  b.resize(b.size() - 100);
+  write_file_atomic(Env::posix(), newest, b.data(), b.size(), false);
+  st = pc.read(1, &v);
+  EXPECT_EQ(st.code(), Errc::kCorrupt) << "a truncated logged file read back: " << status_str(st);
+  EXPECT_NE(st.message().find(newest), std::string::npos) << st.message();
+  r = VerifyReport();
+  ASSERT_TRUE(verify_container(pc.path, VerifyOptions(), &r).ok());
+  EXPECT_TRUE(mentions(r.problems, newest.substr(newest.rfind('/') + 1)));
+  // A foreign file beside logged ones.
+  remove_file(Env::posix(), newest);
+  ParallelContainer other;
+  if (HasFatalFailure()) return;
+  const std::string src = other.file_of(1, 1);
+  const std::string dst = join_path(pc.frag_dir(1), src.substr(src.rfind('/') + 1));
+  b = read_file(Env::posix(), src);
+  write_file_atomic(Env::posix(), dst, b.data(), b.size(), false);
+  st = pc.read(1, &v);
+  EXPECT_EQ(st.code(), Errc::kCorrupt) << "a foreign fragment was read: " << status_str(st);
+  EXPECT_NE(st.message().find(dst), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace tessera

@@ -14,6 +14,7 @@
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
 #include "engine/options.h"
+#include "engine/publish_log.h"
 #include "engine/read_planner.h"
 #include "engine/strided_copy.h"
 
@@ -123,6 +124,9 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   // The records name every committed file (array_store.h, files_complete): one without a
   // record was never committed and is not read (`tessera verify` notes it).
   const bool complete = complete_records();
+  // Every committed file is recorded or named in a publish log (publish_log.h): one that
+  // is neither was not published here.  (As of a past commit: the older rule below.)
+  const bool logged = !complete && !opts_.as_of_ts && store_->files_logged();
   std::set<FragmentId> listed;
   // Present, but not under a final name: another rank's shared fragment (its epoch record
   // may already record it, the rename follows) and a journal's batch a read-only view
@@ -131,6 +135,9 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   for (auto& f : recovered_) shared.insert(f->meta().id);
   std::vector<std::string> names;
   if (store_->dir_exists()) names = list_dir(env(), frag_dir_);
+  // Read after the listing: an entry is durable before its file's rename.
+  std::map<FragmentId, uint64_t> log_entries;
+  if (logged) log_entries = read_publish_logs(env(), frag_dir_, names);
   for (const std::string& name : names) {
     FragmentId id;
     // Another rank's fragment shared before its epoch (MPI, array_files.h): read like any
@@ -173,6 +180,19 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
       if (writable_ && opts_.sole_writer && !opts_.shadow) remove_file(env(), path);
       continue;
     }
+    uint64_t logged_size = 0;
+    if (logged && rec == recorded.end()) {
+      const auto ent = log_entries.find(id);
+      if (ent == log_entries.end()) {
+        // Or renamed into place by an epoch whose record this reader's catalog lacks:
+        // reloaded and listed again before this is an error.
+        *problem = "fragment '" + path +
+                   "' was not published in this container: no catalog record and no publish log names it "
+                   "(a file copied in from elsewhere?); move it away to read the array";
+        return false;
+      }
+      logged_size = ent->second;
+    }
     std::shared_ptr<Fragment> f;
     try {
       f = Fragment::open(path, ctx_);
@@ -193,6 +213,10 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
       throw_error(Errc::kCorrupt, "fragment '" + path + "' is " + std::to_string(f->file_size()) +
                                       " bytes, but the catalog records it as published with " +
                                       std::to_string(rec->second) + " (truncated or replaced)");
+    if (logged_size && logged_size != f->file_size())
+      throw_error(Errc::kCorrupt, "fragment '" + path + "' is " + std::to_string(f->file_size()) +
+                                      " bytes, but its publish log records it as published with " +
+                                      std::to_string(logged_size) + " (truncated or replaced)");
     all->push_back(f);
     listed.insert(id);
   }
@@ -239,6 +263,9 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     const bool marking = !opts_.collective && !store_->files_complete();
     store_->record_files(add, drop, &b, /*sync=*/false);
     store_->mark_files_complete(!opts_.collective, &b);
+    // Arrays whose records cannot be complete: every file present is recorded by this
+    // batch, and every later one is logged before its rename (publish_log.h).
+    if (opts_.collective || !store_->publishes_with_catalog()) store_->mark_files_logged(b);
     store_->commit(std::move(b), /*sync=*/marking);
   }
   return true;

@@ -318,6 +318,9 @@ class Array final : public BufferOwner {
   // the epoch record that names the first `alone` is durable (or applied, on a shadow).
   std::vector<std::pair<FragmentId, uint64_t>> files_to_record(size_t* alone) const;
   void files_recorded(size_t alone);
+  // The catalog is synced: entries of this writer's publish log (publish_log.h) that it
+  // records are dropped.  Failures are ignored: a log left longer costs nothing.
+  void publish_log_recorded();
 
   // Consolidation (TileDB §4.3): merges fragments [first, last] (indexes into fragments(),
   // oldest first) into one, publishes it atomically, then removes the merged files.
@@ -519,6 +522,13 @@ class Array final : public BufferOwner {
   std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
   // Published by publish_own since the last epoch, not yet recorded (files_to_record).
   std::vector<std::pair<FragmentId, uint64_t>> alone_files_;
+  // This writer appended to its publish log since its last trim (log_publish).
+  bool logged_ = false;
+  // Files about to be renamed into place before a durable catalog batch records them:
+  // appended to this writer's publish log first (publish_log.h).
+  void log_publish(const std::vector<std::pair<FragmentId, uint64_t>>& files);
+  void log_unpublished();
+  void trim_log();  // publish_log_recorded, the caller holding mu_
   std::vector<FragmentInfo> replaced_;  // present but replaced (replaced_fragments())
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;

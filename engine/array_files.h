@@ -33,6 +33,9 @@ bool parse_shared_name(const std::string& name, FragmentId* id);
 // Catalog key (after the array's "arr/<id>/" prefix) marking that the array's file records
 // name every committed fragment file (ArrayStore::files_complete, docs/format.md).
 inline constexpr char kFilesCompleteKey[] = "files";
+// Catalog key marking that every committed fragment file of the array is recorded or
+// named in a publish log (ArrayStore::files_logged, publish_log.h).
+inline constexpr char kFilesLoggedKey[] = "logged";
 
 // The schema file: u32 schema length, the schema, the id of the extent change it
 // records (u64 ts, u32 rank, u32 seq, u32 gen), u64 XXH3 of everything before.

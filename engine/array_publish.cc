@@ -10,6 +10,7 @@
 #include "engine/array_files.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
+#include "engine/publish_log.h"
 #include "engine/publish_journal.h"
 
 namespace tessera {
@@ -57,12 +58,14 @@ void Array::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
   }
   auto f = Fragment::open(tmp, ctx_);
   if (opts_.durable_writes && !batch) {
+    log_publish({{f->meta().id, f->file_size()}});
     FragmentWriter::publish_finished(f->file(), tmp, w->final_path());
     sync_dir(env(), frag_dir_);
     f->set_path(w->final_path());
     // Recorded and synced before the write returns: an array whose records are complete
     // reads only recorded files (a crash before this: the write never returned).
     store_->record_files({{f->meta().id, f->file_size()}}, {}, nullptr, /*sync=*/true);
+    trim_log();
     add_fragment(f, {});
     index_published({f});
     return;
@@ -149,6 +152,10 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   if (unpublished_.empty() && !schema_dirty_) return;
   if (!synced && !fragments_synced) sync_unpublished();
   staged_epoch_ = epoch;
+  // A serial flush's files are recorded by a catalog batch after their renames (an
+  // epoch's: by the epoch record, before them): logged first, before the journal too,
+  // which a crash may roll forward.
+  if (epoch == 0) log_unpublished();
   // Files whose records the catalog batch puts, in an array whose records name every
   // committed file: that batch commits them, so no journal (a crash before it leaves
   // renamed files without records, which are never read; array_store.h).
@@ -426,6 +433,8 @@ Status Array::publish_own(size_t* published) {
     // writes, never a newer write without the older ones it overwrote.
     std::stable_sort(unpublished_.begin(), unpublished_.end(),
                      [](auto& a, auto& b) { return a.first->meta().id < b.first->meta().id; });
+    // Recorded only by the next epoch: logged before the first rename (publish_log.h).
+    log_unpublished();
     for (auto& [f, final_path] : unpublished_) {
       FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/false);
       f->set_path(final_path);
@@ -474,6 +483,31 @@ std::vector<std::pair<FragmentId, uint64_t>> Array::files_to_record(size_t* alon
 void Array::files_recorded(size_t alone) {
   std::lock_guard<std::mutex> g(mu_);
   alone_files_.erase(alone_files_.begin(), alone_files_.begin() + static_cast<ptrdiff_t>(std::min(alone, alone_files_.size())));
+}
+
+void Array::log_publish(const std::vector<std::pair<FragmentId, uint64_t>>& files) {
+  // An array whose records are complete commits its files with the catalog batch (an
+  // unrecorded file is not read); a standalone array keeps no records.
+  if (files.empty() || complete_records() || !store_->has_records()) return;
+  append_publish_log(env(), frag_dir_, opts_.writer_rank, files);
+  logged_ = true;
+}
+
+void Array::log_unpublished() {
+  std::vector<std::pair<FragmentId, uint64_t>> files;
+  for (auto& u : unpublished_) files.emplace_back(u.first->meta().id, u.first->file_size());
+  log_publish(files);
+}
+
+void Array::publish_log_recorded() {
+  std::lock_guard<std::mutex> g(mu_);
+  trim_log();
+}
+
+void Array::trim_log() {
+  if (!logged_) return;
+  Status st = guard([&] { trim_publish_log(env(), frag_dir_, opts_.writer_rank, store_->recorded_files()); });
+  if (st.ok()) logged_ = false;
 }
 
 size_t Array::unpublished_count() const {

@@ -82,6 +82,13 @@ class DirStore final : public ArrayStore {
   // durable, so the records cannot be a flush's commit point (array_store.h).
   bool files_complete() const override { return false; }
   void mark_files_complete(bool, CatalogBatch*) override {}
+  bool has_records() const override { return records_ != nullptr; }
+  bool files_logged() const override { return records_ && records_->contains(prefix_ + kFilesLoggedKey); }
+  void mark_files_logged(CatalogBatch& into) override {
+    if (!records_ || files_logged() || !records_->writable() || records_->shadow()) return;
+    if (!path_exists(env_, join_path(dir_, kSchemaFile))) return;  // removed meanwhile
+    into.put(prefix_ + kFilesLoggedKey, "1");
+  }
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
   void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
 
@@ -255,6 +262,12 @@ class CatalogStore final : public ArrayStore {
     if (on) to.put(cat_.prefix + kFilesCompleteKey, "1");
     else to.del(cat_.prefix + kFilesCompleteKey);
     if (!into) commit(std::move(b), false);
+  }
+  bool has_records() const override { return true; }
+  bool files_logged() const override { return cat_.catalog->contains(cat_.prefix + kFilesLoggedKey); }
+  void mark_files_logged(CatalogBatch& into) override {
+    if (files_logged() || !alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
+    into.put(cat_.prefix + kFilesLoggedKey, "1");
   }
 
   std::optional<std::string> compact_record(std::string* label) override {

@@ -103,6 +103,15 @@ class ArrayStore {
   // Sets or clears that mark: into the caller's batch, or committed now (durable at the
   // catalog's next sync).
   virtual void mark_files_complete(bool on, CatalogBatch* into) = 0;
+  // Whether the array keeps file records at all (in a container's catalog).
+  virtual bool has_records() const = 0;
+  // Whether every committed fragment file is recorded or named in a publish log
+  // ("<prefix>logged", publish_log.h): then a file that is neither was never published
+  // here (copied in from elsewhere) and reading the array fails naming it.  Put when a
+  // parallel file's array is created, or by a writer that recorded every file present.
+  virtual bool files_logged() const = 0;
+  // Sets that mark into the caller's batch (nothing without records, or if set).
+  virtual void mark_files_logged(CatalogBatch& into) = 0;
 
   // --- compact arrays (a CatalogStore only): all cells in one record
   // The cells record, if written; *label names it in messages.

@@ -91,6 +91,8 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
         c.catalog().commit(std::move(records));
         c.catalog().sync();
       }));
+      for (Array* a : arrays)
+        if (a) a->publish_log_recorded();  // the records are durable: their log entries go
       if (ts)
         for (Array* a : arrays)
           if (a) a->raise_timestamp(ts);
@@ -213,6 +215,7 @@ Status commit_epoch(Container& c, CommitGroup& g, const std::map<uint64_t, std::
       if (list[i]) {
         list[i]->raise_timestamp(now[0]);
         list[i]->files_recorded(alone[i]);
+        list[i]->publish_log_recorded();  // the epoch record is durable (the root synced it)
       }
     step(o, "committed", e);
     // 4. Renames, each array's directory fsync'ed (the root also writes changed schemas,

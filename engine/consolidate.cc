@@ -121,6 +121,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     b.put(key, std::string(bytes->begin(), bytes->end()));
   } else {
     nf = Fragment::open(tmp, ctx_);
+    log_publish({{id, nf->file_size()}});  // recorded by the batch below, after the rename
     FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
     sync_dir(env(), frag_dir_);
     nf->set_path(w.final_path());
@@ -140,6 +141,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   }
   store_->record_files({}, dropped_files, &b, false);
   store_->commit(std::move(b), /*sync=*/true);
+  trim_log();
   add_fragment(nf, replaced);
   // The merged fragment gets its own index when its inputs had some (or index_on_write):
   // rebuilt from the merged values, whose range decides its bins.

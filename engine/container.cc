@@ -230,6 +230,10 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
     b.put(array_prefix(next) + "schema", Array::schema_record(schema));
     // New: every file it will publish is recorded (ArrayStore::files_complete).
     b.put(array_prefix(next) + array_files::kFilesCompleteKey, "1");
+  } else {
+    // New: every file its ranks or serial writers will publish is recorded or logged
+    // first (ArrayStore::files_logged, publish_log.h).
+    b.put(array_prefix(next) + array_files::kFilesLoggedKey, "1");
   }
   try {
     catalog_->commit(b);

@@ -17,11 +17,14 @@
 
 #include <cstdio>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "engine/fault_env.h"
 #include "engine/fault_rig.h"
+#include "engine/index_builder.h"
+#include "engine/query_term.h"
 #include "engine/testutil.h"
 
 using namespace tessera;
@@ -198,4 +201,187 @@ TEST(ReadFault, Consolidation) {
   std::printf("[ faults   ] consolidation reads: %llu read points x %zu faults: %llu injected, %llu failed\n",
               static_cast<unsigned long long>(points), std::size(kReadFaults),
               static_cast<unsigned long long>(injected), static_cast<unsigned long long>(failed));
+}
+
+// Variable-length values (docs/format.md, "Variable-length heaps"): a read fault in the
+// heap file (or the fragment holding the descriptors) ends in an error naming a file of
+// the container or in exactly the values written — never other bytes (the heap reader
+// checks each value's range against the heap and its checksum).
+TEST(ReadFault, VariableLengthHeapReads) {
+  ReadRig rig;
+  const std::string path = rig.root + "/v";
+  Schema s;
+  s.extent = {64};
+  s.max_extent = {64};
+  s.tile_extent = {16};
+  s.elem_size = kVarDescriptorSize;
+  s.var = true;
+  std::vector<uint64_t> len(64);
+  std::string data;
+  for (uint64_t i = 0; i < 64; ++i) {
+    len[i] = 1 + (i * 7) % 23;  // values of 1..23 bytes, each its own characters
+    data.append(len[i], static_cast<char>('A' + i % 26));
+  }
+  uint64_t id = 0;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c, rig.fresh_context()).ok());
+    ASSERT_TRUE(c->create_array(s, &id).ok());
+    std::unique_ptr<Array> a;
+    ArrayOptions o;
+    o.inline_fragment_bytes = 0;  // a fragment file and a heap file
+    ASSERT_TRUE(c->open_array(id, true, o, &a).ok());
+    ASSERT_TRUE(a->write_var(Selection::from_box(Box({0}, {31})), len.data(), data.data()).ok());
+    ASSERT_TRUE(a->flush().ok());
+    const size_t half = std::accumulate(len.begin(), len.begin() + 32, size_t{0});
+    ASSERT_TRUE(a->write_var(Selection::from_box(Box({32}, {63})), len.data() + 32, data.data() + half).ok());
+    ASSERT_TRUE(a->flush().ok());
+  }
+  auto open_and_read = [&](const std::shared_ptr<Context>& ctx) -> Status {
+    std::unique_ptr<Container> c;
+    Status st = Container::open(path, false, &c, ctx);
+    if (!st.ok()) return st;
+    std::unique_ptr<Array> a;
+    st = c->open_array(id, false, ArrayOptions(), &a);
+    if (!st.ok()) return st;
+    std::vector<uint64_t> out_len;
+    std::vector<uint8_t> out;
+    st = a->read_var(Selection::from_box(Box({0}, {63})), &out_len, &out);
+    if (!st.ok()) return st;
+    EXPECT_EQ(out_len, len) << "other lengths read back";
+    EXPECT_EQ(std::string(out.begin(), out.end()), data) << "other bytes read back";
+    return st;
+  };
+  uint64_t points = 0;
+  {
+    auto ctx = rig.fresh_context();
+    rig.env->reset_count();
+    ASSERT_TRUE(open_and_read(ctx).ok());
+    points = rig.env->read_points();
+  }
+  ASSERT_GT(points, 0u);
+  uint64_t injected = 0, failed = 0, in_heap = 0;
+  for (uint64_t k = 1; k <= points; ++k)
+    for (ReadFault fault : kReadFaults) {
+      SCOPED_TRACE(std::string(FaultEnv::fault_name(fault)) + " at read " + std::to_string(k) + " of " +
+                   std::to_string(points));
+      auto ctx = rig.fresh_context();
+      rig.env->arm_read(k, fault);
+      Status st = open_and_read(ctx);
+      const std::string at = rig.env->fired_at();
+      rig.env->disarm();
+      SCOPED_TRACE("fault at " + at);
+      if (!at.empty()) ++injected;
+      if (at.find(".thp") != std::string::npos) ++in_heap;
+      if (!st.ok()) {
+        ++failed;
+        expect_named(st, path);
+        EXPECT_NE(fault, ReadFault::kShortRead) << "a short read failed the read: " << st.message();
+      }
+      Status again = open_and_read(ctx);  // the process goes on, in the same context
+      EXPECT_TRUE(again.ok()) << "read after the fault: " << again.message();
+      if (HasFatalFailure()) return;
+    }
+  EXPECT_GT(in_heap, 0u) << "no fault reached the heap file";
+  std::printf("[ faults   ] variable-length reads: %llu read points x %zu faults: %llu injected (%llu in the heap), "
+              "%llu reads failed\n",
+              static_cast<unsigned long long>(points), std::size(kReadFaults),
+              static_cast<unsigned long long>(injected), static_cast<unsigned long long>(in_heap),
+              static_cast<unsigned long long>(failed));
+}
+
+// Value indexes (docs/queries.md): a read fault in an index file (or a fragment a query
+// reads values from) ends in an error naming a file of the container or in exactly the
+// model's answer — a count and positions, never others.
+TEST(ReadFault, IndexedQueryReads) {
+  ReadRig rig;
+  const std::string path = rig.root + "/q";
+  const Schema s = int32_schema({64, 64}, {64, 64}, {16, 16});
+  auto value = [](uint64_t i, uint64_t j) { return static_cast<int32_t>((i * 64 + j) * 37 % 1000); };
+  uint64_t id = 0;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c, rig.fresh_context()).ok());
+    ASSERT_TRUE(c->create_array(s, &id).ok());
+    std::unique_ptr<Array> a;
+    ArrayOptions o;
+    o.inline_fragment_bytes = 0;  // fragment files, each with its index file
+    ASSERT_TRUE(c->open_array(id, true, o, &a).ok());
+    for (uint64_t half : {1, 0}) {  // two fragments
+      std::vector<int32_t> v(32 * 64);
+      for (uint64_t i = 0; i < 32; ++i)
+        for (uint64_t j = 0; j < 64; ++j) v[i * 64 + j] = value(32 * half + i, j);
+      ASSERT_TRUE(a->write(Selection::from_box(Box({32 * half, 0}, {32 * half + 31, 63})), v.data()).ok());
+      ASSERT_TRUE(a->flush().ok());
+    }
+    IndexOptions io;
+    io.max_bins = 16;  // bins straddle values: candidates are read from the fragments too
+    IndexBuild b;
+    ASSERT_TRUE(a->build_index(io, &b).ok());
+  }
+  TermQuery q;
+  q.op = CmpOp::kLt;
+  ASSERT_TRUE(Literal::parse("250", &q.lit));
+  q.region = TermRegion{{0, 0}, {1, 1}, {64, 64}};
+  std::vector<uint64_t> want;
+  for (uint64_t i = 0; i < 64; ++i)
+    for (uint64_t j = 0; j < 64; ++j)
+      if (value(i, j) < 250) want.push_back(i * 64 + j);
+  auto open_and_query = [&](const std::shared_ptr<Context>& ctx, bool* used_index) -> Status {
+    std::unique_ptr<Container> c;
+    Status st = Container::open(path, false, &c, ctx);
+    if (!st.ok()) return st;
+    std::unique_ptr<Array> a;
+    st = c->open_array(id, false, ArrayOptions(), &a);
+    if (!st.ok()) return st;
+    TermAnswer ans;
+    st = a->evaluate(q, &ans);
+    if (!st.ok()) return st;
+    if (used_index) *used_index = ans.decided > 0;
+    EXPECT_EQ(ans.count, want.size()) << "another count";
+    EXPECT_EQ(ans.hits.cardinality(), want.size()) << "other positions";
+    for (uint64_t p : want)
+      if (!ans.hits.contains(p)) {
+        ADD_FAILURE() << "position " << p << " missing";
+        break;
+      }
+    return st;
+  };
+  uint64_t points = 0;
+  {
+    auto ctx = rig.fresh_context();
+    rig.env->reset_count();
+    bool used = false;
+    ASSERT_TRUE(open_and_query(ctx, &used).ok());
+    ASSERT_TRUE(used) << "the query did not use the indexes";
+    points = rig.env->read_points();
+  }
+  uint64_t injected = 0, failed = 0, in_index = 0;
+  for (uint64_t k = 1; k <= points; ++k)
+    for (ReadFault fault : kReadFaults) {
+      SCOPED_TRACE(std::string(FaultEnv::fault_name(fault)) + " at read " + std::to_string(k) + " of " +
+                   std::to_string(points));
+      auto ctx = rig.fresh_context();
+      rig.env->arm_read(k, fault);
+      Status st = open_and_query(ctx, nullptr);
+      const std::string at = rig.env->fired_at();
+      rig.env->disarm();
+      SCOPED_TRACE("fault at " + at);
+      if (!at.empty()) ++injected;
+      if (at.find(".tix") != std::string::npos) ++in_index;
+      if (!st.ok()) {
+        ++failed;
+        expect_named(st, path);
+        EXPECT_NE(fault, ReadFault::kShortRead) << "a short read failed the query: " << st.message();
+      }
+      Status again = open_and_query(ctx, nullptr);
+      EXPECT_TRUE(again.ok()) << "query after the fault: " << again.message();
+      if (HasFatalFailure()) return;
+    }
+  EXPECT_GT(in_index, 0u) << "no fault reached an index file";
+  std::printf("[ faults   ] indexed query: %llu read points x %zu faults: %llu injected (%llu in index files), "
+              "%llu queries failed\n",
+              static_cast<unsigned long long>(points), std::size(kReadFaults),
+              static_cast<unsigned long long>(injected), static_cast<unsigned long long>(in_index),
+              static_cast<unsigned long long>(failed));
 }

@@ -14,6 +14,7 @@
 #include "engine/fragment.h"
 #include "engine/layout.h"
 #include "engine/publish_journal.h"
+#include "engine/publish_log.h"
 #include "engine/var_heap.h"
 
 namespace tessera {
@@ -45,6 +46,8 @@ struct ArrayPlan {
   std::vector<std::pair<std::string, std::string>> inl;    // (key, value) inline fragments
   std::map<FragmentId, uint64_t> recorded;                 // "file/" records
   bool files_complete = false;  // the records name every committed file (array_store.h)
+  bool files_logged = false;    // every committed file is recorded or logged (publish_log.h)
+  std::map<FragmentId, uint64_t> logged;                   // publish log entries
   std::vector<std::string> journals;                       // frag/*.journal paths
   uint64_t tmp_files = 0;                                  // frag/.*.tmp
 };
@@ -86,6 +89,7 @@ class Verifier {
       const std::string rest = key.substr(21);
       if (rest == "schema") p.in_catalog = true;
       else if (rest == kFilesCompleteKey) p.files_complete = true;
+      else if (rest == kFilesLoggedKey) p.files_logged = true;
       else if (rest.compare(0, 5, "frag/") == 0) p.inl.emplace_back(key, value);
       else if (rest.compare(0, 5, "file/") == 0) {
         FragmentId fid;
@@ -128,8 +132,17 @@ class Verifier {
         }
         continue;
       }
-      if (is_directory(c_.env(), frag))
-        for (const std::string& name : list_dir(c_.env(), frag)) {
+      std::vector<std::string> names;
+      if (is_directory(c_.env(), frag)) names = list_dir(c_.env(), frag);
+      if (p.files_logged) {
+        try {
+          p.logged = read_publish_logs(c_.env(), frag, names);
+        } catch (const Error& e) {
+          r_.problems.push_back(p.label + ": " + e.what());
+        }
+      }
+      if (!names.empty())
+        for (const std::string& name : names) {
           FragmentId fid;
           if (name.size() == 47 && name.compare(43, 4, ".tfr") == 0 && FragmentId::parse(name.substr(0, 43), &fid))
             p.files.push_back(join_path(frag, name));
@@ -275,12 +288,20 @@ class Verifier {
                            "short before its catalog batch, or a file that does not belong to " + p.label + ")");
         continue;
       }
+      if (p.files_logged && !p.files_complete && !p.recorded.count(id) && !p.logged.count(id)) {
+        r_.problems.push_back("fragment '" + path + "' was not published in this container: no catalog record and "
+                              "no publish log names it (a file copied in from elsewhere?); reading " + p.label +
+                              " fails until it is moved away");
+        continue;
+      }
       check_one(path, [&] { return Fragment::open(path); }, &id);
-      if (p.recorded.count(id)) {
+      // Its size as published: the catalog record, else its publish log entry.
+      const std::map<FragmentId, uint64_t>& by = p.recorded.count(id) ? p.recorded : p.logged;
+      if (by.count(id)) {
         const uint64_t size = file_size(path);
-        if (size != p.recorded[id])
+        if (size != by.at(id))
           r_.problems.push_back("fragment '" + path + "': " + std::to_string(size) + " bytes, but " +
-                                std::to_string(p.recorded[id]) + " were published");
+                                std::to_string(by.at(id)) + " were published");
       }
     }
     for (auto& [path, id] : rolling) {

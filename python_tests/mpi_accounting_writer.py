@@ -2,7 +2,9 @@
 whose datasets every rank writes a part of, committed by the epochs of H5Fflush and
 H5Fclose (and, for "c", published by each rank's H5Dclose between them).
 
-usage: mpirun -n N python mpi_accounting_writer.py PATH
+usage: mpirun -n N python mpi_accounting_writer.py PATH [copy]
+With "copy", the file is then opened in parallel again and "a" is copied to "d" (H5Ocopy,
+collective), which hard-links a's fragment files into d's array.
 The data is model(name, N) of test_accounting.py: rank r writes rows [r*R, (r+1)*R) of
 each dataset (R = 256 / N) in two halves, so every rank leaves several fragment files.
 """
@@ -40,5 +42,8 @@ with h5py.File(path, "w", driver="mpio", comm=comm) as f:
     del c
     comm.Barrier()
     f["b"][lo:lo + 8, :] = -m["b"][lo:lo + 8, :]  # epoch 2 (the close)
+if len(sys.argv) > 2 and sys.argv[2] == "copy":
+    with h5py.File(path, "a", driver="mpio", comm=comm) as f:
+        f.copy("a", "d")
 if rank == 0:
     print("WRITTEN")

@@ -123,6 +123,28 @@ def test_a_foreign_fragment_file_is_not_read(written, tmp_path):
         np.testing.assert_array_equal(f["a"][...], a)
 
 
+def test_a_copied_dataset_reads_its_fragment_files(written, tmp_path):
+    """H5Ocopy links the source's fragment files into the copy's array and records them
+    (before: unrecorded, so the copy read the fill value, with no error); a deleted
+    copied file is an error naming it, the source still reads back."""
+    orig, a, b = written
+    c = _copy(orig, tmp_path / "copied.h5")
+    with h5py.File(c, "a") as f:
+        f.copy("a", "a2")
+    with h5py.File(c, "r") as f:
+        np.testing.assert_array_equal(f["a2"][...], a)
+    assert tessera.verify(c).ok
+    ids = {_array_dir(orig, n).parent.name for n in "ab"}  # arrays/<id>/frag
+    fresh = [p for p in _frag_files(c) if p.parent.parent.name not in ids]  # the copy's
+    assert fresh, _frag_files(c)
+    fresh[0].unlink()
+    with h5py.File(c, "r") as f:
+        with pytest.raises((OSError, KeyError)) as e:
+            f["a2"][...]
+        assert fresh[0].name in str(e.value), str(e.value)
+        np.testing.assert_array_equal(f["a"][...], a)
+
+
 # ---------------------------------------------------------------- written in parallel
 
 MPI_WRITER = Path(__file__).resolve().parent / "mpi_accounting_writer.py"
@@ -199,3 +221,57 @@ def test_a_lost_fragment_file_of_a_parallel_written_file_is_an_hdf5_error(
     r = tessera.verify(c)
     assert not r.ok
     assert any(frag.name in p for p in r.problems), r.problems
+
+
+def test_a_foreign_fragment_in_a_parallel_written_file_is_an_hdf5_error_naming_it(
+        tessera_env, written_in_parallel, tmp_path):
+    """A fragment no commit of this file published (c's, same shape, copied into a's
+    directory): reading a fails naming it and verify reports it (before the publish logs,
+    a parallel file's array read it: c's values in a, no error)."""
+    c = _copy(written_in_parallel, tmp_path / "foreign.h5")
+    dirs = _dataset_dirs(c)
+    foreign = _frag_files(c, dirs["c"])[0]
+    copy = dirs["a"] / foreign.name
+    shutil.copy(foreign, copy)
+    assert not list(dirs["a"].glob("*.log")), "the epochs recorded every file: no publish log is left"
+    with h5py.File(c, "r") as f:
+        with pytest.raises((OSError, KeyError)) as e:
+            f["a"][...]
+        assert foreign.name in str(e.value), str(e.value)
+        np.testing.assert_array_equal(f["b"][...], _parallel_model("b"))
+    r = tessera.verify(c)
+    assert not r.ok and any(foreign.name in p for p in r.problems), r.problems
+    copy.unlink()  # moved away: a reads back as committed
+    with h5py.File(c, "r") as f:
+        np.testing.assert_array_equal(f["a"][...], _parallel_model("a"))
+    assert tessera.verify(c).ok
+
+
+def test_a_copied_fragment_in_a_parallel_file_is_accounted_for(tessera_env, tmp_path):
+    """H5Ocopy inside a parallel file (mpirun -n 2) hard-links the source's fragment
+    files into the copy's array: the copy records them, so it reads back as the source,
+    verifies, and a deleted copied file is an HDF5 error naming it (before: the linked
+    files had no record and the copy of a parallel file's dataset was refused as foreign;
+    in a serial file it read the fill value)."""
+    path = tmp_path / "copy.h5"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(NP),
+           sys.executable, str(MPI_WRITER), str(path), "copy"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "WRITTEN" in proc.stdout, proc.stdout + proc.stderr
+    with h5py.File(path, "r") as f:
+        np.testing.assert_array_equal(f["d"][...], _parallel_model("a"))
+    r = tessera.verify(path)
+    assert r.ok, r.problems
+    dirs = sorted(p for p in (path / "arrays").iterdir() if (p / "frag").is_dir())
+    assert len(dirs) == 4, dirs
+    copied = _frag_files(path, dirs[3] / "frag")
+    assert copied, "the copy holds no fragment file"
+    copied[0].unlink()
+    with h5py.File(path, "r") as f:
+        with pytest.raises((OSError, KeyError)) as e:
+            f["d"][...]
+        assert copied[0].name in str(e.value), str(e.value)
+        np.testing.assert_array_equal(f["a"][...], _parallel_model("a"))
+    r = tessera.verify(path)
+    assert not r.ok and any(copied[0].name in p for p in r.problems), r.problems

@@ -16,6 +16,7 @@
 
 #include "engine/container.h"
 #include "engine/file_io.h"
+#include "engine/publish_log.h"
 #include "vol/elink.h"
 #include "vol/objects.h"
 #include "vol/parallel.h"
@@ -83,6 +84,14 @@ struct Copier {
       const std::string tp = tessera::Container::array_prefix(id) + "frag/";
       tessera::CatalogBatch rb;
       for (auto& [key, value] : src.container().catalog().scan(sp)) rb.put(tp + key.substr(sp.size()), value);
+      // The fragment files linked below are the source's committed ones, recorded with
+      // their sizes (file_records.h): the copy reads them and a lost or damaged one is an
+      // error naming it.  Unrecorded, a serial array (complete records) skipped them and
+      // read the fill value; a parallel file's array (publish logs) refused them as
+      // foreign.  Every rank puts the same records in its copy of the catalog.
+      const std::string sf = tessera::Container::array_prefix(array_id) + "file/";
+      const std::string tf = tessera::Container::array_prefix(id) + "file/";
+      for (auto& [key, value] : src.container().catalog().scan(sf)) rb.put(tf + key.substr(sf.size()), value);
       dst.container().catalog().commit(rb);
     }));
     auto link_files = [&] {
@@ -93,6 +102,7 @@ struct Copier {
         tessera::make_dir(env, td);
         for (const std::string& name : tessera::list_dir(env, fd)) {
           if (name.empty() || name[0] == '.' || name.find(".tmp") != std::string::npos) continue;  // temp files
+          if (tessera::is_publish_log(name)) continue;  // the source's writers' (recorded above)
           std::string sp = tessera::join_path(fd, name), tp = tessera::join_path(td, name);
           if (env.link(sp.c_str(), tp.c_str()) != 0) {
             auto bytes = tessera::read_file(env, sp);
