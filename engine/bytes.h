@@ -41,6 +41,10 @@ class ByteReader {
  public:
   ByteReader(const void* p, size_t n, std::string what)
       : p_(static_cast<const uint8_t*>(p)), n_(n), what_(std::move(what)) {}
+  // `what` a string literal (it must outlive the reader): no copy.  Catalog records are
+  // decoded tens of thousands of times per file and the name matters only in an error.
+  ByteReader(const void* p, size_t n, const char* what)
+      : p_(static_cast<const uint8_t*>(p)), n_(n), what_lit_(what) {}
   uint8_t u8() { uint8_t v; get(&v, 1); return v; }
   uint32_t u32() { uint32_t v; get(&v, 4); return v; }
   uint64_t u64() { uint64_t v; get(&v, 8); return v; }
@@ -80,7 +84,7 @@ class ByteReader {
   size_t pos() const { return pos_; }
   bool done() const { return pos_ == n_; }
   [[noreturn]] void fail(const std::string& why) const {
-    throw_error(Errc::kCorrupt, what_ + ": corrupt metadata (" + why + ")");
+    throw_error(Errc::kCorrupt, (what_lit_ ? std::string(what_lit_) : what_) + ": corrupt metadata (" + why + ")");
   }
 
  private:
@@ -97,6 +101,7 @@ class ByteReader {
   size_t n_;
   size_t pos_ = 0;
   std::string what_;
+  const char* what_lit_ = nullptr;
 };
 
 }  // namespace tessera

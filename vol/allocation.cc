@@ -45,7 +45,7 @@ Facts facts(DatasetObj& d) {
   return f;
 }
 
-std::string late_key(const DatasetObj& d) { return "ae/" + hex16(d.oid); }
+std::string late_key(const DatasetObj& d) { return id_key("ae/", d.oid); }
 
 bool late_chunked(DatasetObj& d) {
   H5D_alloc_time_t at = H5D_ALLOC_TIME_DEFAULT;

@@ -95,10 +95,10 @@ void keep_attr_corder(SharedFile& f, tessera::CatalogBatch& b, uint64_t owner, c
   f.put_object(b, owner, orec);
 }
 
-AttrRecord record_of(SharedFile& f, uint64_t owner, const std::string& name) {
+std::shared_ptr<const AttrRecord> record_of(SharedFile& f, uint64_t owner, const std::string& name) {
   auto r = f.find_attr(owner, name);
   if (!r) fail_arg("attribute '" + name + "' does not exist");
-  return *r;
+  return r;
 }
 
 size_t npoints(hid_t space) {
@@ -266,7 +266,9 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     f.put_attr(b, owner, attr_name, r);
     if (r.committed_type) f.ref_object(b, r.committed_type);  // native: the type's refcount
     f.commit(b);
-    auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, r, &ftype, space_id));
+    auto rp = std::make_shared<const AttrRecord>(std::move(r));
+    f.remember_attr(owner, attr_name, rp);  // the H5Awrite that usually follows finds it
+    auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, *rp, &ftype, space_id));
     a->corder_unknown = !order.tracked;
     return a;
   });
@@ -288,7 +290,7 @@ void* attr_open(void* obj, const H5VL_loc_params_t* loc_params, const char* attr
       owner = owner_of(o, loc_params, &path);
       name = attr_name;
     }
-    return make_attr(o, owner, path, name, record_of(f, owner, name));
+    return make_attr(o, owner, path, name, *record_of(f, owner, name));
   });
 }
 
@@ -297,7 +299,8 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
     auto* a = static_cast<AttrObj*>(attr);
     SharedFile& f = *a->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());
-    AttrRecord r = record_of(f, a->oid, a->name);
+    const auto rp = record_of(f, a->oid, a->name);
+    const AttrRecord& r = *rp;
     size_t n = npoints(a->space);
     if (n == 0) return;
     if (!buf) fail_arg("NULL read buffer");
@@ -349,7 +352,7 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
     SharedFile& f = *a->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());
     f.require_writable("attribute write");
-    AttrRecord r = record_of(f, a->oid, a->name);
+    AttrRecord r = *record_of(f, a->oid, a->name);
     size_t n = npoints(a->space);
     if (n == 0) return;
     if (!buf) fail_arg("NULL write buffer");
@@ -395,6 +398,7 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
     tessera::CatalogBatch b;
     f.put_attr(b, a->oid, a->name, r);
     f.commit(b);
+    f.remember_attr(a->oid, a->name, std::make_shared<const AttrRecord>(std::move(r)));
   });
 }
 
@@ -414,8 +418,8 @@ herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void**
       }
       case H5VL_ATTR_GET_TYPE: {
         auto* a = static_cast<AttrObj*>(o);
-        AttrRecord r = record_of(f, a->oid, a->name);
-        args->args.get_type.type_id = type_id_for_caller(a->file, r.committed_type, a->ftype, a->handle);
+        const auto r = record_of(f, a->oid, a->name);
+        args->args.get_type.type_id = type_id_for_caller(a->file, r->committed_type, a->ftype, a->handle);
         return;
       }
       case H5VL_ATTR_GET_ACPL: {
@@ -462,7 +466,7 @@ herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void**
         } else {
           fail_arg("unsupported location type for attribute get info");
         }
-        fill_info(f, owner, name, record_of(f, owner, name), gi.ainfo);
+        fill_info(f, owner, name, *record_of(f, owner, name), gi.ainfo);
         if (gi.loc_params.type == H5VL_OBJECT_BY_SELF) {
           auto* c = dynamic_cast<CreatedAttr*>(o);
           if (c && c->corder_unknown) {
@@ -490,14 +494,14 @@ herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_s
       case H5VL_ATTR_EXISTS: {
         if (!args->args.exists.name) fail_arg("no attribute name");
         uint64_t owner = owner_of(o, loc_params, nullptr);
-        *args->args.exists.exists = f.find_attr(owner, args->args.exists.name).has_value();
+        *args->args.exists.exists = f.find_attr(owner, args->args.exists.name) != nullptr;
         return;
       }
       case H5VL_ATTR_DELETE: {
         f.require_writable("attribute delete");
         if (!args->args.del.name) fail_arg("no attribute name");
         uint64_t owner = owner_of(o, loc_params, nullptr);
-        AttrRecord r = record_of(f, owner, args->args.del.name);
+        const AttrRecord r = *record_of(f, owner, args->args.del.name);
         tessera::CatalogBatch b;
         f.del_attr(b, owner, args->args.del.name);
         keep_attr_corder(f, b, owner, r);
@@ -524,7 +528,7 @@ herr_t attr_specific(void* obj, const H5VL_loc_params_t* loc_params, H5VL_attr_s
         const char* to = args->args.rename.new_name;
         if (!from || !to || !*to) fail_arg("no attribute name");
         uint64_t owner = owner_of(o, loc_params, nullptr);
-        AttrRecord r = record_of(f, owner, from);
+        const AttrRecord r = *record_of(f, owner, from);
         if (std::strcmp(from, to) == 0) return;
         if (f.find_attr(owner, to)) fail_arg(std::string("attribute '") + to + "' already exists");
         tessera::CatalogBatch b;

@@ -28,7 +28,7 @@ namespace tessera_vol {
 // ---------------------------------------------------------------- attributes
 
 std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner) {
-  std::string prefix = "a/" + hex16(owner) + "/";
+  std::string prefix = id_key("a/", owner, "/");
   std::vector<std::pair<std::string, AttrRecord>> out;
   check(tessera::guard([&] {
     for (auto& kv : container_->catalog().scan(prefix))
@@ -37,18 +37,20 @@ std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner
   return out;
 }
 
-std::optional<AttrRecord> SharedFile::find_attr(uint64_t owner, const std::string& name) {
-  // H5Aopen, H5Aget_type/space and H5Aread of one attribute each need its record: the
-  // last one decoded is kept while the catalog does not change.
+std::shared_ptr<const AttrRecord> SharedFile::find_attr(uint64_t owner, const std::string& name) {
   const uint64_t version = container_->catalog().version();
   if (last_attr_ && last_attr_->version == version && last_attr_->owner == owner && last_attr_->name == name)
     return last_attr_->rec;
   auto v = container_->catalog().get(attr_key(owner, name));
-  if (!v) return std::nullopt;
-  AttrRecord r;
-  check(tessera::guard([&] { r = AttrRecord::deserialize(*v); }));
+  if (!v) return nullptr;
+  auto r = std::make_shared<AttrRecord>();
+  check(tessera::guard([&] { *r = AttrRecord::deserialize(*v); }));
   last_attr_ = LastAttr{version, owner, name, r};
   return r;
+}
+
+void SharedFile::remember_attr(uint64_t owner, const std::string& name, std::shared_ptr<const AttrRecord> r) {
+  last_attr_ = LastAttr{container_->catalog().version(), owner, name, std::move(r)};
 }
 
 void SharedFile::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r) {

@@ -11,8 +11,8 @@
 
 namespace tessera_vol {
 
-inline std::string link_key(uint64_t group, const std::string& name) { return "l/" + hex16(group) + "/" + name; }
-inline std::string attr_key(uint64_t owner, const std::string& name) { return "a/" + hex16(owner) + "/" + name; }
+inline std::string link_key(uint64_t group, const std::string& name) { return id_key("l/", group, "/", name); }
+inline std::string attr_key(uint64_t owner, const std::string& name) { return id_key("a/", owner, "/", name); }
 
 // Reads a record from the batch if it was put there (newest wins), else nullopt.
 inline std::optional<std::string> from_batch(const tessera::CatalogBatch& b, const std::string& key, bool* deleted) {

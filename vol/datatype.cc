@@ -195,7 +195,7 @@ herr_t datatype_close(void* dt, hid_t /*dxpl_id*/, void** /*req*/) {
     auto rec = f.find_object(d->oid);
     if (!rec || rec->rc != 0 || rec->type != ObjType::kDatatype) return;
     tessera::CatalogBatch b;
-    b.del("o/" + hex16(d->oid));
+    b.del(id_key("o/", d->oid));
     for (auto& [name, a] : f.attrs(d->oid)) {
       f.del_attr(b, d->oid, name);
       if (a.committed_type && a.committed_type != d->oid) f.unref_object(b, a.committed_type);

@@ -74,7 +74,7 @@ void remove_link_keep_open(SharedFile& f, const LinkAt& at) {
     auto r = f.find_object(at.rec.target);
     if (open && r && r->rc <= 1) {
       tessera::CatalogBatch b;
-      b.del("l/" + hex16(at.group) + "/" + at.name);
+      b.del(id_key("l/", at.group, "/", at.name));
       link_storage_removing(f, b, at.group);
       r->rc = 0;
       f.put_object(b, at.rec.target, *r);
@@ -266,7 +266,7 @@ void copy_or_move(void* src_obj, const H5VL_loc_params_t* lp1, void* dst_obj, co
   if (!keep && l.type == H5L_TYPE_HARD && !two_step) before = f.object(l.target);
   f.add_link(b, parent, last, l);
   if (!keep && !two_step) {
-    b.del("l/" + hex16(from.group) + "/" + from.name);
+    b.del(id_key("l/", from.group, "/", from.name));
     link_storage_removing(f, b, from.group);
     f.keep_link_corder(b, from.group, from.rec.corder);
     if (before) f.put_object(b, l.target, *before);

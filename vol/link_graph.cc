@@ -44,7 +44,7 @@ std::optional<LinkRecord> SharedFile::find_link(uint64_t group, const std::strin
 }
 
 std::vector<std::pair<std::string, LinkRecord>> SharedFile::links(uint64_t group) {
-  std::string prefix = "l/" + hex16(group) + "/";
+  std::string prefix = id_key("l/", group, "/");
   std::vector<std::pair<std::string, LinkRecord>> out;
   check(tessera::guard([&] {
     for (auto& kv : container_->catalog().scan(prefix))
@@ -63,7 +63,7 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
   // The group's record (possibly new in this batch) is read only the first time.
   if (link_corders_.find(group) == link_corders_.end()) {
     ObjectRecord g;
-    if (auto v = from_batch(b, "o/" + hex16(group), &deleted)) g = ObjectRecord::deserialize(*v);
+    if (auto v = from_batch(b, id_key("o/", group), &deleted)) g = ObjectRecord::deserialize(*v);
     else g = object(group);
     if (g.type != ObjType::kGroup) fail_arg("link parent is not a group");
     peek_link_corder(group, g);
@@ -74,7 +74,7 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
   if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(kUdLinksKey, "1");
   if (rec.type == H5L_TYPE_HARD) {
     ObjectRecord t;
-    if (auto v = from_batch(b, "o/" + hex16(rec.target), &deleted)) t = ObjectRecord::deserialize(*v);
+    if (auto v = from_batch(b, id_key("o/", rec.target), &deleted)) t = ObjectRecord::deserialize(*v);
     else t = object(rec.target);
     t.rc++;
     put_object(b, rec.target, t);
@@ -95,7 +95,7 @@ int64_t SharedFile::peek_link_corder(uint64_t group, const ObjectRecord& rec) {
 void SharedFile::keep_link_corder(tessera::CatalogBatch& b, uint64_t group, int64_t removed) {
   bool deleted;
   ObjectRecord g;
-  if (auto v = from_batch(b, "o/" + hex16(group), &deleted)) g = ObjectRecord::deserialize(*v);
+  if (auto v = from_batch(b, id_key("o/", group), &deleted)) g = ObjectRecord::deserialize(*v);
   else if (deleted) return;  // the group itself goes in this batch
   else if (auto r = find_object(group)) g = *r;
   else return;
@@ -124,9 +124,9 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
   if (depth > 1000) fail_arg("object graph too deep to delete");
   auto rec = find_object(oid);
   if (!rec) return;
-  b.del("o/" + hex16(oid));
+  b.del(id_key("o/", oid));
   if (rec->type == ObjType::kGroup) link_storage_deleted(b, oid);
-  if (rec->type == ObjType::kDataset) b.del("ae/" + hex16(oid));  // allocation.h
+  if (rec->type == ObjType::kDataset) b.del(id_key("ae/", oid));  // allocation.h
   for (auto& [name, a] : attrs(oid)) {
     b.del(attr_key(oid, name));
     if (a.committed_type && a.committed_type != oid) unref_object(b, a.committed_type);
@@ -137,7 +137,7 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
       if (l.type != H5L_TYPE_HARD || l.target == oid) continue;
       bool deleted;
       ObjectRecord t;
-      if (auto v = from_batch(b, "o/" + hex16(l.target), &deleted)) t = ObjectRecord::deserialize(*v);
+      if (auto v = from_batch(b, id_key("o/", l.target), &deleted)) t = ObjectRecord::deserialize(*v);
       else if (deleted) continue;
       else if (auto f = find_object(l.target)) t = *f;
       else continue;
@@ -154,7 +154,7 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
 void SharedFile::ref_object(tessera::CatalogBatch& b, uint64_t oid) {
   bool deleted;
   ObjectRecord t;
-  if (auto v = from_batch(b, "o/" + hex16(oid), &deleted)) t = ObjectRecord::deserialize(*v);
+  if (auto v = from_batch(b, id_key("o/", oid), &deleted)) t = ObjectRecord::deserialize(*v);
   else if (deleted) fail_arg("object " + std::to_string(oid) + " is being deleted");
   else t = object(oid);
   t.rc++;
@@ -164,7 +164,7 @@ void SharedFile::ref_object(tessera::CatalogBatch& b, uint64_t oid) {
 void SharedFile::unref_object(tessera::CatalogBatch& b, uint64_t oid) {
   bool deleted;
   ObjectRecord t;
-  if (auto v = from_batch(b, "o/" + hex16(oid), &deleted)) t = ObjectRecord::deserialize(*v);
+  if (auto v = from_batch(b, id_key("o/", oid), &deleted)) t = ObjectRecord::deserialize(*v);
   else if (deleted) return;  // deleted earlier in this batch (reference cycles)
   else if (auto r = find_object(oid)) t = *r;
   else return;

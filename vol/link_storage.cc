@@ -9,7 +9,7 @@ namespace tessera_vol {
 
 namespace {
 
-std::string key(uint64_t group) { return "gs/" + hex16(group); }
+std::string key(uint64_t group) { return id_key("gs/", group); }
 
 // The group's phase-change limits (H5Pget_link_phase_change; HDF5's defaults 8 and 6).
 void phase_change(SharedFile& f, uint64_t group, unsigned* max_compact, unsigned* min_dense) {
@@ -24,7 +24,7 @@ void phase_change(SharedFile& f, uint64_t group, unsigned* max_compact, unsigned
 }
 
 uint64_t committed_links(SharedFile& f, uint64_t group, uint64_t limit) {
-  return f.container().catalog().count("l/" + hex16(group) + "/", limit);
+  return f.container().catalog().count(id_key("l/", group, "/"), limit);
 }
 
 char state(SharedFile& f, uint64_t group) {

@@ -30,7 +30,7 @@ namespace tessera_vol {
 // ---------------------------------------------------------------- objects
 
 std::optional<ObjectRecord> SharedFile::find_object(uint64_t oid) {
-  auto v = container_->catalog().get("o/" + hex16(oid));
+  auto v = container_->catalog().get(id_key("o/", oid));
   if (!v) return std::nullopt;
   ObjectRecord r;
   check(tessera::guard([&] { r = ObjectRecord::deserialize(*v); }));
@@ -40,11 +40,11 @@ std::optional<ObjectRecord> SharedFile::find_object(uint64_t oid) {
 ObjectRecord SharedFile::object(uint64_t oid) {
   auto r = find_object(oid);
   if (!r) fail_arg("object " + std::to_string(oid) + " does not exist in '" + name_ + "'");
-  return *r;
+  return std::move(*r);
 }
 
 void SharedFile::put_object(tessera::CatalogBatch& b, uint64_t oid, const ObjectRecord& r) {
-  b.put("o/" + hex16(oid), r.serialize());
+  b.put(id_key("o/", oid), r.serialize());
 }
 
 uint64_t SharedFile::allocate_oid(tessera::CatalogBatch& b) {

@@ -35,6 +35,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -194,7 +195,13 @@ class SharedFile {
 
   // --- attributes
   std::vector<std::pair<std::string, AttrRecord>> attrs(uint64_t owner);  // sorted by name
-  std::optional<AttrRecord> find_attr(uint64_t owner, const std::string& name);
+  // The record, or null.  The one last found is kept while the catalog does not change
+  // (H5Aopen, H5Aget_type and H5Aread of one attribute each need it): shared, not copied.
+  std::shared_ptr<const AttrRecord> find_attr(uint64_t owner, const std::string& name);
+  // Right after the commit that put `r` for (owner, name): find_attr's cache holds it, so
+  // the H5Awrite that follows an H5Acreate (or the read after a write) needs no catalog
+  // get and no decode.
+  void remember_attr(uint64_t owner, const std::string& name, std::shared_ptr<const AttrRecord> r);
   bool has_attr(uint64_t owner, const std::string& name);
   void put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r);
   void del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name);
@@ -278,7 +285,7 @@ class SharedFile {
   struct LastAttr {  // find_attr's cache of one record
     uint64_t version, owner;
     std::string name;
-    AttrRecord rec;
+    std::shared_ptr<const AttrRecord> rec;
   };
   std::optional<LastAttr> last_attr_;
   hid_t default_dapl_ = H5I_INVALID_HID;
@@ -289,6 +296,9 @@ class SharedFile {
 };
 
 std::string hex16(uint64_t v);
+// tag + hex16(id) + tail + name (a key such as "o/<hex16>" or "a/<hex16>/<name>"), built
+// in one allocation.
+std::string id_key(std::string_view tag, uint64_t id, std::string_view tail = {}, std::string_view name = {});
 // The names of an HDF5 path, without empty and "." components ("/a//./b" -> a, b).
 std::vector<std::string> path_components(const std::string& path);
 

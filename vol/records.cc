@@ -31,8 +31,10 @@ namespace {
 
 constexpr uint8_t kRecordVersion = 1;
 
+// `what`: a literal naming the record ("catalog record (object)"), copied only when an
+// error message needs it.
 tessera::ByteReader reader(const std::string& s, const char* what) {
-  return tessera::ByteReader(s.data(), s.size(), std::string("catalog record (") + what + ")");
+  return tessera::ByteReader(s.data(), s.size(), what);
 }
 
 }  // namespace
@@ -56,6 +58,19 @@ std::string hex16(uint64_t v) {
   std::string b(16, '0');
   for (int i = 15; i >= 0; --i, v >>= 4) b[i] = kDigits[v & 15];
   return b;
+}
+
+std::string id_key(std::string_view tag, uint64_t id, std::string_view tail, std::string_view name) {
+  // One allocation per key: "o/" + hex16(id) + "/" + name made three or four, and every
+  // create, open and attribute access builds a few keys.
+  static const char kDigits[] = "0123456789abcdef";
+  std::string k(tag.size() + 16 + tail.size() + name.size(), '0');
+  std::memcpy(k.data(), tag.data(), tag.size());
+  char* d = k.data() + tag.size();
+  for (int i = 15; i >= 0; --i, id >>= 4) d[i] = kDigits[id & 15];
+  if (!tail.empty()) std::memcpy(d + 16, tail.data(), tail.size());
+  if (!name.empty()) std::memcpy(d + 16 + tail.size(), name.data(), name.size());
+  return k;
 }
 
 void fail_unsupported(const std::string& msg) { throw VolError{static_cast<int>(ErrorKind::kUnsupported), msg}; }
@@ -103,7 +118,7 @@ void ObjectRecord::stamp_times(hid_t cpl) {
 }
 
 ObjectRecord ObjectRecord::deserialize(const std::string& s) {
-  auto r = reader(s, "object");
+  auto r = reader(s, "catalog record (object)");
   ObjectRecord o;
   if (r.u8() != kRecordVersion) r.fail("unknown record version");
   uint8_t t = r.u8();
@@ -145,7 +160,7 @@ LinkRecord LinkRecord::hard(uint64_t target, hid_t lcpl) {
 }
 
 LinkRecord LinkRecord::deserialize(const std::string& s) {
-  auto r = reader(s, "link");
+  auto r = reader(s, "catalog record (link)");
   LinkRecord l;
   if (r.u8() != kRecordVersion) r.fail("unknown record version");
   l.type = static_cast<H5L_type_t>(r.u8());
@@ -172,7 +187,7 @@ std::string AttrRecord::serialize() const {
 }
 
 AttrRecord AttrRecord::deserialize(const std::string& s) {
-  auto r = reader(s, "attribute");
+  auto r = reader(s, "catalog record (attribute)");
   AttrRecord a;
   if (r.u8() != kRecordVersion) r.fail("unknown record version");
   a.type_enc = r.str();

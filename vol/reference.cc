@@ -62,7 +62,7 @@ struct Extra {
   }
 };
 
-std::string extra_key(uint64_t id) { return "rx/" + hex16(id); }
+std::string extra_key(uint64_t id) { return id_key("rx/", id); }
 
 std::string ref_file_name(const H5R_ref_t* ref) {
   ssize_t n = H5Rget_file_name(ref, nullptr, 0);

@@ -13,7 +13,7 @@ namespace {
 
 int g_put = -1, g_get = -1;
 
-std::string key(uint64_t id) { return "rg/" + hex16(id); }
+std::string key(uint64_t id) { return id_key("rg/", id); }
 
 }  // namespace
 

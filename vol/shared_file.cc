@@ -88,7 +88,7 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   root.type = ObjType::kGroup;
   root.stamp_times(H5P_DEFAULT);
   root.rc = 1;
-  b.put("o/" + hex16(kRootOid), root.serialize());
+  b.put(id_key("o/", kRootOid), root.serialize());
   link_storage_created(*f, b, kRootOid, f->fcpl_);  // HDF5 makes the root group from the fcpl
   b.put("sys/next_oid", std::to_string(kRootOid + 1));
   b.put(kUdLinksKey, "0");  // no external or user-defined links yet (add_link)
