@@ -19,7 +19,6 @@
 #include "engine/strided_copy.h"
 
 namespace tessera {
-bool exp_old_write();  // EXPERIMENT
 
 using namespace array_files;
 
@@ -472,7 +471,7 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
       w->add_dense_tile_from(t.data(), piece, src + soff * es);
       return;
     }
-    if (schema_.filters.empty() && !exp_old_write() && row_spans(r, shape, src + soff * es, sstride, dstride, es, &spans_)) {
+    if (schema_.filters.empty() && row_spans(r, shape, src + soff * es, sstride, dstride, es, &spans_)) {
       // Unfiltered, in rows of the source long enough to write from: written straight
       // from them (pwritev), the tile never gathered (issue 20, the h5py demo's chunk-
       // row blocks).

@@ -3,6 +3,7 @@
 // FragmentWriter::add_dense_tile_spans — whose fragment must hold exactly the bytes
 // add_dense_tile writes for the same cells gathered into one buffer (docs/format.md).
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <cmath>
 #include <cstring>
@@ -38,6 +39,24 @@ std::vector<ByteSpan> random_pieces(Rng& rng, const uint8_t* p, size_t n, size_t
 }
 
 }  // namespace
+
+// checksum64 may run xxhash's AVX2 form (checksum_avx2.cc): its values must be the
+// library's own XXH3_64bits, one-shot and streamed, for every length class.
+TEST(Checksum64, EqualsTheLibrarysXxh3) {
+  Rng rng(testutil::named_seed("Checksum64", 9));
+  std::vector<uint8_t> buf(3 << 20);
+  rng.fill(buf.data(), buf.size());
+  std::vector<size_t> lens = {0, 1, 3, 16, 17, 128, 129, 240, 241, 1024, 65536, 65537, buf.size()};
+  for (int i = 0; i < 200; ++i) lens.push_back(rng.range(0, 300000));
+  for (size_t n : lens) {
+    const uint8_t* p = buf.data() + rng.below(buf.size() - n + 1);
+    const uint64_t want = XXH3_64bits(p, n);
+    EXPECT_EQ(checksum64(p, n), want) << n;
+    Checksum64Stream st;
+    for (auto& piece : random_pieces(rng, p, n, 1, rng.chance(0.5) ? 50 : 70000)) st.update(piece.data, piece.len);
+    EXPECT_EQ(st.digest(), want) << n;
+  }
+}
 
 TEST(BlockChecksummer, EqualsOneShotPerBlockWhateverThePieces) {
   Rng rng(testutil::named_seed("BlockChecksummer", 7));

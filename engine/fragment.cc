@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 
 #include <sys/uio.h>
@@ -191,12 +190,7 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   // that window, as any failed read leaves its buffer undefined.  A large cold read has
   // its span prefetched by the planner first (prefetch_runs), so these preads mostly wait
   // for requests already at the disk.
-  // EXPERIMENT (issue 20, not to be committed): the window size from the environment.
-  static const uint64_t window = [] {
-    const char* v = std::getenv("TESSERA_EXP_READ_WINDOW");
-    return v ? std::strtoull(v, nullptr, 10) : kReadWindow;
-  }();
-  const WindowLimits lim{B, size, window, kReadScratch, kDirectMinBytes, kMaxPieces};
+  const WindowLimits lim{B, size, kReadWindow, kReadScratch, kDirectMinBytes, kMaxPieces};
   // Per-thread buffers, kept: a cold read is many calls (ReadPlanner jobs), and fresh
   // ones cost a zero-fill and an mmap/munmap each time.  Scratch holds only the bytes not
   // read in place: at most kReadScratch (or one block, if larger).

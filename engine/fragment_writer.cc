@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "engine/block_checksummer.h"
@@ -22,10 +21,6 @@ namespace {
 FilterPipeline coords_pipeline() { return FilterPipeline({{FilterType::kShuffle, 0}, {FilterType::kLz4, 0}}, 8); }
 std::atomic<uint64_t> g_tmp_counter{0};
 }  // namespace
-bool exp_old_write() {
-  static const bool v = std::getenv("TESSERA_EXP_OLD_WRITE") != nullptr;
-  return v;
-}
 
 FragmentWriter::FragmentWriter(Context& ctx, const std::string& dir, FragmentId id, const Schema& schema,
                                uint64_t inline_limit, std::function<void()> before_file)
@@ -238,17 +233,6 @@ DenseEntry& FragmentWriter::new_data_entry(const uint64_t* tile, const Box& box)
 }
 
 void FragmentWriter::add_dense_tile_from(const uint64_t* tile, const Box& box, const uint8_t* data) {
-  if (exp_old_write()) {  // EXPERIMENT: the code before add_dense_tile_spans
-    drain(0);
-    DenseEntry& e = new_data_entry(tile, box);
-    const uint64_t cells = box.cells(), n = cells * schema_.elem_size;
-    e.stats = compute_stats(schema_, data, cells);
-    e.blob.raw_size = e.blob.stored_size = n;
-    checksum_blob(data, n, meta_.check_block != 0, &e.blob.checksum, &e.block_checks);
-    e.blob.offset = offset();
-    append(data, n);
-    return;
-  }
   const ByteSpan whole{data, box.cells() * schema_.elem_size};
   add_dense_tile_spans(tile, box, &whole, 1);
 }
