@@ -315,27 +315,13 @@ void ReadPlanner::read_jobs() {
     // Consecutive jobs of one tile, in ascending order, go as one call: its preadv
     // windows then span up to Fragment::kReadWindow instead of one job's ~1 MiB.
     std::vector<ByteRun> merged;
-    auto group_end = [&](size_t a) {
-      size_t b = a + 1;
-      for (; b < jobs_.size(); ++b) {
-        const Job& n = jobs_[b];
-        const ByteRun& prev = jobs_[b - 1].runs.back();
-        if (n.f != jobs_[a].f || n.idx != jobs_[a].idx || n.runs.front().off < prev.off + prev.len) break;
-      }
-      return b;
-    };
-    // While one group is read, the kernel is already asked (WILLNEED) for the next
-    // group's cold blocks — exactly those, nothing past them: the disk then streams the
-    // next tile while this one is copied and verified.  Readahead alone left the disk idle
-    // during the checksums (a cold 1 GiB read took raw + its CPU time, issue 20).
-    auto prefetch_group = [&](size_t a, size_t b) {
-      for (size_t k = a; k < b; ++k)
-        if (jobs_[k].cold_span) jobs_[k].f->prefetch_runs(jobs_[k].idx, jobs_[k].runs);
-    };
     for (size_t a = 0, b; a < jobs_.size(); a = b) {
       const Job& j = jobs_[a];
-      b = group_end(a);
-      if (cold > 0 && b < jobs_.size()) prefetch_group(b, group_end(b));
+      for (b = a + 1; b < jobs_.size(); ++b) {
+        const Job& n = jobs_[b];
+        const ByteRun& prev = jobs_[b - 1].runs.back();
+        if (n.f != j.f || n.idx != j.idx || n.runs.front().off < prev.off + prev.len) break;
+      }
       if (b == a + 1) {
         j.f->read_dense_runs(j.idx, j.runs);
         continue;
