@@ -497,6 +497,7 @@ class Array final : public BufferOwner {
   std::unique_ptr<WriteBuffer> buffer_;
   std::unique_ptr<BlobBuffer> blobs_;  // made with the schema (open_impl)
   std::vector<uint8_t> scratch_;  // write_dense: pieces gathered for unfiltered tiles
+  std::vector<ByteSpan> spans_;   // write_dense: the source rows of a tile written from them
   // A background flush's state (flush_in_background): writing a swapped-out buffer of
   // inflight_bytes_ bytes; its cells are in no fragment yet, so reads and everything that
   // lists fragments wait for it (finish_inflight).

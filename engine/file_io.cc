@@ -159,6 +159,31 @@ void AppendFile::append2(const void* a, size_t na, const void* b, size_t nb) {
   off_ += na + nb;
 }
 
+void AppendFile::appendv(struct iovec* iov, int cnt) {
+  while (cnt > 0) {
+    ssize_t r;
+    do {
+      r = f_.env().pwritev(f_.fd(), iov, cnt, static_cast<off_t>(off_));
+    } while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+      // A failed vector write: the rest through pwrite_all, which throws with the errno.
+      for (int i = 0; i < cnt; ++i) append(iov[i].iov_base, iov[i].iov_len);
+      return;
+    }
+    auto done = static_cast<size_t>(r);
+    off_ += done;
+    while (cnt > 0 && done >= iov->iov_len) {
+      done -= iov->iov_len;
+      ++iov;
+      --cnt;
+    }
+    if (cnt > 0) {
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + done;
+      iov->iov_len -= done;
+    }
+  }
+}
+
 void File::truncate(uint64_t size) {
   while (env_->ftruncate(fd_, static_cast<off_t>(size)) != 0) {
     if (errno != EINTR) throw_errno("cannot truncate", path_, errno);

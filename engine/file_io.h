@@ -58,6 +58,9 @@ class AppendFile {
   void append(const void* p, size_t n) { f_.pwrite_all(p, n, off_); off_ += n; }
   // Two buffers, one after the other, in one write call.
   void append2(const void* a, size_t na, const void* b, size_t nb);
+  // Buffers one after the other, cnt <= IOV_MAX, in as few pwritev calls as the kernel
+  // allows (short writes continue where they stopped; modifies iov).
+  void appendv(struct iovec* iov, int cnt);
   File& file() { return f_; }
 
  private:

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/checksum.h"
 #include "engine/file_io.h"
 #include "engine/fragment_meta.h"
 #include "engine/schema.h"
@@ -37,6 +38,12 @@ class FragmentWriter {
   // chunk-sized H5Dwrite thus costs one copy, into the page cache, as in native HDF5 —
   // not a fresh 8 MiB buffer (zero-filled page by page) filled and then written.
   void add_dense_tile_from(const uint64_t* tile, const Box& box, const uint8_t* data);
+  // The same for a tile whose bytes lie in pieces of the caller's memory (the rows of a
+  // chunk cut out of a wider write): `spans`, concatenated, are the box's cells in cell
+  // order.  Written with pwritev straight from the pieces, checksums and statistics
+  // computed over them on the way — the file's bytes are those of add_dense_tile_from
+  // over the gathered tile, without the gather.
+  void add_dense_tile_spans(const uint64_t* tile, const Box& box, const ByteSpan* spans, size_t n);
   // Bytes the fragment's values pipeline already encoded (HDF5's direct chunk writes,
   // Array::write_tile_encoded): stored as given, checksummed, not decoded — so their
   // statistics hold the cell count only.  An unfiltered fragment takes at least the box's
@@ -114,12 +121,15 @@ class FragmentWriter {
               TileStats* stats = nullptr, std::vector<uint64_t>* blocks = nullptr);
   void drain(size_t keep);
   void append(const void* p, size_t n);
+  void append_pieces(struct iovec* iov, int cnt, uint64_t total);  // iov[0] left free
   uint64_t offset() const { return in_memory_ ? mem_.size() : out_.offset() + head_.size(); }
   void flush_head();
   // Checks tile order, records a data entry for `box` (domain, cell count); blob to fill.
   DenseEntry& new_data_entry(const uint64_t* tile, const Box& box);
   void start_writeback_async(int fd);
   static constexpr size_t kHeadBytes = 64 << 10;
+  // add_dense_tile_spans's write size: checksummed, scanned and written while in L2.
+  static constexpr uint64_t kWriteGroup = 512 << 10;
   std::vector<uint8_t> head_;  // file mode: first bytes not written yet (append)
   void name_files();
   void open_file();  // moves the bytes collected in memory to the temporary file

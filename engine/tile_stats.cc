@@ -142,6 +142,53 @@ TESSERA_STATS_CLONES TileStats compute_stats(const Schema& s, const uint8_t* dat
   return st;
 }
 
+namespace {
+template <class T>
+void merge_minmax(TileStats* acc, const TileStats& part) {
+  T alo, ahi, plo, phi;  // min/max are stored in host order (store above)
+  std::memcpy(&alo, acc->min, sizeof(T));
+  std::memcpy(&ahi, acc->max, sizeof(T));
+  std::memcpy(&plo, part.min, sizeof(T));
+  std::memcpy(&phi, part.max, sizeof(T));
+  store(acc, plo < alo ? plo : alo, ahi < phi ? phi : ahi);
+}
+}  // namespace
+
+void merge_stats(const Schema& s, TileStats* acc, const TileStats& part) {
+  acc->count += part.count;
+  if (!part.has_minmax) return;
+  if (!acc->has_minmax) {
+    acc->has_minmax = true;
+    std::memcpy(acc->min, part.min, 8);
+    std::memcpy(acc->max, part.max, 8);
+    return;
+  }
+  switch (s.kind) {
+    case ElementKind::kInt:
+      switch (s.elem_size) {
+        case 1: merge_minmax<int8_t>(acc, part); break;
+        case 2: merge_minmax<int16_t>(acc, part); break;
+        case 4: merge_minmax<int32_t>(acc, part); break;
+        case 8: merge_minmax<int64_t>(acc, part); break;
+      }
+      break;
+    case ElementKind::kUInt:
+      switch (s.elem_size) {
+        case 1: merge_minmax<uint8_t>(acc, part); break;
+        case 2: merge_minmax<uint16_t>(acc, part); break;
+        case 4: merge_minmax<uint32_t>(acc, part); break;
+        case 8: merge_minmax<uint64_t>(acc, part); break;
+      }
+      break;
+    case ElementKind::kFloat:
+      if (s.elem_size == 4) merge_minmax<float>(acc, part);
+      else merge_minmax<double>(acc, part);
+      break;
+    case ElementKind::kOpaque:
+      break;
+  }
+}
+
 void TileStats::serialize(ByteWriter& w) const {
   w.u64(count);
   w.u8(has_minmax ? 1 : 0);

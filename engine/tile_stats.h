@@ -21,5 +21,9 @@ struct TileStats {
 };
 
 TileStats compute_stats(const Schema& s, const uint8_t* data, uint64_t n);
+// Folds the statistics of a part of a tile into `acc` (a tile whose rows are visited one
+// at a time): min/max of both, counts added.  Equal to compute_stats over the whole tile,
+// except that between two equal values (a float's -0 and +0) either may be kept.
+void merge_stats(const Schema& s, TileStats* acc, const TileStats& part);
 
 }  // namespace tessera
