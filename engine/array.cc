@@ -139,6 +139,11 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   // Read after the listing: an entry is durable before its file's rename.
   std::map<FragmentId, uint64_t> log_entries;
   if (logged) log_entries = read_publish_logs(env(), frag_dir_, names);
+  const auto known_paths = frags_.by_path();
+  auto known_at = [&](const std::string& path) -> std::shared_ptr<Fragment> {
+    auto it = known_paths.find(path);
+    return it == known_paths.end() ? nullptr : it->second;
+  };
   for (const std::string& name : names) {
     FragmentId id;
     // Another rank's fragment shared before its epoch (MPI, array_files.h): read like any
@@ -147,7 +152,7 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
       if (id.rank == opts_.writer_rank) continue;  // our own: in unpublished_
       std::shared_ptr<Fragment> f;
       const std::string path = join_path(frag_dir_, name);
-      if (!(f = frags_.find(path))) {
+      if (!(f = known_at(path))) {
         try {
           f = Fragment::open(path, ctx_);
         } catch (const Error& e) {
@@ -168,7 +173,7 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     // its time covers.  A consolidation's later result holds exactly its inputs' cells.
     if (opts_.as_of_ts && !recorded.count(id) && id.ts > opts_.as_of_ts) continue;
     std::string path = join_path(frag_dir_, name);
-    if (auto known = frags_.find(path)) {
+    if (auto known = known_at(path)) {
       all->push_back(known);
       listed.insert(id);
       continue;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/fragment.h"
@@ -37,6 +38,14 @@ class FragmentSet {
     for (auto& f : *cur_)
       if (f->path() == path) return f;
     return nullptr;
+  }
+  // Every file fragment by path: a listing looks up each name it finds, and a scan of
+  // the set per name made a listing quadratic in the fragments (a parallel H5Dwrite lists).
+  std::unordered_map<std::string, std::shared_ptr<Fragment>> by_path() const {
+    std::unordered_map<std::string, std::shared_ptr<Fragment>> m;
+    m.reserve(cur_->size());
+    for (auto& f : *cur_) m.emplace(f->path(), f);
+    return m;
   }
   // Adds `f` and drops the fragments it replaces (consolidation).
   void add(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced) {
