@@ -60,6 +60,44 @@ void expect_named(const Status& st, const std::string& path) {
   EXPECT_NE(st.message().find(path), std::string::npos) << "the error names no file of the container: " << st.message();
 }
 
+// Counts of fault_every_read: faults that fired, operations that failed, faults that hit
+// a file whose name holds the suffix asked for.
+struct FaultCounts {
+  uint64_t injected = 0, failed = 0, in_target = 0;
+};
+
+// Arms each read fault at each of `points` read points in turn, on a fresh context: `op`
+// must give its exact result (it checks that itself) or an error naming a file under
+// `path` (a short read is retried, never an error), and `op` again in the same context
+// must succeed — the process goes on.
+template <class Op>
+FaultCounts fault_every_read(const ReadRig& rig, uint64_t points, const std::string& path, const char* suffix,
+                             Op op) {
+  FaultCounts n;
+  for (uint64_t k = 1; k <= points; ++k)
+    for (ReadFault fault : kReadFaults) {
+      SCOPED_TRACE(std::string(FaultEnv::fault_name(fault)) + " at read " + std::to_string(k) + " of " +
+                   std::to_string(points));
+      auto ctx = rig.fresh_context();
+      rig.env->arm_read(k, fault);
+      Status st = op(ctx);
+      const std::string at = rig.env->fired_at();
+      rig.env->disarm();
+      SCOPED_TRACE("fault at " + at);
+      if (!at.empty()) ++n.injected;
+      if (at.find(suffix) != std::string::npos) ++n.in_target;
+      if (!st.ok()) {
+        ++n.failed;
+        expect_named(st, path);
+        EXPECT_NE(fault, ReadFault::kShortRead) << "a short read failed the operation: " << st.message();
+      }
+      Status again = op(ctx);
+      EXPECT_TRUE(again.ok()) << "the operation after the fault: " << again.message();
+      if (::testing::Test::HasFatalFailure()) return n;
+    }
+  return n;
+}
+
 }  // namespace
 
 TEST(ReadFault, OpenAndReadEveryArray) {
@@ -260,28 +298,9 @@ TEST(ReadFault, VariableLengthHeapReads) {
     points = rig.env->read_points();
   }
   ASSERT_GT(points, 0u);
-  uint64_t injected = 0, failed = 0, in_heap = 0;
-  for (uint64_t k = 1; k <= points; ++k)
-    for (ReadFault fault : kReadFaults) {
-      SCOPED_TRACE(std::string(FaultEnv::fault_name(fault)) + " at read " + std::to_string(k) + " of " +
-                   std::to_string(points));
-      auto ctx = rig.fresh_context();
-      rig.env->arm_read(k, fault);
-      Status st = open_and_read(ctx);
-      const std::string at = rig.env->fired_at();
-      rig.env->disarm();
-      SCOPED_TRACE("fault at " + at);
-      if (!at.empty()) ++injected;
-      if (at.find(".thp") != std::string::npos) ++in_heap;
-      if (!st.ok()) {
-        ++failed;
-        expect_named(st, path);
-        EXPECT_NE(fault, ReadFault::kShortRead) << "a short read failed the read: " << st.message();
-      }
-      Status again = open_and_read(ctx);  // the process goes on, in the same context
-      EXPECT_TRUE(again.ok()) << "read after the fault: " << again.message();
-      if (HasFatalFailure()) return;
-    }
+  const FaultCounts n = fault_every_read(rig, points, path, ".thp", open_and_read);
+  if (HasFatalFailure()) return;
+  const uint64_t injected = n.injected, failed = n.failed, in_heap = n.in_target;
   EXPECT_GT(in_heap, 0u) << "no fault reached the heap file";
   std::printf("[ faults   ] variable-length reads: %llu read points x %zu faults: %llu injected (%llu in the heap), "
               "%llu reads failed\n",
@@ -356,28 +375,10 @@ TEST(ReadFault, IndexedQueryReads) {
     ASSERT_TRUE(used) << "the query did not use the indexes";
     points = rig.env->read_points();
   }
-  uint64_t injected = 0, failed = 0, in_index = 0;
-  for (uint64_t k = 1; k <= points; ++k)
-    for (ReadFault fault : kReadFaults) {
-      SCOPED_TRACE(std::string(FaultEnv::fault_name(fault)) + " at read " + std::to_string(k) + " of " +
-                   std::to_string(points));
-      auto ctx = rig.fresh_context();
-      rig.env->arm_read(k, fault);
-      Status st = open_and_query(ctx, nullptr);
-      const std::string at = rig.env->fired_at();
-      rig.env->disarm();
-      SCOPED_TRACE("fault at " + at);
-      if (!at.empty()) ++injected;
-      if (at.find(".tix") != std::string::npos) ++in_index;
-      if (!st.ok()) {
-        ++failed;
-        expect_named(st, path);
-        EXPECT_NE(fault, ReadFault::kShortRead) << "a short read failed the query: " << st.message();
-      }
-      Status again = open_and_query(ctx, nullptr);
-      EXPECT_TRUE(again.ok()) << "query after the fault: " << again.message();
-      if (HasFatalFailure()) return;
-    }
+  const FaultCounts n = fault_every_read(rig, points, path, ".tix",
+                                         [&](const std::shared_ptr<Context>& ctx) { return open_and_query(ctx, nullptr); });
+  if (HasFatalFailure()) return;
+  const uint64_t injected = n.injected, failed = n.failed, in_index = n.in_target;
   EXPECT_GT(in_index, 0u) << "no fault reached an index file";
   std::printf("[ faults   ] indexed query: %llu read points x %zu faults: %llu injected (%llu in index files), "
               "%llu queries failed\n",
