@@ -190,7 +190,11 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   // that window, as any failed read leaves its buffer undefined.  A large cold read has
   // its span prefetched by the planner first (prefetch_runs), so these preads mostly wait
   // for requests already at the disk.
-  const WindowLimits lim{B, size, kReadWindow, kReadScratch, kDirectMinBytes, kMaxPieces};
+  // Blocks verified before are most likely in the page cache: windows small enough for the
+  // core's L2 let the checksum pass read what the kernel's copy just wrote from the cache,
+  // not from memory.  First reads (from the disk) take large windows: fewer, larger requests.
+  const bool warm = verified(i, runs.front().off / B, (runs.back().off + runs.back().len - 1) / B);
+  const WindowLimits lim{B, size, warm ? kWarmReadWindow : kReadWindow, kReadScratch, kDirectMinBytes, kMaxPieces};
   // Per-thread buffers, kept: a cold read is many calls (ReadPlanner jobs), and fresh
   // ones cost a zero-fill and an mmap/munmap each time.  Scratch holds only the bytes not
   // read in place: at most kReadScratch (or one block, if larger).

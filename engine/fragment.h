@@ -127,6 +127,7 @@ class Fragment {
   // Partial tile reads (read_dense_runs, block_window.h): bytes per preadv window, scratch
   // cap per reading thread, the shortest run read in place, iovecs per preadv (IOV_MAX).
   static constexpr uint64_t kReadWindow = 4 << 20, kReadScratch = 1 << 20, kDirectMinBytes = 512;
+  static constexpr uint64_t kWarmReadWindow = 256 << 10;  // re-reads of verified blocks
   static constexpr size_t kMaxPieces = 1024;
   bool verified(size_t i, uint64_t b0, uint64_t b1) const;  // blocks [b0, b1]
   mutable std::mutex path_mu_;

@@ -293,12 +293,35 @@ bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragm
 }
 
 std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
+std::atomic<uint64_t> ReadPlanner::warm_parallel_reads_{0};
+
+// Cuts every run longer than a job at kSplitBytes-aligned block boundaries, so that a
+// whole tile (one run) can be shared between threads like many rows can.
+void ReadPlanner::split_long_runs(uint64_t block) {
+  const uint64_t step = std::max(kSplitBytes / block, uint64_t{1}) * block;
+  bool any = false;
+  for (const ByteRun& r : byte_runs_) any |= r.len > step;
+  if (!any) return;
+  split_scratch_.clear();
+  for (const ByteRun& r : byte_runs_) {
+    uint64_t off = r.off, len = r.len;
+    uint8_t* dst = r.dst;
+    while (len > step) {
+      const uint64_t cut = (off / step + 1) * step - off;  // to the next aligned boundary
+      split_scratch_.push_back({off, cut, dst});
+      off += cut, len -= cut, dst += cut;
+    }
+    split_scratch_.push_back({off, len, dst});
+  }
+  byte_runs_.swap(split_scratch_);
+}
 
 // Queues byte_runs_ of tile idx as jobs spanning about kSplitBytes of check blocks each;
 // a job starts in a new block, so no block is read (and verified) by two jobs.
 void ReadPlanner::add_job(const Fragment& f, size_t idx, long staged) {
   if (byte_runs_.empty()) return;
   const uint64_t B = f.meta().check_block;
+  if (staged < 0) split_long_runs(B);
   size_t begin = 0;
   auto push = [&](size_t end) {
     Job j{&f, idx, std::vector<ByteRun>(byte_runs_.begin() + begin, byte_runs_.begin() + end), 0, 0, staged};
@@ -321,8 +344,8 @@ void ReadPlanner::add_job(const Fragment& f, size_t idx, long staged) {
   if (queued_runs_ >= kMaxQueuedRuns) run_jobs();
 }
 
-// Runs the queued partial tile reads.  Reads of blocks verified before (a warm re-read),
-// small cold reads, and cold reads of pieces that run to the end of their tiles (whole
+// Runs the queued partial tile reads.  Small re-reads of blocks verified before (a warm
+// re-read; large ones are split over the cores, see read_jobs), small cold reads, and cold reads of pieces that run to the end of their tiles (whole
 // tiles followed in the file by the next tile read, a column: the kernel's readahead
 // fetches exactly those, and measured faster serially) run here, in order, as plain
 // preads.  A larger cold read of pieces ending inside their tiles, or of whole tiles
@@ -388,7 +411,13 @@ void ReadPlanner::read_jobs() {
     ReadPlanner* p;
     ~Clear() { p->jobs_.clear(); p->queued_runs_ = 0; }
   } clear{this};
-  if (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes) {
+  // A large re-read of verified blocks (most likely in the page cache) costs the kernel's
+  // copy plus the checksums, both CPU: it is split over the cores (the filter pool, whose
+  // workers are one per usable core) instead of the disk-waiting I/O pool.
+  uint64_t bytes = 0;
+  for (const Job& j : jobs_) bytes += j.runs.back().off + j.runs.back().len - j.runs.front().off;
+  const bool warm = cold == 0 && jobs_.size() >= 2 && bytes >= kParallelWarmBytes;
+  if (!warm && (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes)) {
     // Consecutive jobs of one tile, in ascending order, go as one call: its preadv
     // windows then span up to Fragment::kReadWindow instead of one job's ~1 MiB.
     std::vector<ByteRun> merged;
@@ -444,15 +473,16 @@ void ReadPlanner::read_jobs() {
   }
   std::vector<std::future<void>> helpers;
   try {
-    ThreadPool& pool = (view_.ctx ? *view_.ctx : *Context::process()).io();
-    const size_t n = std::min<size_t>(pool.size(), jobs_.size() - 1);
+    Context& ctx = view_.ctx ? *view_.ctx : *Context::process();
+    ThreadPool& pool = warm ? ctx.filters() : ctx.io();
+    const size_t n = pool.on_worker() ? 0 : std::min<size_t>(warm ? pool.size() - 1 : pool.size(), jobs_.size() - 1);
     helpers.reserve(n);
     for (size_t i = 0; i < n; ++i) helpers.push_back(pool.submit(work));
   } catch (...) {  // no thread or memory for a helper: the caller (and those started) do it all
   }
   work();
   for (auto& h : helpers) h.wait();  // work() catches everything; wait, not get
-  ++parallel_reads_;
+  ++(warm ? warm_parallel_reads_ : parallel_reads_);
   if (sh.error) std::rethrow_exception(sh.error);
 }
 

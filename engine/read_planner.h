@@ -43,6 +43,8 @@ class ReadPlanner {
   void read_points(const uint64_t* coords, size_t n, uint8_t* dst);
   // How many reads so far ran their cold tile reads in parallel (tests check the path).
   static uint64_t parallel_reads() { return parallel_reads_.load(); }
+  // How many re-reads of verified blocks were split over the cores.
+  static uint64_t warm_parallel_reads() { return warm_parallel_reads_.load(); }
 
  private:
   struct Run {
@@ -61,6 +63,7 @@ class ReadPlanner {
   bool stage_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
                   const uint64_t* ostride, const uint64_t* sstride);
   void add_job(const Fragment& f, size_t idx, long staged = -1);
+  void split_long_runs(uint64_t block);
   void run_jobs();
   void read_jobs();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
@@ -79,7 +82,7 @@ class ReadPlanner {
   bool fill_uniform_ = true;  // every byte of the fill value is fill_byte_
   uint8_t fill_byte_ = 0;
   std::vector<size_t> dense_frags_;  // indexes into view_.fragments having dense entries
-  std::vector<ByteRun> byte_runs_;  // scratch of copy_runs
+  std::vector<ByteRun> byte_runs_, split_scratch_;  // scratch of copy_runs, split_long_runs
   // Partial tile reads queued by copy_runs, run together (cold ones in parallel) by run_jobs.
   struct Job {
     const Fragment* f;
@@ -105,11 +108,13 @@ class ReadPlanner {
     uint64_t tile_bytes;
   };
   std::vector<Staged> staged_;
-  static std::atomic<uint64_t> parallel_reads_;
+  static std::atomic<uint64_t> parallel_reads_, warm_parallel_reads_;
   // Job size (bytes of check blocks), the cold bytes (and bytes readahead would read past
   // the pieces) below which a read stays serial, and
   // how far ahead of the readers blocks are prefetched (bounds the page cache a read claims).
   static constexpr uint64_t kSplitBytes = 1 << 20, kParallelMinBytes = 1 << 20, kPrefetchWindow = 8 << 20;
+  // Bytes of a re-read of verified blocks from which it is split over the cores.
+  static constexpr uint64_t kParallelWarmBytes = 2 << 20;
   static constexpr size_t kMaxQueuedRuns = 1 << 16;
 };
 

@@ -8,6 +8,9 @@
 
 
 namespace tessera {
+namespace {
+thread_local const ThreadPool* current_pool = nullptr;  // the pool whose worker this thread is
+}  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0) threads = 1;
@@ -23,7 +26,10 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+bool ThreadPool::on_worker() const { return current_pool == this; }
+
 void ThreadPool::run() {
+  current_pool = this;
   for (;;) {
     std::function<void()> job;
     {

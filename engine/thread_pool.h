@@ -33,6 +33,9 @@ class ThreadPool {
     return fut;
   }
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
+  // Whether the calling thread is one of this pool's workers: a task that would wait for
+  // more tasks of its own pool must not (with every worker waiting, none is left to run them).
+  bool on_worker() const;
   // CPUs in the process's affinity mask (sched_getaffinity), else the machine's cores.
   static unsigned usable_cores();
 
