@@ -7,13 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/array.h"
+#include "engine/context.h"
 #include "engine/file_io.h"
 #include "engine/fragment.h"
 #include "engine/fragment_format.h"
@@ -236,6 +239,47 @@ TEST(ParallelRead, ScatteredWholeTilesPrefetchContiguousOnesStaySerial) {
   before = ReadPlanner::parallel_reads();
   fx.check_box(*a, 0, kN - 1, 1700, 1700);  // a column outside the overlay
   EXPECT_GT(ReadPlanner::parallel_reads(), before) << "scattered whole tiles should be prefetched exactly";
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A large warm re-read hands jobs to the filter pool.  Run from a task of another pool
+// while every filter worker is busy until that read returns (tasks that wait for a read,
+// as a pool task may), it must not wait for helpers that cannot start: the caller does
+// the jobs itself and returns.  Also from a filter worker itself (no helpers at all).
+TEST(ParallelRead, WarmReadNeverWaitsForHelpersThatCannotStart) {
+  Fixture fx;
+  EngineOptions eo;
+  eo.threads = 2;
+  eo.io_threads = 1;
+  auto ctx = std::make_shared<Context>(eo);
+  ArrayOptions ao;
+  ao.context = ctx;
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(fx.dir, false, ao, &a).ok());
+  fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // verifies every block: the next reads are warm
+  const uint64_t warm0 = ReadPlanner::warm_parallel_reads();
+  fx.check_box(*a, 0, kN - 1, 0, kN - 1);
+  ASSERT_GT(ReadPlanner::warm_parallel_reads(), warm0) << "the whole re-read should be split over the cores";
+
+  std::promise<void> read_done;
+  std::shared_future<void> done = read_done.get_future().share();
+  std::vector<std::future<void>> blockers;
+  for (unsigned i = 0; i < ctx->filters().size(); ++i) blockers.push_back(ctx->filters().submit([done] { done.wait(); }));
+  auto reader = ctx->io().submit([&] { fx.check_box(*a, 0, kN - 1, 0, kN - 1); });
+  const bool finished = reader.wait_for(std::chrono::seconds(120)) == std::future_status::ready;
+  read_done.set_value();  // frees the filter workers either way, so a failure cannot hang
+  ASSERT_TRUE(finished) << "a warm read waited for filter-pool helpers that could not start";
+  reader.get();
+  for (auto& b : blockers) b.wait();
+
+  auto inside = ctx->filters().submit([&] { fx.check_box(*a, 0, kN - 1, 0, kN - 1); });
+  ASSERT_EQ(inside.wait_for(std::chrono::seconds(120)), std::future_status::ready);
+  inside.get();
 }
 
 }  // namespace

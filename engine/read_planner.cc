@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <future>
+#include <memory>
 #include <mutex>
 
 #include "engine/error.h"
@@ -471,17 +472,40 @@ void ReadPlanner::read_jobs() {
     std::lock_guard<std::mutex> g(sh.mu);
     prefetch_for(0);  // the first window goes to the disk before any thread waits on it
   }
-  std::vector<std::future<void>> helpers;
+  // Helpers join through a gate that the caller closes once it has run out of jobs: a
+  // helper that starts only later (its pool busy, perhaps with tasks that wait for this
+  // read) returns at once without touching this frame, so the caller never waits for a
+  // helper that has not started, and no arrangement of pools can deadlock a read.
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t active = 0;
+    bool closed = false;
+  };
+  auto gate = std::make_shared<Gate>();
   try {
     Context& ctx = view_.ctx ? *view_.ctx : *Context::process();
     ThreadPool& pool = warm ? ctx.filters() : ctx.io();
     const size_t n = pool.on_worker() ? 0 : std::min<size_t>(warm ? pool.size() - 1 : pool.size(), jobs_.size() - 1);
-    helpers.reserve(n);
-    for (size_t i = 0; i < n; ++i) helpers.push_back(pool.submit(work));
+    for (size_t i = 0; i < n; ++i)
+      pool.submit([gate, &work] {
+        {
+          std::lock_guard<std::mutex> g(gate->mu);
+          if (gate->closed) return;
+          ++gate->active;
+        }
+        work();  // catches everything
+        std::lock_guard<std::mutex> g(gate->mu);
+        if (--gate->active == 0) gate->cv.notify_all();
+      });
   } catch (...) {  // no thread or memory for a helper: the caller (and those started) do it all
   }
   work();
-  for (auto& h : helpers) h.wait();  // work() catches everything; wait, not get
+  {
+    std::unique_lock<std::mutex> l(gate->mu);
+    gate->closed = true;
+    gate->cv.wait(l, [&] { return gate->active == 0; });
+  }
   ++(warm ? warm_parallel_reads_ : parallel_reads_);
   if (sh.error) std::rethrow_exception(sh.error);
 }
