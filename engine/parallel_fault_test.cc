@@ -15,12 +15,13 @@
 // as two fragments (the upper half first).  Generation g puts 100000 a + 1000 g + cell
 // into every cell.  The operation writes generation 2 over a committed generation 1:
 // each member writes its band of B and publishes it on its own, then its band of A, and
-// the epoch commits.  Whatever happens:
-//   - A is one generation, the same in both bands (an epoch is every member's or none),
-//     and 2 if the epoch returned on every member;
-//   - a band of B is generation 1, 2, or its older fragment's 2 over the newer one's 1
-//     (publish_own renames oldest first: a crash keeps a prefix of the writes), and
-//     wholly 2 if its member's publish_own returned, or if the epoch committed (it
+// the epoch commits.  Whatever happens, half band by half band (one fragment each):
+//   - a half whose write failed (the caller was told) holds generation 1;
+//   - the halves of A whose writes returned are one generation, the same for both
+//     members (an epoch is every member's or none), and 2 if the epoch returned on every
+//     member;
+//   - a band of B is a prefix of its member's writes (publish_own renames oldest first),
+//     and all of them if its publish_own returned or the epoch committed (the epoch
 //     publishes what publish_own left unpublished);
 //   - nothing is unreadable, recovery changes nothing a reader saw, and verify_container
 //     finds no problem.
