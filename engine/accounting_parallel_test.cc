@@ -7,7 +7,7 @@
 //
 // Two members run in two threads of this process, as MPI ranks would: member 0 holds the
 // container (the catalog's one writer), member 1 a shadow of it, each with its own
-// Array objects (writer ranks 0 and 1), agreeing through ThreadGroup below.  The files
+// Array objects (writer ranks 0 and 1), agreeing through a ThreadGroup (thread_group.h).  The files
 // the catalog must record are found independently, by listing the array directories.
 #include <gtest/gtest.h>
 
@@ -24,6 +24,7 @@
 #include "engine/file_io.h"
 #include "engine/file_records.h"
 #include "engine/test_schema.h"
+#include "engine/thread_group.h"
 #include "engine/testutil.h"
 #include "engine/verify.h"
 
@@ -32,99 +33,7 @@ namespace {
 
 using testutil::status_str;
 
-// A CommitGroup of threads: every collective is an exchange of one vector per member
-// between two barriers.
-class ThreadGroup final : public CommitGroup {
- public:
-  struct Shared {
-    explicit Shared(int n) : n(n), slots(static_cast<size_t>(n)) {}
-    int n;
-    std::mutex mu;
-    std::condition_variable cv;
-    int arrived = 0;
-    uint64_t round = 0;
-    std::vector<std::vector<uint64_t>> slots;
-    std::string error;
-  };
-  ThreadGroup(Shared& s, int rank) : s_(s), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return s_.n; }
-  void agree(const std::function<void()>& f) override {
-    std::string mine;
-    try {
-      f();
-    } catch (const std::exception& e) {
-      mine = e.what();
-    }
-    {
-      std::lock_guard<std::mutex> g(s_.mu);
-      if (!mine.empty() && s_.error.empty()) s_.error = "member " + std::to_string(rank_) + ": " + mine;
-    }
-    auto all = exchange({mine.empty() ? 0u : 1u});
-    bool failed = false;
-    for (auto& v : all) failed = failed || v[0];
-    std::string why;
-    {
-      std::lock_guard<std::mutex> g(s_.mu);
-      why = s_.error;
-    }
-    barrier();
-    if (failed) throw_error(Errc::kIo, why);
-  }
-  void max(std::vector<uint64_t>& v) override {
-    for (auto& o : exchange(v))
-      for (size_t i = 0; i < v.size(); ++i) v[i] = std::max(v[i], o[i]);
-  }
-  void sum(std::vector<uint64_t>& v) override {
-    auto all = exchange(v);
-    for (size_t i = 0; i < v.size(); ++i) {
-      v[i] = 0;
-      for (auto& o : all) v[i] += o[i];
-    }
-  }
-  std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override {
-    std::vector<uint64_t> out = gather(mine);
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-  }
-  std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override {
-    std::vector<uint64_t> out;
-    for (auto& o : exchange(mine)) out.insert(out.end(), o.begin(), o.end());
-    return out;
-  }
-  bool node_leader() const override { return rank_ == 0; }
-  bool node_any(bool mine) override {
-    bool any = false;
-    for (auto& o : exchange({mine ? 1u : 0u})) any = any || o[0];
-    return any;
-  }
-
- private:
-  void barrier() {
-    std::unique_lock<std::mutex> g(s_.mu);
-    const uint64_t r = s_.round;
-    if (++s_.arrived == s_.n) {
-      s_.arrived = 0;
-      ++s_.round;
-      s_.cv.notify_all();
-      return;
-    }
-    s_.cv.wait(g, [&] { return s_.round != r; });
-  }
-  std::vector<std::vector<uint64_t>> exchange(const std::vector<uint64_t>& mine) {
-    barrier();  // everyone has read the previous exchange
-    {
-      std::lock_guard<std::mutex> g(s_.mu);
-      s_.slots[static_cast<size_t>(rank_)] = mine;
-    }
-    barrier();
-    std::lock_guard<std::mutex> g(s_.mu);
-    return s_.slots;
-  }
-  Shared& s_;
-  int rank_;
-};
+using testutil::ThreadGroup;
 
 ArrayOptions member_opts(uint32_t rank) {
   ArrayOptions o;

@@ -169,6 +169,8 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     }
     if (name.size() != 47 || name.compare(43, 4, ".tfr") != 0) continue;  // temp files etc.
     if (!FragmentId::parse(name.substr(0, 43), &id)) continue;
+    // Read through its journal already (a read-only view), renamed since: the same file.
+    if (shared.count(id)) continue;
     // As of a past commit: what that commit's catalog records, or (never recorded) what
     // its time covers.  A consolidation's later result holds exactly its inputs' cells.
     if (opts_.as_of_ts && !recorded.count(id) && id.ts > opts_.as_of_ts) continue;
@@ -287,14 +289,17 @@ void Array::load_fragments() {
     if (list_present(&all, &problem)) break;
     if (attempt == 4) throw_error(Errc::kCorrupt, problem);
     store_->refresh(/*records=*/true);
+    // The reload may have brought an epoch whose members are still renaming its files
+    // (an outside reader of a parallel file): its journals are read again, so the
+    // files not renamed yet are read under their temporary names — the epoch whole,
+    // never the files of some members without the others'.
+    reread_journals();
     // A reader's schema comes from the same catalog state as the fragments it lists:
     // the reload may have brought a commit that changed the extent, and its data with the
     // extent read before would be half of two commits (a catalog-bound array's schema is
-    // a record of that catalog; a writer's catalog never moves under it).
-    if (!writable_ && !schema_dirty_ && store_->publishes_with_catalog()) {
-      schema_ = store_->load_schema(&extent_id_);
-      buffer_->reset_layout(schema_);
-    }
+    // a record of that catalog; a parallel file's, the schema file rank 0 writes before
+    // it removes its journal; a writer's catalog never moves under it).
+    if (!writable_ && !schema_dirty_) take_stored_schema();
   }
   // A fragment whose consolidated replacement was published is ignored; vacuum()
   // removes it (consolidation kept it, or a crash left it behind).

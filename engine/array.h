@@ -468,6 +468,13 @@ class Array final : public BufferOwner {
   void discard_unpublished();
   void finish_publish(bool synced, CatalogBatch* into = nullptr);
   void recover_journal();
+  // A read-only view whose catalog was just reloaded: the journals are rolled again by
+  // the reloaded catalog's epoch, so an epoch committed since is read whole — through the
+  // temporary names of the files its members have not renamed yet (an outside reader of
+  // a parallel file; docs/format.md, "Epoch journals").  Then the stored schema, unless
+  // a journal's is newer.  Nothing for writers, shadows and views as of a past commit.
+  void reread_journals();
+  void take_stored_schema();
   void flush_impl();
   bool apply_extent_commits();
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
@@ -525,6 +532,11 @@ class Array final : public BufferOwner {
   std::vector<std::pair<FragmentId, uint64_t>> alone_files_;
   // This writer appended to its publish log since its last trim (log_publish).
   bool logged_ = false;
+  // An append to or trim of the log failed: the next append rewrites it whole.
+  bool log_suspect_ = false;
+  // publish_own renamed files and the directory sync making the names durable has not
+  // returned yet: the next epoch syncs it before its record names them.
+  bool alone_unsynced_ = false;
   // Files about to be renamed into place before a durable catalog batch records them:
   // appended to this writer's publish log first (publish_log.h).
   void log_publish(const std::vector<std::pair<FragmentId, uint64_t>>& files);

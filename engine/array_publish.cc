@@ -142,6 +142,12 @@ void Array::finish_parked_for(const Box& region) {
 // is written as a redo journal (synced) before the first rename; whoever opens the array
 // next finishes the renames (recover_journal), and the journal goes once all are done.
 void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
+  // The epoch record will record the files publish_own renamed: their names must be
+  // durable before it is (a publish_own whose directory sync failed left them unsynced).
+  if (epoch != 0 && alone_unsynced_) {
+    sync_dir(env(), frag_dir_);
+    alone_unsynced_ = false;
+  }
   // Inline records and a schema record go with the catalog batch (finish_publish).
   if (store_->publishes_with_catalog() && unpublished_.empty()) {
     staged_epoch_ = epoch;
@@ -398,13 +404,32 @@ Status Array::refresh() {
     finish_parked();
     store_->refresh(/*records=*/true);
     if (compact_) return compact_->refresh();
-    if (!schema_dirty_) {
-      schema_ = store_->load_schema(&extent_id_);
-      buffer_->reset_layout(schema_);
-    }
+    reread_journals();
+    if (!schema_dirty_) take_stored_schema();
     load_fragments();
     apply_extent_commits();
   });
+}
+
+void Array::reread_journals() {
+  if (writable_ || opts_.shadow || opts_.as_of_ts || !store_->dir_exists()) return;
+  if (auto e = store_->committed_epoch()) opts_.committed_epoch = *e;
+  // Read through again from scratch: a batch read through before may be renamed by now
+  // (the listing finds it under its final name) and its journal gone.
+  recovered_.clear();
+  recover_journal();
+}
+
+// The journals are read before the stored schema: a member removes its journal only
+// after it wrote the schema (rank 0) and renamed its files, so a journal found gone
+// means the schema read after it is the epoch's; one found present carries that schema.
+void Array::take_stored_schema() {
+  FragmentId id;
+  Schema s = store_->load_schema(&id);
+  if (id < extent_id_) return;  // a committed journal's schema, not written to the store yet
+  schema_ = std::move(s);
+  extent_id_ = id;
+  buffer_->reset_layout(schema_);
 }
 
 Status Array::refresh_fragments() {
@@ -433,16 +458,25 @@ Status Array::publish_own(size_t* published) {
     // writes, never a newer write without the older ones it overwrote.
     std::stable_sort(unpublished_.begin(), unpublished_.end(),
                      [](auto& a, auto& b) { return a.first->meta().id < b.first->meta().id; });
+    // Synced first, as a flush syncs: a fragment whose sync fails is dropped and its
+    // writes reported lost (sync_unpublished), never renamed with bytes a power loss
+    // would take back.
+    sync_unpublished();
     // Recorded only by the next epoch: logged before the first rename (publish_log.h).
     log_unpublished();
-    for (auto& [f, final_path] : unpublished_) {
-      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/false);
+    // Until the directory is synced these renames may be undone by a power loss, and the
+    // next epoch records the files: it syncs the directory first (stage_publish).
+    alone_unsynced_ = true;
+    while (!unpublished_.empty()) {
+      auto& [f, final_path] = unpublished_.front();
+      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
       f->set_path(final_path);
       alone_files_.emplace_back(f->meta().id, f->file_size());
+      unpublished_.erase(unpublished_.begin());  // a failed rename later leaves the rest
       ++*published;
     }
-    unpublished_.clear();
     sync_dir(env(), frag_dir_);
+    alone_unsynced_ = false;
   });
 }
 
@@ -489,7 +523,17 @@ void Array::log_publish(const std::vector<std::pair<FragmentId, uint64_t>>& file
   // An array whose records are complete commits its files with the catalog batch (an
   // unrecorded file is not read); a standalone array keeps no records.
   if (files.empty() || complete_records() || !store_->has_records()) return;
-  append_publish_log(env(), frag_dir_, opts_.writer_rank, files);
+  // After a failed append or trim the log's bytes on disk may differ from what this
+  // process reads back (a failed fdatasync drops the pages it was to write, a failed
+  // directory sync may undo a trim's rename): the next append rewrites it whole, synced
+  // under a new name, instead of appending after bytes a power loss may turn to zeros.
+  try {
+    append_publish_log(env(), frag_dir_, opts_.writer_rank, files, /*rewrite=*/log_suspect_);
+  } catch (...) {
+    log_suspect_ = true;
+    throw;
+  }
+  log_suspect_ = false;
   logged_ = true;
 }
 
@@ -508,6 +552,7 @@ void Array::trim_log() {
   if (!logged_) return;
   Status st = guard([&] { trim_publish_log(env(), frag_dir_, opts_.writer_rank, store_->recorded_files()); });
   if (st.ok()) logged_ = false;
+  else log_suspect_ = true;  // the entries stay (a permission): trimmed next time
 }
 
 size_t Array::unpublished_count() const {

@@ -2,10 +2,12 @@
 #include "engine/array_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/array.h"
 #include "engine/array_files.h"
+#include "engine/container.h"
 #include "engine/file_io.h"
 #include "engine/file_records.h"
 
@@ -14,6 +16,11 @@ namespace tessera {
 using namespace array_files;
 
 namespace {
+
+uint64_t epoch_of(const Catalog& c) {
+  auto v = c.get(Container::kEpochKey);
+  return v ? std::strtoull(v->c_str(), nullptr, 10) : 0;
+}
 
 // ---------------------------------------------------------------- DirStore
 
@@ -88,6 +95,10 @@ class DirStore final : public ArrayStore {
     if (!records_ || files_logged() || !records_->writable() || records_->shadow()) return;
     if (!path_exists(env_, join_path(dir_, kSchemaFile))) return;  // removed meanwhile
     into.put(prefix_ + kFilesLoggedKey, "1");
+  }
+  std::optional<uint64_t> committed_epoch() const override {
+    if (!records_) return std::nullopt;
+    return epoch_of(*records_);
   }
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
   void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
@@ -265,6 +276,7 @@ class CatalogStore final : public ArrayStore {
   }
   bool has_records() const override { return true; }
   bool files_logged() const override { return cat_.catalog->contains(cat_.prefix + kFilesLoggedKey); }
+  std::optional<uint64_t> committed_epoch() const override { return epoch_of(*cat_.catalog); }
   void mark_files_logged(CatalogBatch& into) override {
     if (files_logged() || !alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
     into.put(cat_.prefix + kFilesLoggedKey, "1");

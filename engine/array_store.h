@@ -112,6 +112,10 @@ class ArrayStore {
   virtual bool files_logged() const = 0;
   // Sets that mark into the caller's batch (nothing without records, or if set).
   virtual void mark_files_logged(CatalogBatch& into) = 0;
+  // The last committed MPI epoch the catalog holds ("sys/epoch", 0 if none); nullopt
+  // without a catalog (a standalone array: its opener says).  A read-only view whose
+  // catalog was reloaded rolls epoch journals by it again (Array::reread_journals).
+  virtual std::optional<uint64_t> committed_epoch() const = 0;
 
   // --- compact arrays (a CatalogStore only): all cells in one record
   // The cells record, if written; *label names it in messages.

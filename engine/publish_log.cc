@@ -61,10 +61,18 @@ bool is_publish_log(const std::string& name) {
 }
 
 void append_publish_log(Env& env, const std::string& frag_dir, uint32_t rank,
-                        const std::vector<std::pair<FragmentId, uint64_t>>& files) {
+                        const std::vector<std::pair<FragmentId, uint64_t>>& files, bool rewrite) {
   if (files.empty()) return;
   const std::string path = join_path(frag_dir, publish_log_name(rank));
   const bool fresh = !path_exists(env, path);
+  if (rewrite) {
+    std::map<FragmentId, uint64_t> entries;
+    if (!fresh) decode(read_file(env, path), &entries);
+    for (auto& [id, size] : files) entries[id] = size;
+    const std::vector<uint8_t> b = encode({entries.begin(), entries.end()});
+    write_file_atomic(env, path, b.data(), b.size(), /*durable=*/true);
+    return;
+  }
   File f = File::open_rw(env, path, /*create=*/true);
   // Appended after the last whole entry: a torn entry a crash left is overwritten.
   const uint64_t end = f.size() / kEntry * kEntry;

@@ -26,9 +26,12 @@ std::string publish_log_name(uint32_t rank);
 bool is_publish_log(const std::string& name);
 
 // Appends one entry per file and makes them durable (fdatasync; the directory fsync'ed
-// when the log is new) — call before the first rename of these files.
+// when the log is new) — call before the first rename of these files.  rewrite: the
+// log's entries and these are written to a new file, synced and renamed over the log
+// (durably) instead — after a failed append or trim, when what is on disk may not be
+// what a read returns.
 void append_publish_log(Env& env, const std::string& frag_dir, uint32_t rank,
-                        const std::vector<std::pair<FragmentId, uint64_t>>& files);
+                        const std::vector<std::pair<FragmentId, uint64_t>>& files, bool rewrite = false);
 
 // Every entry of the logs among `names` (a listing of frag_dir), id -> size.  A log is read
 // up to its first entry that is short or fails its checksum (a crash cut an append short;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "engine/container.h"
 #include "engine/test_schema.h"
 #include "engine/testutil.h"
+#include "engine/thread_group.h"
 
 using namespace tessera;
 
@@ -25,10 +28,13 @@ class HookEnv final : public EnvWrapper {
  public:
   HookEnv() : EnvWrapper(Env::posix()) {}
   std::function<void(const std::string&)> after_rename, before_list;
+  // Runs after every rename (not cleared).
+  std::function<void(const std::string&)> on_rename;
 
   int rename(const char* from, const char* to) override {
     int r = base_.rename(from, to);
     if (r == 0 && after_rename) std::exchange(after_rename, nullptr)(to);
+    if (r == 0 && on_rename) on_rename(to);
     return r;
   }
   int list_dir(const char* p, std::vector<std::string>* names) override {
@@ -175,3 +181,139 @@ TEST(PublishVisibility, AReaderNeverSeesRenamedFilesOfAnUpgradedArrayBeforeTheir
   Coords e2;
   EXPECT_TRUE(all_equal(read_fresh(path, id, &e2, &err), 2)) << err;
 }
+
+namespace {
+
+// Member r of n writes generation g into its band of rows: two fragments (the lower half
+// of the band first: writes in tile order would be appended to one fragment).
+bool write_band(Array& a, uint32_t r, uint32_t n, int32_t g) {
+  const uint64_t rows = a.schema().extent[0], lo = rows * r / n, hi = rows * (r + 1) / n, mid = (lo + hi) / 2;
+  std::vector<int32_t> v(rows * 32, g);
+  return a.write(Selection::from_box(Box({mid, 0}, {hi - 1, 31})), v.data()).ok() &&
+         a.write(Selection::from_box(Box({lo, 0}, {mid - 1, 31})), v.data()).ok();
+}
+
+// What a reader outside the job saw: "" for one whole committed epoch (generation g over
+// the extent of g: 16 rows for 1, 24 for 2), else what was wrong.
+std::string whole_epoch(Status st, Array* a, int32_t* g) {
+  if (!st.ok()) return "error: " + st.message();
+  const Coords e = a->schema().extent;
+  std::vector<int32_t> v(e[0] * e[1], -7);
+  st = a->read(Selection::from_box(Box({0, 0}, {e[0] - 1, e[1] - 1})), v.data());
+  if (!st.ok()) return "read error: " + st.message();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] != v[0])
+      return "mixes generations " + std::to_string(v[0]) + " and " + std::to_string(v[i]) + " (cell " +
+             std::to_string(i) + ")";
+  if (e[0] != (v[0] == 2 ? 24u : 16u))
+    return "generation " + std::to_string(v[0]) + " with " + std::to_string(e[0]) + " rows";
+  *g = v[0];
+  return "";
+}
+
+// n members (threads, in turn) commit epoch 1 (generation 1, 16 rows) and then epoch 2
+// (generation 2, the extent grown to 24 rows) of a parallel file's array; after each of
+// epoch 2's renames of a fragment into place, readers outside the job read the array:
+// one that held it open since epoch 1 refreshes it, one that opened the container at
+// epoch 1 opens the array now, and a new one opens both.  Each must read one whole epoch.
+void outside_readers_see_whole_epochs(uint32_t n) {
+  testutil::TempDir dir("tessera_visibility");
+  const std::string path = dir.sub("c");
+  uint64_t id;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+    c->set_file_arrays(true);  // a parallel file's: schema file, epoch journals, publish logs
+    ASSERT_TRUE(c->create_array(int32_schema({16, 32}, {kUnlimited, 32}, {8, 16}), &id).ok());
+    ASSERT_TRUE(guard([&] { c->catalog().sync(); }).ok());
+  }
+  auto env = std::make_shared<HookEnv>();
+  std::vector<std::unique_ptr<Container>> cs(n);
+  std::vector<std::map<uint64_t, std::shared_ptr<Array>>> open(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    auto ctx = std::make_shared<Context>(EngineOptions{}, env);
+    ASSERT_TRUE((r == 0 ? Container::open(path, true, &cs[r], ctx) : Container::open_shadow(path, &cs[r], ctx)).ok());
+    if (r == 0) cs[r]->set_file_arrays(true);
+    ArrayOptions o = file_writer();
+    o.collective = true;
+    o.writer_rank = r;
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(cs[r]->open_array(id, true, o, &a).ok());
+    open[r][id] = std::move(a);
+  }
+  auto epoch = [&](uint64_t rows, int32_t g, uint64_t e) {
+    testutil::ThreadGroup::Shared shared(static_cast<int>(n), /*in_turn=*/true);
+    std::vector<std::string> failed(n);
+    auto member = [&](uint32_t r) {
+      testutil::ThreadGroup grp(shared, static_cast<int>(r));
+      testutil::ThreadGroup::Turn turn(grp);
+      Array& a = *open[r][id];
+      if (!a.set_extent({rows, 32}).ok() || !write_band(a, r, n, g)) failed[r] = "write";
+      Status st = commit_epoch(*cs[r], grp, open[r], {}, e);
+      if (!st.ok()) failed[r] = st.message();
+    };
+    std::vector<std::thread> others;
+    for (uint32_t r = 1; r < n; ++r) others.emplace_back(member, r);
+    member(0);
+    for (auto& t : others) t.join();
+    for (uint32_t r = 0; r < n; ++r) EXPECT_EQ(failed[r], "") << "member " << r << ", epoch " << e;
+  };
+  epoch(16, 1, 1);
+
+  std::unique_ptr<Container> held_c, stale_c;
+  std::unique_ptr<Array> held;
+  ASSERT_TRUE(Container::open(path, false, &held_c).ok());
+  ASSERT_TRUE(held_c->open_array(id, false, ArrayOptions{}, &held).ok());
+  ASSERT_TRUE(Container::open(path, false, &stale_c).ok());
+  int32_t held_g = 0;
+  ASSERT_EQ(whole_epoch(Status(), held.get(), &held_g), "");
+  ASSERT_EQ(held_g, 1);
+
+  size_t renames = 0;
+  std::vector<std::string> bad;
+  env->on_rename = [&](const std::string& to) {
+    if (!ends_with(to, ".tfr")) return;  // a journal's own rename
+    ++renames;
+    const std::string at = "after rename " + std::to_string(renames) + " (" + to.substr(to.rfind('/') + 1) + "): ";
+    int32_t g = 0;
+    // Refreshed: never older than what it read before.
+    Status refreshed = held->refresh();
+    std::string why = whole_epoch(refreshed, held.get(), &g);
+    if (!why.empty()) bad.push_back(at + "refreshed reader: " + why);
+    else if (g < held_g) bad.push_back(at + "refreshed reader went back to generation " + std::to_string(g));
+    else held_g = g;
+    std::unique_ptr<Array> a;
+    Status st = stale_c->open_array(id, false, ArrayOptions{}, &a);
+    why = whole_epoch(st, a.get(), &g);
+    if (!why.empty()) bad.push_back(at + "array opened through a container opened before the epoch: " + why);
+    std::unique_ptr<Container> c;
+    a.reset();
+    st = Container::open(path, false, &c);
+    if (st.ok()) st = c->open_array(id, false, ArrayOptions{}, &a);
+    why = whole_epoch(st, a.get(), &g);
+    if (!why.empty()) bad.push_back(at + "new reader: " + why);
+  };
+  epoch(24, 2, 2);
+  env->on_rename = nullptr;
+  EXPECT_EQ(renames, 2 * n) << "each member renames its two fragments";
+  for (auto& b : bad) ADD_FAILURE() << b;
+  int32_t g = 0;
+  EXPECT_EQ(whole_epoch(held->refresh(), held.get(), &g), "");
+  EXPECT_EQ(g, 2);
+}
+
+}  // namespace
+
+// A reader outside an MPI job (a serial process reading a parallel file) while the job
+// commits an epoch: the epoch record is durable before the members rename their files
+// into place, one after the other.  A reader whose catalog was reloaded in between (a
+// refresh, or a listing that found a renamed file its catalog did not record) read the
+// renamed files and looked for the others under their final names only: "is missing: the
+// catalog records it as published", after four reloads (a false loss), or with luck the
+// epoch whole.  It now reads the epoch's journals again and the files not renamed yet
+// through them.
+TEST(PublishVisibility, AReaderOutsideTheJobSeesAnEpochWhole) { outside_readers_see_whole_epochs(1); }
+
+// The same with two members: between the renames of one member, and with one member's
+// files renamed and the other's not yet.
+TEST(PublishVisibility, AReaderOutsideTheJobSeesEveryMembersPartOfAnEpoch) { outside_readers_see_whole_epochs(2); }

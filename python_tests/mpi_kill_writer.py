@@ -4,12 +4,14 @@ and one rank SIGKILLed — while writing (KILL_MODE=write) or inside the epoch c
 
 usage: mpirun -n N python mpi_kill_writer.py PATH VICTIM_RANK KILL_MODE
 (KILL_MODE "reopen": no kill; open the container r+ in parallel and print what x holds;
- "none": no kill, both epochs complete.)
+ "none": no kill, both epochs complete.)  TESSERA_TEST_WAIT_READER=1: after epoch 1, wait
+until PATH.reader exists (a serial reader holding the file open since epoch 1).
 Epoch e writes value e into every element; epoch 2 also creates dataset "y".
 """
 import os
 import signal
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -34,6 +36,14 @@ f.flush()  # epoch 1
 comm.Barrier()
 if rank == 0:
     open(path + ".epoch1", "w").close()
+if os.environ.get("TESSERA_TEST_WAIT_READER"):
+    # A serial reader opens the file at epoch 1 and says so (PATH.reader) before epoch 2.
+    if rank == 0:
+        for _ in range(1200):
+            if os.path.exists(path + ".reader"):
+                break
+            time.sleep(0.05)
+    comm.Barrier()
 # Several fragments per rank in epoch 2: in descending order (writes in tile order
 # would be appended to one fragment, Array::write_dense).
 for k in reversed(range(4)):

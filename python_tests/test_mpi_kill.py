@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import h5py
@@ -29,13 +30,18 @@ CASES = [
 ]
 
 
-def _mpirun(path, mode, hook):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+def _mpirun_cmd(path, mode, hook, **extra):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **extra)
     env.pop("TESSERA_TEST_KILL_AT", None)
     if hook:
         env["TESSERA_TEST_KILL_AT"] = hook
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(NP),
            sys.executable, str(WRITER), str(path), "1", mode]
+    return cmd, env
+
+
+def _mpirun(path, mode, hook):
+    cmd, env = _mpirun_cmd(path, mode, hook)
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
 
 
@@ -75,3 +81,37 @@ def test_killed_rank_leaves_a_whole_epoch(tmp_path, mode, hook, want):
     # The parallel open recovered every array: no journals or temporary fragments remain.
     leftovers = [p.name for p in path.rglob("*") if p.name.endswith(".journal") or p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_a_reader_holding_the_file_since_the_last_epoch_sees_the_next_one_whole(tmp_path):
+    """A serial reader outside the job opened the file at epoch 1 and holds dataset x.
+    Rank 1 is killed after epoch 2 committed and before it renamed its fragments into
+    place (rank 0 may have renamed its own): the reader's refresh (H5Drefresh) must read
+    epoch 2 whole, taking rank 1's files through its journal.  Before, its reloaded
+    catalog recorded files it looked for under their final names only: "is missing: the
+    catalog records it as published", a false loss."""
+    path = tmp_path / "held.h5"
+    cmd, env = _mpirun_cmd(path, "commit", "committed:1:2", TESSERA_TEST_WAIT_READER="1")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "held.h5.epoch1").exists():
+            assert proc.poll() is None, "the writer ended before epoch 1: " + proc.stderr.read()[-2000:]
+            assert time.monotonic() < deadline, "epoch 1 never completed"
+            time.sleep(0.05)
+        with h5py.File(path, "r") as f:
+            x = f["x"]
+            assert (x[...] == 1).all()
+            (tmp_path / "held.h5.reader").touch()
+            out, err = proc.communicate(timeout=180)
+            assert proc.returncode != 0, "the victim rank was not killed:\n" + out + err
+            journals = [p.name for p in path.rglob("*.journal")]
+            assert journals, "rank 1's journal should still be there (killed before its renames)"
+            x.refresh()
+            v = x[...]
+            vals, counts = np.unique(v, return_counts=True)
+            assert (v == 2).all(), dict(zip(vals.tolist(), counts.tolist()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
