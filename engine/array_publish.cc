@@ -225,6 +225,9 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   }
   unpublished_.clear();
   if (files && !synced) sync_dir(env(), frag_dir_);
+  // Other ranks drop the records of this log the published files now hold (they list
+  // the directory after an epoch anyway).
+  if (files && share_log_) announce_files();
   // Inline fragments and the schema change: catalog records (into the caller's batch) or
   // the schema file — written before the journal goes: until then a crash replays both.
   const bool had_schema = schema_dirty_;
@@ -402,7 +405,8 @@ Status Array::refresh() {
       schema_ = store_->load_schema(&extent_id_);
       buffer_->reset_layout(schema_);
     }
-    load_fragments();
+    if (share_logging()) pick_up_shared(/*list=*/true);  // the logs' retirements first
+    else load_fragments();
     apply_extent_commits();
   });
 }
@@ -411,6 +415,8 @@ Status Array::refresh_fragments() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     finish_parked();
+    // Share logs: a listing only when another rank shared or published files.
+    if (share_logging()) return pick_up_shared(/*list=*/false);
     // A catalog-bound array (created by a serial writer) gets a fragment directory when
     // a rank first writes a file into it.
     store_->refresh(/*records=*/false);
@@ -443,6 +449,7 @@ Status Array::publish_own(size_t* published) {
     }
     unpublished_.clear();
     sync_dir(env(), frag_dir_);
+    if (share_logging()) announce_files();
   });
 }
 
@@ -450,15 +457,27 @@ Status Array::share_own() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (!writable_ || !opts_.collective || journal_staged_) return;
+    // Only small box writes since the last share: appended to the share log, and kept
+    // in the write buffer (the run) until an epoch, H5Dclose or the run's end spills them.
+    if (share_logging() && !share_broken_) {
+      if (!share_pending_.empty()) log_pending_shares();
+      return;
+    }
+    share_broken_ = false;
+    share_pending_.clear();
     finish_parked();
-    spill();
+    end_share_run();
+    spill();  // every record the log showed is in a file after the renames
+    std::vector<std::string> renamed;
     for (auto& [f, final_path] : unpublished_) {
       const std::string shared = join_path(frag_dir_, shared_name(f->meta().id));
       if (f->path() == shared) continue;
       // Finished (footer written): the rename shows other ranks the whole file or nothing.
       FragmentWriter::publish_finished(f->file(), f->path(), shared, /*already_synced=*/true);
       f->set_path(shared);
+      renamed.push_back(shared_name(f->meta().id));
     }
+    if (!renamed.empty() && share_logging()) announce_shared(renamed);
   });
 }
 
