@@ -231,6 +231,7 @@ static void small_pieces(const char *path, int tessera)
     expect(H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0, "%s: flush", who);
     snprintf(what, sizeof what, "%s small_pieces after H5Fflush", who);
     check_all(d, H5P_DEFAULT, model, n, what);
+    MPI_Barrier(MPI_COMM_WORLD);
     sp_round(d, 3, 1, model); /* after the flush: H5Dclose publishes these */
     H5Dclose(d);
     MPI_Barrier(MPI_COMM_WORLD);
