@@ -441,8 +441,13 @@ Status Array::publish_own(size_t* published) {
                      [](auto& a, auto& b) { return a.first->meta().id < b.first->meta().id; });
     // Recorded only by the next epoch: logged before the first rename (publish_log.h).
     log_unpublished();
+    // Many files (a parallel load's H5Dclose: a fragment per H5Dwrite): one syncfs makes
+    // them durable instead of an fdatasync (a journal commit) each — 64 of those were most
+    // of an np-2 load's close (docs/benchmarks.md).  If it fails, each file is synced on
+    // its own below, which names the one whose bytes were lost.
+    const bool synced = unpublished_.size() > 4 && guard([&] { sync_filesystem(env(), frag_dir_); }).ok();
     for (auto& [f, final_path] : unpublished_) {
-      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/false);
+      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/synced);
       f->set_path(final_path);
       alone_files_.emplace_back(f->meta().id, f->file_size());
       ++*published;
