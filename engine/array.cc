@@ -93,6 +93,7 @@ void Array::open_impl(bool writable, const Schema* known) {
   if (store_->dir_exists() && !opts_.shadow && !opts_.as_of_ts) recover_journal();
   load_fragments();
   if (apply_extent_commits() && writable_ && !opts_.shadow) store_->store_schema(schema_, extent_id_, true);  // repair
+  if (share_logging()) pick_up_shared(false);  // what other ranks' share logs hold
 }
 
 bool Array::apply_extent_commits() {
@@ -110,9 +111,11 @@ bool Array::apply_extent_commits() {
 
 Array::~Array() {
   if (ctx_) ctx_->budget().forget(this);  // no background flush runs or starts after this
-  if (!writable_) return;
-  if (opts_.collective) discard_unpublished();  // only an epoch commit may publish
-  else (void)flush();
+  if (writable_) {
+    if (opts_.collective) discard_unpublished();  // only an epoch commit may publish
+    else (void)flush();
+  }
+  close_share_logs();
 }
 
 bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem) {
@@ -120,6 +123,8 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
   for (auto& u : unpublished_) all->push_back(u.first);  // not in the listing yet
   for (auto& f : unpublished_inline_) all->push_back(f);
   for (auto& f : recovered_) all->push_back(f);          // a read-only view of a journal
+  for (auto& p : peers_)                                  // other ranks' share logs (in memory)
+    for (auto& f : p.frags) all->push_back(f);
   store_->list_inline(frags_, unpublished_inline_, schema_, ctx_, all);
   const std::map<FragmentId, uint64_t> recorded = store_->recorded_files();
   // The records name every committed file (array_store.h, files_complete): one without a
@@ -342,7 +347,7 @@ void Array::check_selection(const Selection& sel) const {
 Status Array::write(const Selection& sel, const void* src, const uint64_t* src_strides) {
   std::unique_lock<std::mutex> g(mu_);
   return throttle(guard([&] {
-    require_writable();
+    check_writable();  // the run goes on only if this write is logged (below)
     require_var(false);
     check_selection(sel);
     if (sel.empty()) return;
@@ -361,6 +366,9 @@ Status Array::write(const Selection& sel, const void* src, const uint64_t* src_s
     // tiles before the flush are merged before they are compressed.  Unfiltered, writing
     // it at once costs no more than copying it into memory (docs/benchmarks.md).
     const bool filtered_blob = large && blob_size && !schema_.filters.empty() && !appends_after_direct(sel.bbox());
+    // MPI: a small box is shared through the share log; anything else through files.
+    if (large && !filtered_blob) note_unlogged_write();
+    else if (!note_logged_write(sel, p, sstride)) note_unlogged_write();
     if (large && !filtered_blob) {
       // Large boxes go to a dense fragment, appended to the open one while they come in
       // tile order (frames, rows written in order: one fragment, written as it goes).
@@ -608,8 +616,13 @@ void Array::check_points(const uint64_t* coords, size_t n) const {
                                                 std::to_string(d));
 }
 
-void Array::require_writable() const {
+void Array::check_writable() const {
   if (!writable_) throw_error(Errc::kInvalidArgument, "array '" + dir_ + "' is open read-only");
+}
+
+void Array::require_writable() {
+  check_writable();
+  note_unlogged_write();
 }
 
 void Array::require_var(bool var) const {
@@ -702,7 +715,7 @@ void Array::flush_in_background() noexcept {
       if (!store_->dir_exists()) store_->ensure_dir(opts_.durable_writes, schema_.var);
       close_direct();  // nothing may be appended to an older fragment after this swap
       auto fresh = std::make_unique<WriteBuffer>(schema_);
-      w = make_writer(next_id());  // older than anything written after the swap
+      w = make_writer(spill_id());  // older than anything written after the swap
       if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));
       w->expect_sparse_cells(buffer_->cells());
       buf = std::move(buffer_);
@@ -750,9 +763,14 @@ void Array::spill() {
     }
     pending_heap_.reset();
   }
-  if (buffer_->empty() && blobs_->empty()) return;
+  if (buffer_->empty() && blobs_->empty()) {
+    run_ts_ = 0;  // a run with nothing buffered has nothing to keep
+    run_bounds_ = BoundingBox();
+    fence_.clear();
+    return;
+  }
   close_direct();  // the open dense fragment is older than this spill: no appends after it
-  auto w = make_writer(next_id());
+  auto w = make_writer(spill_id());
   // Scattered points: an LSM-style delta, values under a fast codec until consolidation
   // (docs/engine.md "Sparse deltas").
   if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));

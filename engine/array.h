@@ -35,6 +35,7 @@
 #include "engine/index_builder.h"
 #include "engine/query_term.h"
 #include "engine/schema.h"
+#include "engine/share_log.h"
 #include "engine/var_heap.h"
 #include "engine/write_budget.h"
 #include "engine/write_buffer.h"
@@ -64,6 +65,10 @@ struct ArrayOptions {
   // up to this one forward and later ones back (Container::open_array fills it in).
   bool collective = false;
   bool shadow = false;
+  // MPI, collective arrays: the job's size when small writes are shared through share
+  // logs (share_log.h; 0 or 1: every shared write ends a fragment file, and every
+  // refresh lists the directory).
+  uint32_t share_ranks = 0;
   // No other writer can be at work on the array (the opener holds the container's writer
   // lock, or is MPI rank 0 opening before the others): temporary fragment files left in
   // it after journal recovery are a crashed writer's garbage and are removed.
@@ -391,6 +396,48 @@ class Array final : public BufferOwner {
   bool list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem);
   FragmentId next_id();
   void check_selection(const Selection& sel) const;
+  // --- MPI share logs and runs (array_share.cc, docs/parallel.md "Visibility").  A run
+  // is this rank's consecutive small box writes, each shared as a share-log record,
+  // buffered together and spilled as one fragment; every record and that fragment carry
+  // the run's first timestamp, so the fragment sorts where the run's first write did.
+  // A run ends (is spilled) before any other kind of write, and when another rank's
+  // newly seen fragment meets its cells (fence_: those seen during the run, which later
+  // writes of the run must not meet either) — a write ordered after another rank's
+  // must sort after it.
+  bool share_logging() const { return opts_.share_ranks > 1 && opts_.collective && !compact_; }
+  // A buffered box write: queued for the share log (true), or not loggable (false: the
+  // run ends and the next share_own shares through files).
+  bool note_logged_write(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
+  void note_unlogged_write();
+  void end_share_run();
+  FragmentId spill_id();  // the id of a spill: the run's, ending it; else next_id()
+  void open_share_log();
+  void log_pending_shares();
+  void announce_files();  // a kList record: other ranks list the directory
+  void announce_shared(const std::vector<std::string>& names);  // a kShared record
+  // Reads the other ranks' new share-log records; true when one asks for a listing.
+  // retired: fragments the logs showed before that files hold now.
+  bool poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh, std::vector<std::shared_ptr<Fragment>>* retired);
+  // Picks up what other ranks shared: their new records, and a listing when asked (or
+  // `list`); ends the run if something new meets it.
+  void pick_up_shared(bool list);
+  void note_foreign(const std::vector<std::shared_ptr<Fragment>>& fresh);
+  void close_share_logs() noexcept;
+  struct PendingShare {
+    Box box;
+    std::vector<uint8_t> cells;  // row-major
+  };
+  std::vector<PendingShare> share_pending_;  // box writes since the last share_own
+  bool share_broken_ = false;  // a write since the last share_own was not logged
+  uint64_t run_ts_ = 0;        // the current run's timestamp (0: none)
+  BoundingBox run_bounds_;
+  std::vector<Box> fence_;
+  std::unique_ptr<ShareLogWriter> share_log_;
+  struct PeerLog {
+    ShareLogReader log;
+    std::vector<std::shared_ptr<Fragment>> frags;  // shown by the log, not yet in files
+  };
+  std::vector<PeerLog> peers_;  // by rank
   void write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void maybe_spill();
@@ -426,7 +473,9 @@ class Array final : public BufferOwner {
   void check_points(const uint64_t* coords, size_t n) const;
   HeapBuilder* pending_heap();
   void require_var(bool var) const;
-  void require_writable() const;
+  void check_writable() const;
+  // check_writable, and ends the share run: every write but a logged one calls it.
+  void require_writable();
   // Completes a writer: durable publish (durable_writes) or finish into unpublished_.
   // batch: into unpublished_ even in durable mode (the caller publishes them together).
   void complete(std::unique_ptr<FragmentWriter> w, bool batch = false);

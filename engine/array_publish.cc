@@ -231,6 +231,9 @@ void Array::finish_publish(bool synced, CatalogBatch* into) {
   }
   unpublished_.clear();
   if (files && !synced) sync_dir(env(), frag_dir_);
+  // Other ranks drop the records of this log the published files now hold (they list
+  // the directory after an epoch anyway).
+  if (files && share_log_) announce_files();
   // Inline fragments and the schema change: catalog records (into the caller's batch) or
   // the schema file — written before the journal goes: until then a crash replays both.
   const bool had_schema = schema_dirty_;
@@ -406,7 +409,8 @@ Status Array::refresh() {
     if (compact_) return compact_->refresh();
     reread_journals();
     if (!schema_dirty_) take_stored_schema();
-    load_fragments();
+    if (share_logging()) pick_up_shared(/*list=*/true);  // the logs' retirements first
+    else load_fragments();
     apply_extent_commits();
   });
 }
@@ -436,6 +440,8 @@ Status Array::refresh_fragments() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     finish_parked();
+    // Share logs: a listing only when another rank shared or published files.
+    if (share_logging()) return pick_up_shared(/*list=*/false);
     // A catalog-bound array (created by a serial writer) gets a fragment directory when
     // a rank first writes a file into it.
     store_->refresh(/*records=*/false);
@@ -458,10 +464,14 @@ Status Array::publish_own(size_t* published) {
     // writes, never a newer write without the older ones it overwrote.
     std::stable_sort(unpublished_.begin(), unpublished_.end(),
                      [](auto& a, auto& b) { return a.first->meta().id < b.first->meta().id; });
-    // Synced first, as a flush syncs: a fragment whose sync fails is dropped and its
-    // writes reported lost (sync_unpublished), never renamed with bytes a power loss
-    // would take back.
-    sync_unpublished();
+    // Synced first, as a flush syncs, never renamed with bytes a power loss would take
+    // back.  Many files (a parallel load's H5Dclose: a fragment per H5Dwrite): one syncfs
+    // makes them durable instead of an fdatasync (a journal commit) each — 64 of those
+    // were most of an np-2 load's close (docs/benchmarks.md).  Few files, or a failed
+    // syncfs: each on its own (sync_unpublished), a fragment whose sync fails dropped
+    // and its writes reported lost.
+    const bool synced_all = unpublished_.size() > 4 && guard([&] { sync_filesystem(env(), frag_dir_); }).ok();
+    if (!synced_all) sync_unpublished();
     // Recorded only by the next epoch: logged before the first rename (publish_log.h).
     log_unpublished();
     // Until the directory is synced these renames may be undone by a power loss, and the
@@ -477,6 +487,7 @@ Status Array::publish_own(size_t* published) {
     }
     sync_dir(env(), frag_dir_);
     alone_unsynced_ = false;
+    if (share_logging()) announce_files();
   });
 }
 
@@ -484,15 +495,27 @@ Status Array::share_own() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
     if (!writable_ || !opts_.collective || journal_staged_) return;
+    // Only small box writes since the last share: appended to the share log, and kept
+    // in the write buffer (the run) until an epoch, H5Dclose or the run's end spills them.
+    if (share_logging() && !share_broken_) {
+      if (!share_pending_.empty()) log_pending_shares();
+      return;
+    }
+    share_broken_ = false;
+    share_pending_.clear();
     finish_parked();
-    spill();
+    end_share_run();
+    spill();  // every record the log showed is in a file after the renames
+    std::vector<std::string> renamed;
     for (auto& [f, final_path] : unpublished_) {
       const std::string shared = join_path(frag_dir_, shared_name(f->meta().id));
       if (f->path() == shared) continue;
       // Finished (footer written): the rename shows other ranks the whole file or nothing.
       FragmentWriter::publish_finished(f->file(), f->path(), shared, /*already_synced=*/true);
       f->set_path(shared);
+      renamed.push_back(shared_name(f->meta().id));
     }
+    if (!renamed.empty() && share_logging()) announce_shared(renamed);
   });
 }
 

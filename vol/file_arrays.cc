@@ -41,6 +41,9 @@ std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
     // (h5py's `if rank == 0: print(f["x"][...])`).
     opts.writer_rank = static_cast<uint32_t>(par_->rank());
     opts.collective = true;
+    // Small writes are shown to the other ranks through share logs (engine/share_log.h;
+    // docs/parallel.md "Visibility").  A job of one rank shares nothing (dataset.cc).
+    opts.share_ranks = static_cast<uint32_t>(par_->size());
   }
   check(container_->open_array(array_id, writable(), opts, &a));
   std::shared_ptr<tessera::Array> sp(std::move(a));

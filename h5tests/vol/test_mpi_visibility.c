@@ -9,6 +9,9 @@
  *               whole dataset through the handle it wrote with — it must see every rank's
  *               rows (HDF5's t_shapesame, t_span_tree do exactly this).  A second round
  *               overwrites another rank's rows: the later write wins.
+ *  small_pieces every rank makes many small independent H5Dwrites (its own band, the next
+ *               rank's, its own again over the next round's pieces), MPI_Barrier, and every
+ *               rank reads them all; again after H5Fflush, H5Dclose + reopen, file reopen.
  *  ser2par      rank 0 writes a file serially (a chunked dataset allocated early with one
  *               chunk written, a deflate dataset written whole, a small one), then every
  *               rank opens it in parallel, reads it, extends it, writes interleaved
@@ -140,6 +143,111 @@ static void same_handle(const char *path, int tessera)
             H5Dclose(d);
         }
     expect(H5Fclose(f) >= 0, "%s: close", who);
+    free(model);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* ---------------------------------------------------------------- small_pieces */
+
+#define SP_ROWS 16 /* rows of each rank's band */
+#define SP_COLS 64
+#define SP_PIECES 60
+
+/* Piece k of `writer` in `round`: a box of 1-4 rows x 1-16 columns inside rank `band`'s
+ * band (deterministic, so every rank knows every rank's pieces for its model). */
+static void sp_piece(int writer, int round, int k, int band, hsize_t *start, hsize_t *count)
+{
+    unsigned x = (unsigned)(writer * 7919 + round * 104729 + k * 31 + 1);
+    x = x * 1103515245u + 12345u;
+    count[0] = 1 + (x >> 8) % 4;
+    x = x * 1103515245u + 12345u;
+    count[1] = 1 + (x >> 8) % 16;
+    x = x * 1103515245u + 12345u;
+    start[0] = (hsize_t)band * SP_ROWS + (x >> 8) % (SP_ROWS - count[0] + 1);
+    x = x * 1103515245u + 12345u;
+    start[1] = (x >> 8) % (SP_COLS - count[1] + 1);
+}
+
+/* One round: every rank writes SP_PIECES small pieces, each its own independent H5Dwrite,
+ * into rank (r + shift)'s band; the model applies every rank's pieces in write order. */
+static void sp_round(hid_t d, int round, int shift, int *model)
+{
+    for (int w = 0; w < nranks; w++)
+        for (int k = 0; k < SP_PIECES; k++) {
+            hsize_t start[2], count[2];
+            sp_piece(w, round, k, (w + shift) % nranks, start, count);
+            int buf[4 * 16];
+            for (hsize_t i = 0; i < count[0]; i++)
+                for (hsize_t j = 0; j < count[1]; j++) {
+                    int v = round * 1000000 + (w + 1) * 10000 + k * 100 + (int)(i * count[1] + j);
+                    buf[i * count[1] + j] = v;
+                    model[(start[0] + i) * SP_COLS + start[1] + j] = v;
+                }
+            if (w != rank) continue;
+            hid_t fs = H5Dget_space(d), ms = H5Screate_simple(2, count, NULL);
+            H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+            hid_t dxpl = make_dxpl(0);
+            expect(H5Dwrite(d, H5T_NATIVE_INT, ms, fs, dxpl, buf) >= 0, "small piece %d of round %d", k, round);
+            H5Pclose(dxpl);
+            H5Sclose(ms);
+            H5Sclose(fs);
+        }
+}
+
+/* Many small independent writes per rank (tessera shares them through share logs and
+ * spills each rank's run as one fragment): after a barrier every rank reads every rank's
+ * pieces through the handle it wrote with; a second round overwrites pieces of the next
+ * rank's band, a third the rank's own band again (over the other ranks' second-round
+ * pieces: the later write wins); then after H5Fflush, after H5Dclose and reopen, and
+ * after the file is closed and reopened. */
+static void small_pieces(const char *path, int tessera)
+{
+    const char *who = tessera ? "tessera" : "native";
+    char what[160];
+    hid_t fapl = make_fapl(tessera, 1);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    expect(f >= 0, "%s: parallel create of %s", who, path);
+    if (f < 0) MPI_Abort(MPI_COMM_WORLD, 2);
+    const size_t n = (size_t)nranks * SP_ROWS * SP_COLS;
+    int *model = malloc(n * sizeof(int));
+    for (size_t k = 0; k < n; k++) model[k] = -1;
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, (hsize_t[]){8, 32});
+    int fill = -1;
+    H5Pset_fill_value(dcpl, H5T_NATIVE_INT, &fill);
+    hid_t s = H5Screate_simple(2, (hsize_t[]){(hsize_t)nranks * SP_ROWS, SP_COLS}, NULL);
+    hid_t d = H5Dcreate2(f, "pieces", H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    expect(d >= 0, "%s: create", who);
+    H5Sclose(s);
+    H5Pclose(dcpl);
+    const int shifts[3] = {0, 1, 0};
+    for (int round = 0; round < 3; round++) {
+        sp_round(d, round, shifts[round], model);
+        MPI_Barrier(MPI_COMM_WORLD);
+        snprintf(what, sizeof what, "%s small_pieces round %d, same handle", who, round);
+        check_all(d, H5P_DEFAULT, model, n, what);
+        MPI_Barrier(MPI_COMM_WORLD); /* nobody writes the next round before all have read */
+    }
+    expect(H5Fflush(f, H5F_SCOPE_GLOBAL) >= 0, "%s: flush", who);
+    snprintf(what, sizeof what, "%s small_pieces after H5Fflush", who);
+    check_all(d, H5P_DEFAULT, model, n, what);
+    MPI_Barrier(MPI_COMM_WORLD);
+    sp_round(d, 3, 1, model); /* after the flush: H5Dclose publishes these */
+    H5Dclose(d);
+    MPI_Barrier(MPI_COMM_WORLD);
+    d = H5Dopen2(f, "pieces", H5P_DEFAULT);
+    snprintf(what, sizeof what, "%s small_pieces after H5Dclose and reopen", who);
+    check_all(d, H5P_DEFAULT, model, n, what);
+    H5Dclose(d);
+    expect(H5Fclose(f) >= 0, "%s: close", who);
+    f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    expect(f >= 0, "%s: reopen", who);
+    d = H5Dopen2(f, "pieces", H5P_DEFAULT);
+    snprintf(what, sizeof what, "%s small_pieces after the file's reopen", who);
+    check_all(d, H5P_DEFAULT, model, n, what);
+    H5Dclose(d);
+    H5Fclose(f);
+    H5Pclose(fapl);
     free(model);
     MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -485,7 +593,7 @@ int main(int argc, char **argv)
     struct {
         const char *name;
         void (*fn)(const char *, int);
-    } scenarios[] = {{"same_handle", same_handle}, {"ser2par", ser2par}, {"ocopy", ocopy}, {"objflush", objflush}, {"fileops", fileops}, {"causes", causes}};
+    } scenarios[] = {{"same_handle", same_handle}, {"small_pieces", small_pieces}, {"ser2par", ser2par}, {"ocopy", ocopy}, {"objflush", objflush}, {"fileops", fileops}, {"causes", causes}};
     for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
         if (*only && strcmp(only, scenarios[i].name) != 0) continue;
         for (int tessera = 0; tessera <= 1; tessera++) {
