@@ -314,7 +314,8 @@ int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode mode, 
           // merged fragment and the schema's new order are one commit point.
           const Order tiles[] = {Order::kRowMajor, Order::kZOrder, Order::kHilbert, Order::kMultiMap, Order::kColMajor};
           if ((op.r2 & 3) == 0)
-            st = arr->consolidate_layout(tiles[(op.r2 >> 2) % 5], (op.r2 >> 8) & 1 ? Order::kColMajor : Order::kRowMajor);
+            st = arr->consolidate_layout(tiles[(op.r2 >> 2) % 5],
+                                         (op.r2 >> 8) & 1 ? Order::kColMajor : Order::kRowMajor);
           else
             st = arr->consolidate_all();
           break;
