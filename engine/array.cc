@@ -315,7 +315,7 @@ void Array::load_fragments() {
   replaced_.clear();
   for (auto& f : all) {
     if (replaced.count(f->meta().id)) {
-      replaced_.push_back(FragmentInfo::of(*f));
+      replaced_.push_back(FragmentInfo::of(*f, schema_));
       continue;
     }
     live.push_back(f);
@@ -956,7 +956,7 @@ Status Array::set_extent(const Coords& extent) {
             if (e.box.intersects(c)) tiles.insert(e.tile);
           for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
             if (!m.sparse[ti].mbr.intersects(c)) continue;
-            auto t = f->sparse_tile(ti, layout);
+            auto t = f->sparse_tile(ti, f->layout(schema_));
             Coords tc(r);
             for (uint64_t k = 0; k < m.sparse[ti].cells; ++k) {
               if (!c.contains(&t->coords[k * r])) continue;
@@ -1004,7 +1004,7 @@ Status Array::set_extent(const Coords& extent) {
   });
 }
 
-FragmentInfo FragmentInfo::of(const Fragment& f) {
+FragmentInfo FragmentInfo::of(const Fragment& f, const Schema& s) {
   const FragmentMeta& m = f.meta();
   FragmentInfo i;
   i.id = m.id;
@@ -1020,6 +1020,7 @@ FragmentInfo FragmentInfo::of(const Fragment& f) {
   i.is_inline = f.is_inline();
   i.sets_extent = m.sets_extent;
   i.replaces = m.replaces;
+  i.order = f.order(s);
   return i;
 }
 
@@ -1027,7 +1028,7 @@ std::vector<FragmentInfo> Array::fragments() {
   std::lock_guard<std::mutex> g(mu_);
   (void)guard([&] { finish_parked(); });
   std::vector<FragmentInfo> out;
-  for (auto& f : frags_) out.push_back(FragmentInfo::of(*f));
+  for (auto& f : frags_) out.push_back(FragmentInfo::of(*f, schema_));
   return out;
 }
 

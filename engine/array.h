@@ -181,7 +181,8 @@ struct FragmentInfo {
   bool is_inline = false;
   bool sets_extent = false;
   std::vector<FragmentId> replaces;  // the fragments a consolidation merged into this one
-  static FragmentInfo of(const Fragment& f);
+  StorageOrder order;  // its tiles' and cells' order (Fragment::order): the schema's unless converted since
+  static FragmentInfo of(const Fragment& f, const Schema& s);
 };
 
 // What Array::vacuum removed.
@@ -334,6 +335,16 @@ class Array final : public BufferOwner {
   // Size-tiered: merges runs of >= `min_run` adjacent fragments whose sizes are within a
   // factor `ratio` of each other (LSM style); repeats until nothing qualifies.
   Status consolidate_auto(size_t min_run = 4, double ratio = 4.0);
+  // Consolidation that converts (docs/layouts.md): merges every fragment into one in tile
+  // order `tile` and cell order `cell` (parse_layout) and makes that the order of new
+  // fragments — the schema change is published with the merged fragment (one catalog
+  // batch; a standalone array's schema file right after the merged fragment's rename,
+  // which already records its own order), so a crash leaves the old state or the new
+  // one, both readable.  Fragments replaced but kept (keep_replaced, reads as of older
+  // commits) stay in their order.  The same order as now: consolidate_all.
+  // [first, last] (indexes into fragments()): convert only those (adjacent) fragments;
+  // the others keep their order, and a later consolidation converts them.
+  Status consolidate_layout(Order tile, Order cell, size_t first = 0, size_t last = SIZE_MAX);
   // Parallel consolidation (MPI tools): part `part` of `parts` writes the merge of all
   // fragments restricted to its share of the tiles (contiguous ranges in tile order), as
   // an unpublished fragment that replaces every input.  The parts together are the
@@ -466,7 +477,10 @@ class Array final : public BufferOwner {
   void defined_locked(const std::vector<Box>& region, std::vector<Box>* out);
   void spill();
   // part/parts: see consolidate_part; parts == 1 publishes at once (serial).
-  void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1);
+  // target: the schema to merge into (a converted order, consolidate_layout), published
+  // with the result; null: schema_.
+  void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1,
+                         const Schema* target = nullptr);
   std::vector<uint8_t> make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths, const void* data);
   void resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
                            std::vector<uint8_t>* data);
@@ -528,7 +542,13 @@ class Array final : public BufferOwner {
   bool apply_extent_commits();
   void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
   // --- where the schema and inline fragments live (array_store.h)
-  std::unique_ptr<FragmentWriter> make_writer(FragmentId id);
+  // A converted schema (consolidate_layout) becomes the array's, once published.
+  void adopt_schema(const Schema& s) {
+    schema_ = s;
+    buffer_->reset_layout(schema_);
+  }
+  // s: the schema whose order the fragment takes (null: schema_).
+  std::unique_ptr<FragmentWriter> make_writer(FragmentId id, const Schema* s = nullptr);
   // Its room in the inline budgets is already taken (ArrayStore::reserve_inline).
   void add_inline(std::vector<uint8_t> bytes, bool batch = false);  // batch: as complete()
   // A finished in-memory fragment the inline budgets had no room for, written to a

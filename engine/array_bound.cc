@@ -36,10 +36,11 @@ Status Array::open_bound(const std::string& dir, CatalogBinding binding, bool wr
   return st;
 }
 
-std::unique_ptr<FragmentWriter> Array::make_writer(FragmentId id) {
+std::unique_ptr<FragmentWriter> Array::make_writer(FragmentId id, const Schema* s) {
   std::function<void()> before_file;  // a catalog-bound array's directory comes with its first file
   if (!store_->dir_exists()) before_file = [this] { store_->ensure_dir(opts_.durable_writes, schema_.var); };
-  return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_, store_->inline_limit(writable_, opts_),
+  return std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, s ? *s : schema_,
+                                          store_->inline_limit(writable_, opts_),
                                           std::move(before_file));
 }
 

@@ -224,10 +224,10 @@ void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, ui
   finish_parked();
   buffer_->normalize();
   const Box full = chunk_box(tile);
-  const Layout layout(schema_);
   // Stored bytes are HDF5's chunk bytes only for row-major cells; column-major tiles are
-  // read into row-major order below (and re-encoded).
-  if (schema_.cell_order == Order::kRowMajor && buffer_->empty() && !blobs_->intersects(full)) {
+  // read into row-major order below (and re-encoded).  The fragment's cell order decides
+  // (an array may hold fragments in several orders: docs/layouts.md).
+  if (buffer_->empty() && !blobs_->intersects(full)) {
     // The newest fragment holding anything of the chunk decides.
     for (auto it = frags_.rbegin(); it != frags_.rend(); ++it) {
       const FragmentMeta& m = (*it)->meta();
@@ -235,11 +235,12 @@ void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, ui
       bool sparse = false;
       for (const SparseEntry& e : m.sparse) sparse |= e.mbr.intersects(full);
       for (const SparseEntry& e : m.erased) sparse |= e.mbr.intersects(full);
+      const Layout& layout = (*it)->layout(schema_);
       auto [a, z] = m.dense_range(layout, tile);
       if (!sparse && a == z) continue;
       uint32_t s = 0;
-      if (!sparse && z - a == 1 && m.dense[a].kind == DenseEntry::kData && m.dense[a].box == full &&
-          skip_of(schema_.filters, m.values_filters, &s)) {
+      if (!sparse && z - a == 1 && layout.cell_order() == Order::kRowMajor && m.dense[a].kind == DenseEntry::kData &&
+          m.dense[a].box == full && skip_of(schema_.filters, m.values_filters, &s)) {
         *skip = s;
         *size = m.dense[a].blob.stored_size;
         if (bytes) *bytes = (*it)->stored_dense_bytes(a);

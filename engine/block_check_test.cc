@@ -168,8 +168,9 @@ void downgrade_to_v1(const std::string& path) {
   auto pipeline_size = [](const FilterPipeline& p) { return 4 + 5 * p.filters().size() + 4; };
   const size_t at = 20 + 4 + 4 + pipeline_size(m.values_filters) + pipeline_size(m.coords_filters);
   footer.erase(footer.begin() + at, footer.begin() + at + 8);
-  // Version 3 appended the erased tiles' count (0 here): drop it too.
-  footer.resize(footer.size() - 8);
+  // Version 4 appended the fragment's order (tile and cell order bytes; no MultiMap cube
+  // here) and version 3 the erased tiles' count (0 here) before it: drop both.
+  footer.resize(footer.size() - 2 - 8 * m.order.cube.size() - 8);
   uint64_t foff = 0;
   std::memcpy(&foff, bytes.data() + bytes.size() - kFragTrailerSize, 8);
   std::vector<uint8_t> out(bytes.begin(), bytes.begin() + foff);

@@ -68,6 +68,42 @@ Status Array::consolidate_auto(size_t min_run, double ratio) {
   });
 }
 
+Status Array::consolidate_layout(Order tile, Order cell, size_t first, size_t last) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    require_writable();
+    if (compact_)
+      throw_error(Errc::kUnsupported,
+                  "a compact array (one catalog record, no tiles) has no layout to convert: docs/layouts.md");
+    flush_impl();
+    Schema probe = schema_;  // the cube for this schema in the new cell order (multimap.h)
+    probe.set_layout(tile, cell);
+    probe.validate();
+    const StorageOrder to = probe.order();
+    if (!frags_.empty()) {
+      last = std::min(last, frags_.size() - 1);
+      if (first > last) throw_error(Errc::kInvalidArgument, "consolidate_layout: fragment range out of bounds");
+    }
+    bool done = to == schema_.order();
+    for (size_t i = first; i <= last && i < frags_.size(); ++i) done = done && frags_[i]->order(schema_) == to;
+    if (done) {  // nothing to convert: an ordinary consolidation
+      if (first < last && last < frags_.size()) consolidate_range(first, last);
+      return;
+    }
+    Schema target = schema_;
+    target.convert_order(to);
+    if (!frags_.empty()) {
+      consolidate_range(first, last, 0, 1, &target);
+      return;
+    }
+    // No fragment: only the order of new ones changes.
+    CatalogBatch b;
+    store_->publish({}, &target, extent_id_, {}, /*synced=*/false, &b);
+    store_->commit(std::move(b), /*sync=*/true);
+    adopt_schema(target);
+  });
+}
+
 Status Array::consolidate_part(uint32_t part, uint32_t parts) {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
@@ -82,16 +118,18 @@ Status Array::consolidate_part(uint32_t part, uint32_t parts) {
   });
 }
 
-void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t parts) {
+void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t parts, const Schema* target) {
   std::vector<std::shared_ptr<Fragment>> in(frags_.begin() + first, frags_.begin() + last + 1);
+  const Schema& out = target ? *target : schema_;
   // Erased cells are dropped when nothing older than the inputs remains to be hidden.
-  Consolidator merge(schema_, in, /*keep_erased=*/first > 0);
+  Consolidator merge(out, in, /*keep_erased=*/first > 0);
   if (parts > 1 && !merge.select_part(part, parts)) return;  // the other parts replace the inputs
   const FragmentId id = merge.result_id(part);
   // Parts are published together by an epoch commit, through files (parallel tools).
   if (parts > 1) store_->ensure_dir(false, schema_.var);
+  if (target && parts > 1) throw_error(Errc::kInternal, "a conversion is serial");
   std::unique_ptr<FragmentWriter> wp =
-      parts > 1 ? std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_) : make_writer(id);
+      parts > 1 ? std::make_unique<FragmentWriter>(*ctx_, frag_dir_, id, schema_) : make_writer(id, target);
   FragmentWriter& w = *wp;
   const std::vector<FragmentId> replaced = merge.replaced();
   w.set_replaces(replaced);
@@ -140,7 +178,12 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     }
   }
   store_->record_files({}, dropped_files, &b, false);
+  // A conversion's new order: in the same batch (catalog-bound), or the schema file now,
+  // after the result's rename (a crash between leaves the result, which records its own
+  // order, and the old schema: both read right).
+  if (target) store_->publish({}, target, extent_id_, {}, /*synced=*/false, &b);
   store_->commit(std::move(b), /*sync=*/true);
+  if (target) adopt_schema(*target);
   trim_log();
   add_fragment(nf, replaced);
   // The merged fragment gets its own index when its inputs had some (or index_on_write):
@@ -149,7 +192,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(env(), index_path(dir_, f->meta().id)));
   index_published({nf}, indexed);
   if (opts_.keep_replaced) {  // their files and indexes go at vacuum()
-    for (auto& f : in) replaced_.push_back(FragmentInfo::of(*f));
+    for (auto& f : in) replaced_.push_back(FragmentInfo::of(*f, schema_));
     return;
   }
   for (auto& f : in)

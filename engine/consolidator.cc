@@ -12,6 +12,7 @@ Consolidator::Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fra
     : schema_(schema), layout_(schema), in_(std::move(in)), keep_erased_(keep_erased) {
   const int r = schema_.rank();
   for (auto& f : in_) {
+    const Layout& fl = f->layout(schema_);  // the input's own order (its cells' keys)
     for (auto& e : f->meta().dense) tiles_.insert({&layout_, e.tile});
     auto add_tiles = [&](const SparseTileData& t, uint64_t cells) {
       Coords tc(r), prev;
@@ -23,9 +24,9 @@ Consolidator::Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fra
       }
     };
     for (size_t ti = 0; ti < f->meta().sparse.size(); ++ti)
-      add_tiles(*f->sparse_coords(ti, layout_), f->meta().sparse[ti].cells);
+      add_tiles(*f->sparse_coords(ti, fl), f->meta().sparse[ti].cells);
     for (size_t ti = 0; ti < f->meta().erased.size(); ++ti)
-      add_tiles(*f->erased_tile(ti, layout_), f->meta().erased[ti].cells);
+      add_tiles(*f->erased_tile(ti, fl), f->meta().erased[ti].cells);
   }
 }
 
@@ -62,9 +63,8 @@ void Consolidator::write(FragmentWriter& w) {
   std::vector<uint8_t> sp_values;
   for (const TileKey& tk : tiles_) {
     const Box tbox = layout_.tile_box(tk.t.data());
-    std::vector<uint64_t> klo(layout_.key_size()), khi(layout_.key_size());
-    layout_.key_words(tbox.lo.data(), klo.data());
-    layout_.key_words(tbox.hi.data(), khi.data());
+    // The tile's key range in one input's order (its cells' keys are in that order).
+    std::vector<uint64_t> klo, khi;
     // Bounding box of what the inputs hold in this tile.
     BoundingBox bound;
     auto grow = [&](const Box& b) { bound.add(b); };
@@ -73,20 +73,26 @@ void Consolidator::write(FragmentWriter& w) {
       size_t first, last;  // the cells of this space tile
     };
     std::vector<std::vector<SparseRef>> sparse_in(in_.size()), erased_in(in_.size());
-    auto take = [&](const SparseEntry& e, std::shared_ptr<const SparseTileData> t, std::vector<SparseRef>* into) {
-      auto [a, b] = layout_.key_range(t->keys.data(), e.cells, klo.data(), khi.data());
+    auto take = [&](const Layout& fl, const SparseEntry& e, std::shared_ptr<const SparseTileData> t,
+                    std::vector<SparseRef>* into) {
+      klo.resize(fl.key_size());
+      khi.resize(fl.key_size());
+      fl.key_words(tbox.lo.data(), klo.data());
+      fl.key_words(tbox.hi.data(), khi.data());
+      auto [a, b] = fl.key_range(t->keys.data(), e.cells, klo.data(), khi.data());
       if (a == b) return;
       for (size_t k = a; k < b; ++k) bound.add(&t->coords[k * r], r);
       into->push_back({std::move(t), a, b});
     };
     for (size_t fi = 0; fi < in_.size(); ++fi) {
       const FragmentMeta& m = in_[fi]->meta();
-      auto [d0, d1] = m.dense_range(layout_, tk.t.data());
+      const Layout& fl = in_[fi]->layout(schema_);
+      auto [d0, d1] = m.dense_range(fl, tk.t.data());
       for (size_t idx = d0; idx < d1; ++idx) grow(m.dense[idx].box);
       for (size_t ti = 0; ti < m.sparse.size(); ++ti)
-        if (m.sparse[ti].mbr.intersects(tbox)) take(m.sparse[ti], in_[fi]->sparse_tile(ti, layout_), &sparse_in[fi]);
+        if (m.sparse[ti].mbr.intersects(tbox)) take(fl, m.sparse[ti], in_[fi]->sparse_tile(ti, fl), &sparse_in[fi]);
       for (size_t ti = 0; ti < m.erased.size(); ++ti)
-        if (m.erased[ti].mbr.intersects(tbox)) take(m.erased[ti], in_[fi]->erased_tile(ti, layout_), &erased_in[fi]);
+        if (m.erased[ti].mbr.intersects(tbox)) take(fl, m.erased[ti], in_[fi]->erased_tile(ti, fl), &erased_in[fi]);
     }
     if (!bound.any) continue;
     const Box& bb = bound.box;
@@ -98,7 +104,8 @@ void Consolidator::write(FragmentWriter& w) {
     // Paint oldest to newest.
     for (size_t fi = 0; fi < in_.size(); ++fi) {
       const FragmentMeta& m = in_[fi]->meta();
-      auto [d0, d1] = m.dense_range(layout_, tk.t.data());
+      const Layout& fl = in_[fi]->layout(schema_);
+      auto [d0, d1] = m.dense_range(fl, tk.t.data());
       for (size_t idx = d0; idx < d1; ++idx) {
         const DenseEntry& e = m.dense[idx];
         uint64_t shape[kMaxRank], estride[kMaxRank], off = 0;
@@ -106,7 +113,7 @@ void Consolidator::write(FragmentWriter& w) {
           shape[d] = e.box.hi[d] - e.box.lo[d] + 1;
           off += (e.box.lo[d] - bb.lo[d]) * bstride[d];
         }
-        layout_.cell_strides(e.box, estride);
+        fl.cell_strides(e.box, estride);  // the input's cell order
         if (e.kind == DenseEntry::kData) {
           auto data = in_[fi]->dense_tile(idx);
           strided_copy(r, shape, data->data(), estride, buf.data() + off * es, bstride, es);

@@ -309,7 +309,17 @@ int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode mode, 
     } else {
       size_t n = arr->fragments().size();
       switch (op.r1 % 3) {
-        case 0: st = arr->consolidate_all(); break;
+        case 0: {
+          // A quarter of them convert to a layout named by the op (docs/layouts.md): the
+          // merged fragment and the schema's new order are one commit point.
+          const Order tiles[] = {Order::kRowMajor, Order::kZOrder, Order::kHilbert, Order::kMultiMap, Order::kColMajor};
+          if ((op.r2 & 3) == 0)
+            st = arr->consolidate_layout(tiles[(op.r2 >> 2) % 5],
+                                         (op.r2 >> 8) & 1 ? Order::kColMajor : Order::kRowMajor);
+          else
+            st = arr->consolidate_all();
+          break;
+        }
         case 1: st = arr->consolidate_auto(2 + op.r2 % 3, 4.0); break;
         default: {
           if (n == 0) {  // nothing to pick, but the op still counts as a commit point
@@ -459,10 +469,10 @@ std::vector<std::string> frag_names(const std::string& adir) {
 // Inline fragment records: each must be a complete fragment whose every tile decodes.
 size_t check_inline_records(Container& c, uint64_t id, const Schema& schema) {
   auto recs = c.catalog().scan(Container::array_prefix(id) + "frag/");
-  Layout layout(schema);
   for (auto& [key, value] : recs) {
     try {
       auto f = Fragment::open_inline(key, std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()));
+      const Layout& layout = f->layout(schema);  // its own order (a conversion may have changed the schema's)
       for (size_t i = 0; i < f->meta().dense.size(); ++i)
         if (f->meta().dense[i].kind == DenseEntry::kData) f->dense_tile(i);
       for (size_t i = 0; i < f->meta().sparse.size(); ++i) f->sparse_tile(i, layout);

@@ -157,7 +157,8 @@ void DefinedPlanner::defined_points(const uint64_t* coords, size_t n, uint8_t* o
       const Fragment& f = *frags_[fi];
       const FragmentMeta& m = f.meta();
       if (!m.has_domain || !m.domain.contains(c)) continue;
-      long idx = m.dense_at(layout_, tile, c);
+      const Layout& fl = f.layout(schema_);  // the fragment's own order
+      long idx = m.dense_at(fl, tile, c);
       if (idx >= 0) {
         out[i] = m.dense[idx].kind == DenseEntry::kData;
         break;
@@ -165,14 +166,14 @@ void DefinedPlanner::defined_points(const uint64_t* coords, size_t n, uint8_t* o
       bool decided = false;
       for (size_t ti = 0; ti < m.sparse.size() && !decided; ++ti) {
         const SparseEntry& e = m.sparse[ti];
-        if (e.mbr.contains(c) && find_cell(layout_, *f.sparse_coords(ti, layout_), e.cells, c) != SIZE_MAX) {
+        if (e.mbr.contains(c) && find_cell(fl, *f.sparse_coords(ti, fl), e.cells, c) != SIZE_MAX) {
           out[i] = 1;
           decided = true;
         }
       }
       for (size_t ti = 0; ti < m.erased.size() && !decided; ++ti) {
         const SparseEntry& e = m.erased[ti];
-        if (e.mbr.contains(c) && find_cell(layout_, *f.erased_tile(ti, layout_), e.cells, c) != SIZE_MAX) decided = true;
+        if (e.mbr.contains(c) && find_cell(fl, *f.erased_tile(ti, fl), e.cells, c) != SIZE_MAX) decided = true;
       }
       if (decided) break;
     }

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ struct Config {
   Order cell_order = Order::kRowMajor, tile_order = Order::kRowMajor;
   bool nonzero_fill = true;
   uint64_t sparse_capacity = 10000;
+  // Consolidations also convert (Array::consolidate_layout) all fragments or a range of
+  // them to a random layout, so the array holds fragments in several orders.
+  bool convert = false;
 };
 
 Schema make_schema(const Config& c) {
@@ -113,7 +117,7 @@ class DiffRun {
   // spills would test much less than it claims).
   struct Stats {
     uint64_t direct = 0, buffered = 0, spills_mid_write = 0, points = 0, extents = 0, reopens = 0, consolidations = 0,
-             max_fragments = 0, sparse_tiles = 0, dense_tiles = 0;
+             max_fragments = 0, sparse_tiles = 0, dense_tiles = 0, conversions = 0, max_orders = 0;
   } stats_;
   std::string stats_str() const {
     const Stats& s = stats_;
@@ -121,7 +125,10 @@ class DiffRun {
            std::to_string(s.spills_mid_write) + "), point writes " + std::to_string(s.points) + ", set_extent " +
            std::to_string(s.extents) + ", reopens " + std::to_string(s.reopens) + ", consolidations " +
            std::to_string(s.consolidations) + ", max fragments " + std::to_string(s.max_fragments) +
-           ", max sparse/dense tiles " + std::to_string(s.sparse_tiles) + "/" + std::to_string(s.dense_tiles);
+           ", max sparse/dense tiles " + std::to_string(s.sparse_tiles) + "/" + std::to_string(s.dense_tiles) +
+           (s.conversions ? ", conversions " + std::to_string(s.conversions) + " (at most " +
+                                std::to_string(s.max_orders) + " orders at once)"
+                          : "");
   }
 
  private:
@@ -302,7 +309,10 @@ class DiffRun {
     else if (r < 63) set_extent();
     else if (r < 70) flush();
     else if (r < 76) reopen();
-    else if (r < 84) consolidate();
+    else if (r < 84) {
+      if (cfg_.convert && rng_.chance(0.6)) convert();
+      else consolidate();
+    }
     else if (r < 88) refresh();
     else if (r < 93) reader_check();
     else if (r < 96) peek_durable();
@@ -492,6 +502,39 @@ class DiffRun {
     size_t records = cont_->catalog().scan(Container::array_prefix(id_) + "frag/").size();
     EXPECT_EQ(records, frags.size() - file_frags) << "inline fragment records vs live inline fragments";
     for (size_t i = 1; i < frags.size(); ++i) EXPECT_TRUE(frags[i - 1].id < frags[i].id);
+  }
+
+  // A conversion of every fragment or of a range of them to a random layout: the merged
+  // fragment and the schema take it, the other fragments keep theirs.
+  void convert() {
+    arr_->settle();
+    const size_t nfr = arr_->fragments().size() + (arr_->buffered_cells() > 0 ? 1 : 0);
+    const Order tiles[] = {Order::kRowMajor, Order::kColMajor, Order::kZOrder, Order::kHilbert, Order::kMultiMap};
+    const Order tile = tiles[rng_.below(5)];
+    const Order cell = rng_.chance(0.5) ? Order::kRowMajor : Order::kColMajor;
+    size_t first = 0, last = SIZE_MAX, expect = std::min<size_t>(nfr, 1);
+    if (nfr >= 2 && rng_.chance(0.5)) {
+      first = rng_.below(nfr);
+      last = std::min(nfr - 1, first + rng_.below(4));
+      expect = nfr - (last - first);
+    }
+    log("consolidate_layout(" + layout_name(tile, cell) + ", " + std::to_string(first) + ", " +
+        (last == SIZE_MAX ? std::string("all") : std::to_string(last)) + ") of " + std::to_string(nfr));
+    Status st = arr_->consolidate_layout(tile, cell, first, last);
+    ASSERT_TRUE(st.ok()) << status_str(st);
+    durable_now();
+    ++stats_.consolidations;
+    ++stats_.conversions;
+    const auto frags = arr_->fragments();
+    EXPECT_EQ(frags.size(), expect) << "fragment count after conversion";
+    EXPECT_EQ(arr_->schema().tile_order, tile);
+    EXPECT_EQ(arr_->schema().cell_order, cell);
+    if (nfr > 0 && first < frags.size()) {
+      EXPECT_EQ(frags[first].order, arr_->schema().order()) << "the merged fragment's order";
+    }
+    std::set<std::string> orders;
+    for (auto& f : frags) orders.insert(f.order.name());
+    stats_.max_orders = std::max<uint64_t>(stats_.max_orders, orders.size());
   }
 
   void refresh() {
@@ -773,6 +816,30 @@ TEST(Differential, Rank3MultiMapColMajorCellsNoFilter) {
 TEST(Differential, Rank4HilbertNoFilter) {
   run_config({"Rank4HilbertNoFilter", ElementKind::kUInt, 1, {3, 3, 3, 3}, {7, 5, 6, 4}, {U, 9, 9, U}, {9, 9, 9, 8},
               kNone, Order::kRowMajor, Order::kHilbert});
+}
+
+// Conversions (docs/layouts.md): consolidations that rewrite every fragment or a range of
+// them into a random layout, so reads, consolidations, extent changes, the write buffer
+// and the long-lived reader meet arrays whose fragments are in several orders.
+TEST(Differential, Rank2ConvertingLayouts) {
+  Config c{"Rank2ConvertingLayouts", ElementKind::kInt, 4, {5, 7}, {23, 31}, {40, U}, {40, 48}, kNone,
+           Order::kRowMajor, Order::kRowMajor};
+  c.sparse_capacity = 13;
+  c.convert = true;
+  run_config(c);
+}
+TEST(Differential, Rank3ConvertingLayoutsZstd) {
+  Config c{"Rank3ConvertingLayoutsZstd", ElementKind::kOpaque, 12, {3, 4, 5}, {10, 9, 11}, {U, 16, 16},
+           {16, 16, 16}, kZstd, Order::kColMajor, Order::kHilbert};
+  c.sparse_capacity = 7;
+  c.convert = true;
+  run_config(c);
+}
+TEST(Differential, Rank3ConvertingLayoutsMultiMapNoFilter) {
+  Config c{"Rank3ConvertingLayoutsMultiMapNoFilter", ElementKind::kUInt, 2, {3, 2, 4}, {9, 10, 7}, {16, 16, 16},
+           {16, 16, 16}, kNone, Order::kColMajor, Order::kMultiMap};
+  c.convert = true;
+  run_config(c);
 }
 
 }  // namespace

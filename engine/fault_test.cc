@@ -165,14 +165,37 @@ TEST(Fault, SerialFlushPerFileSyncs) { flush_with_faults(false, kPerFile, "seria
 TEST(Fault, SerialFlushSyncfs) { flush_with_faults(false, kSyncfs, "serial flush, syncfs"); }
 TEST(Fault, EpochCommit) { flush_with_faults(true, kPerFile, "epoch commit"); }
 
-TEST(Fault, Consolidation) {
+// A consolidation, or (convert) one that rewrites the fragments into another layout and
+// publishes the schema's new order with them (Array::consolidate_layout): after any fault
+// the array reads as the model, in the old order or wholly in the new one.
+void consolidation_with_faults(bool convert, const char* what) {
   Rig rig;
+  auto op = [&](Array& a) {
+    return convert ? a.consolidate_layout(Order::kHilbert, Order::kColMajor) : a.consolidate_all();
+  };
+  // After a conversion that succeeded (retried), every fragment and the schema are in the
+  // new order; after one that failed, the schema's order is the old one or the new one
+  // and the fragments each record theirs (the values are checked by expect_model).
+  auto expect_order = [&](const std::string& path, uint64_t id, bool converted) {
+    if (!convert) return;
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::open(path, false, &c).ok());
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(c->open_array(id, false, ArrayOptions{}, &a).ok());
+    const bool now = a->schema().tile_order == Order::kHilbert && a->schema().cell_order == Order::kColMajor;
+    const bool old = a->schema().tile_order == Order::kRowMajor && a->schema().cell_order == Order::kRowMajor;
+    EXPECT_TRUE(now || old) << "schema order " << a->schema().order().name();
+    if (converted) {
+      EXPECT_TRUE(now) << "schema order " << a->schema().order().name();
+      for (auto& f : a->fragments()) EXPECT_EQ(f.order.name(), "hilbert:column-major");
+    }
+  };
   uint64_t id = 0;
   ArrayOptions o = options(false);
   o.inline_fragment_bytes = 0;
   const std::string count_path = rig.root + "/count";
   make_fragments(rig.ctx, count_path, &id);
-  if (HasFatalFailure()) return;
+  if (::testing::Test::HasFatalFailure()) return;
   uint64_t points = 0;
   {
     std::unique_ptr<Container> c;
@@ -180,32 +203,32 @@ TEST(Fault, Consolidation) {
     std::unique_ptr<Array> a;
     ASSERT_TRUE(c->open_array(id, true, o, &a).ok());
     rig.env->reset_count();
-    ASSERT_TRUE(a->consolidate_all().ok());
+    ASSERT_TRUE(op(*a).ok());
     points = rig.env->points();
     ASSERT_EQ(a->fragments().size(), 1u);
   }
   ASSERT_GT(points, 0u);
   for (uint64_t k = first_point(); k <= points; k += stride())
     for (Fault fault : kFaults) {
-      SCOPED_TRACE(std::string("consolidation: ") + FaultEnv::fault_name(fault) + " at point " + std::to_string(k) +
+      SCOPED_TRACE(std::string(what) + ": " + FaultEnv::fault_name(fault) + " at point " + std::to_string(k) +
                    " of " + std::to_string(points));
       const std::string path = rig.root + "/p" + std::to_string(k) + FaultEnv::fault_name(fault);
       make_fragments(rig.ctx, path, &id);
-      if (HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return;
       {
         std::unique_ptr<Container> c;
         ASSERT_TRUE(Container::open(path, true, &c, rig.ctx).ok());
         std::unique_ptr<Array> a;
         ASSERT_TRUE(c->open_array(id, true, o, &a).ok());
         rig.env->arm(k, fault);
-        const bool ok = a->consolidate_all().ok();
+        const bool ok = op(*a).ok();
         SCOPED_TRACE("fault at " + rig.env->fired_at());
         if (rig.env->fired()) ++rig.injected;
         if (!ok) ++rig.failed_ops;
         expect_model(path, id, false);
         if (k % 2 == 0) {
           rig.env->disarm();
-          Status st = a->consolidate_all();
+          Status st = op(*a);
           ASSERT_TRUE(st.ok()) << "retry: " << st.message();
           EXPECT_EQ(a->fragments().size(), 1u);
         }
@@ -216,11 +239,15 @@ TEST(Fault, Consolidation) {
       if (k % 2 == 0) {
         EXPECT_EQ(frags, 1u);
       }
+      expect_order(path, id, k % 2 == 0);
       expect_verified(path);
       (void)guard([&] { remove_tree(Env::posix(), path); });
-      if (HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return;
     }
-  std::printf("[ faults   ] consolidation: %llu points x %zu faults: %llu injected, %llu operations failed\n",
+  std::printf("[ faults   ] %s: %llu points x %zu faults: %llu injected, %llu operations failed\n", what,
               static_cast<unsigned long long>(points), std::size(kFaults),
               static_cast<unsigned long long>(rig.injected), static_cast<unsigned long long>(rig.failed_ops));
 }
+
+TEST(Fault, Consolidation) { consolidation_with_faults(false, "consolidation"); }
+TEST(Fault, ConsolidationToLayout) { consolidation_with_faults(true, "consolidation --layout hilbert:column-major"); }

@@ -246,6 +246,11 @@ std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const
   return v;
 }
 
+const Layout& Fragment::layout(const Schema& s) const {
+  std::call_once(layout_once_, [&] { layout_ = std::make_unique<Layout>(s, order(s)); });
+  return *layout_;
+}
+
 size_t find_cell(const Layout& layout, const SparseTileData& t, size_t n, const uint64_t* c) {
   const size_t rank = n ? t.coords.size() / n : 0;
   size_t lo = 0, hi = n;

@@ -49,6 +49,15 @@ class Fragment {
                                                std::shared_ptr<const std::vector<uint8_t>> bytes,
                                                std::shared_ptr<Context> ctx = nullptr);
   const FragmentMeta& meta() const { return meta_; }
+  // The order of this fragment's tiles and cells, with the tiling of its array's schema
+  // `s`: the recorded one (meta().order), else s.order_of_unrecorded().  Every reader of
+  // the fragment's tiles, cells and keys takes this, never Layout(schema): an array may
+  // hold fragments in several orders (a conversion, docs/layouts.md).  Made on the first
+  // call and kept (a fragment belongs to one array, whose tiling and order of unrecorded
+  // fragments never change).
+  const Layout& layout(const Schema& s) const;
+  // The fragment's order under schema s (as layout(s), without making a Layout).
+  StorageOrder order(const Schema& s) const { return meta_.has_order ? meta_.order : s.order_of_unrecorded(); }
   // A copy: a deferred publish renames the file (set_path) while other threads read
   // tiles of it and name it in their messages (a data race ThreadSanitizer found on a
   // std::string read during its reassignment; docs/reliability.md).
@@ -139,6 +148,8 @@ class Fragment {
   std::shared_ptr<Context> ctx_;
   TileCache* cache_ = nullptr;  // ctx_'s
   FragmentMeta meta_;
+  mutable std::once_flag layout_once_;
+  mutable std::unique_ptr<Layout> layout_;  // layout(), once made
   // Bitmap of the check blocks verified so far; block_base_[i] = first bit of entry i.
   std::vector<uint64_t> block_base_;
   std::unique_ptr<std::atomic<uint64_t>[]> verified_;

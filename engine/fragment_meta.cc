@@ -103,6 +103,10 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
   if (sets_extent) put_coords(w, extent);
   w.u64(erased.size());
   for (const auto& e : erased) put_tile_head(w, e);
+  // Version 4: the fragment's order (always written: the writer's schema's order).
+  w.u8(static_cast<uint8_t>(order.tile));
+  w.u8(static_cast<uint8_t>(order.cell));
+  for (uint64_t k : order.cube) w.u64(k);
   return std::move(w.buf());
 }
 
@@ -183,6 +187,19 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
     for (auto& e : m.erased) {
       get_tile_head(r, m.rank, &e);
       if (e.cells == 0 || e.coords.raw_size != e.cells * coord_bytes) r.fail("erased tile size does not match its cell count");
+    }
+  }
+  if (version >= 4) {
+    m.has_order = true;
+    const uint8_t t = r.u8(), c = r.u8();
+    if (t > kLastOrder || c > 1) r.fail("unknown tile or cell order");
+    m.order.tile = static_cast<Order>(t);
+    m.order.cell = static_cast<Order>(c);
+    if (m.order.tile == Order::kMultiMap) m.order.cube = get_coords(r, m.rank);
+    try {
+      m.order.validate(static_cast<int>(m.rank));
+    } catch (const Error& e) {
+      r.fail(e.what());
     }
   }
   if (!r.done()) r.fail("trailing bytes in footer");

@@ -67,6 +67,11 @@ struct FragmentMeta {
   bool sets_extent = false;
   Coords extent;
   uint64_t cells = 0;               // cells held (dense + sparse + erased)
+  // The tile and cell order of this fragment's tiles and cells (format version 4; every
+  // writer records it).  A fragment without one is in Schema::order_of_unrecorded().
+  // Readers take it through Fragment::layout, never the schema's order.
+  bool has_order = false;
+  StorageOrder order;
 
   std::vector<uint8_t> serialize() const;
   // `version`: the fragment file's format version (1 has no check_block field).

@@ -255,7 +255,7 @@ template <class T>
 WrittenIndex build_typed(const Schema& s, const Fragment& f, const std::string& array_dir, const IndexOptions& o,
                      ThreadPool* pool, const IndexProgress& progress, NumType type) {
   Env& env = f.env();
-  const Layout layout(s);
+  const Layout& layout = f.layout(s);  // positions follow the fragment's own cell order
   const bool be = s.big_endian;
   const std::vector<IndexChunk> chunks = make_chunks(f.meta(), o.chunk_cells);
   // A bin costs a pair row and a bitmap header per chunk it appears in: a small fragment

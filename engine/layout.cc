@@ -10,10 +10,12 @@
 
 namespace tessera {
 
-Layout::Layout(const Schema& s)
+Layout::Layout(const Schema& s) : Layout(s, s.order()) {}
+
+Layout::Layout(const Schema& s, const StorageOrder& o)
     : rank_(s.rank()), tile_extent_(s.tile_extent), max_extent_(s.max_extent),
-      cell_order_(s.cell_order), tile_order_(s.tile_order),
-      tile_words_(s.tile_order == Order::kMultiMap ? s.rank() + 1 : s.rank()), cube_(s.multimap_cube) {
+      cell_order_(o.cell), tile_order_(o.tile),
+      tile_words_(o.tile == Order::kMultiMap ? s.rank() + 1 : s.rank()), cube_(o.cube) {
   for (int d = 0; d < rank_; ++d) {
     const uint64_t t = tile_extent_[d];
     tile_shift_[d] = t != 0 && (t & (t - 1)) == 0 ? __builtin_ctzll(t) : -1;

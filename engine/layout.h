@@ -16,7 +16,11 @@ namespace tessera {
 
 class Layout {
  public:
+  // The schema's order: the one new fragments take.
   explicit Layout(const Schema& s);
+  // Schema s's tiling in order `o`: a fragment's own (Fragment::layout), or a
+  // conversion's target.
+  Layout(const Schema& s, const StorageOrder& o);
   int rank() const { return rank_; }
   const Coords& tile_extent() const { return tile_extent_; }
 
@@ -32,6 +36,8 @@ class Layout {
   int tile_key_size() const { return tile_words_; }
   void tile_key(const uint64_t* tile, uint64_t* out) const;
   Order tile_order() const { return tile_order_; }
+  Order cell_order() const { return cell_order_; }
+  StorageOrder order() const { return {tile_order_, cell_order_, cube_}; }
   // for_each_tile sorts the tiles of a box under a space-filling order: at most this many.
   static constexpr uint64_t kMaxSortedTiles = uint64_t{1} << 24;
   // Orders cells by the global order.

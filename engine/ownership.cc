@@ -22,7 +22,10 @@ struct TileLess {
 };
 
 // Whether a dense box of a fragment newer than frags[frag_index] holds cell c.
-bool newer_dense_covers(const Layout& layout, const FragmentList& frags, size_t frag_index, const uint64_t* c) {
+// `layout`: the schema's, for the tiling; each fragment's entries are searched in its own
+// order.
+bool newer_dense_covers(const Schema& schema, const Layout& layout, const FragmentList& frags, size_t frag_index,
+                        const uint64_t* c) {
   uint64_t tile[kMaxRank];
   bool have_tile = false;
   for (size_t fi = frags.size(); fi-- > frag_index + 1;) {
@@ -32,7 +35,7 @@ bool newer_dense_covers(const Layout& layout, const FragmentList& frags, size_t 
       layout.tile_of(c, tile);
       have_tile = true;
     }
-    if (m.dense_at(layout, tile, c) >= 0) return true;
+    if (m.dense_at(frags[fi]->layout(schema), tile, c) >= 0) return true;
   }
   return false;
 }
@@ -114,10 +117,10 @@ void plan_ownership(const Schema& schema, const ReadView& view, const std::vecto
     if ((m.sparse.empty() && m.erased.empty()) || !m.has_domain || !m.domain.intersects(bb)) continue;
     for (size_t ti = 0; ti < m.sparse.size(); ++ti)
       if (m.sparse[ti].mbr.intersects(bb))
-        sources.push_back({fi, ti, false, f.sparse_coords(ti, layout), m.sparse[ti].cells});
+        sources.push_back({fi, ti, false, f.sparse_coords(ti, f.layout(schema)), m.sparse[ti].cells});
     for (size_t ti = 0; ti < m.erased.size(); ++ti)
       if (m.erased[ti].mbr.intersects(bb))
-        sources.push_back({fi, ti, true, f.erased_tile(ti, layout), m.erased[ti].cells});
+        sources.push_back({fi, ti, true, f.erased_tile(ti, f.layout(schema)), m.erased[ti].cells});
   }
   // Row-major index over the extent, the key of the "seen" set (a set of coordinates when
   // the extent's cell count does not fit a word).
@@ -151,7 +154,7 @@ void plan_ownership(const Schema& schema, const ReadView& view, const std::vecto
     for (size_t k = 0; k < src.cells; ++k) {
       const uint64_t* p = cs + k * rank;
       if (!in_region(p) || !first_time(p)) continue;
-      if (src.frag != CellSource::kBuffer && newer_dense_covers(layout, frags, src.frag, p)) continue;
+      if (src.frag != CellSource::kBuffer && newer_dense_covers(schema, layout, frags, src.frag, p)) continue;
       out->cells.push_back({static_cast<uint32_t>(si), k});
     }
   }

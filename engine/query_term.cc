@@ -513,7 +513,7 @@ class Evaluator {
       const Box& E = m.dense[c.entry].box;
       const uint64_t base = entry_base(true, c.entry);
       uint64_t cs[kMaxRank];
-      layout_.cell_strides(E, cs);
+      frags_[fi]->layout(s_).cell_strides(E, cs);  // positions follow the fragment's cell order
       // Selected indices per dimension inside the claim's box.
       std::vector<std::vector<uint64_t>> sel(rank_);
       uint64_t counts[kMaxRank];
@@ -607,7 +607,7 @@ class Evaluator {
             if (pred_.test(load_value<T>(scratch.data() + o * es_, be_))) ok.push_back(ce.base + r.first + k);
         continue;
       }
-      EntryValues vals = entry_values(f, layout_, ce.dense, ce.e);
+      EntryValues vals = entry_values(f, f.layout(s_), ce.dense, ce.e);
       for (auto& r : runs[i])
         for (uint64_t k = r.first; k < r.first + r.second; ++k)
           if (pred_.test(load_value<T>(vals.p + k * es_, be_))) ok.push_back(ce.base + k);
@@ -641,11 +641,12 @@ class Evaluator {
           }
         } else {
           const Box& E = m.dense[ce.e].box;
+          const Layout& fl = frags_[fi]->layout(s_);  // positions follow the fragment's cell order
           uint64_t cs[kMaxRank];
-          layout_.cell_strides(E, cs);
+          fl.cell_strides(E, cs);
           if (cs[last] != 1) {  // not row-major cells: one position at a time
             for (uint64_t k = k0; k < k0 + take; ++k) {
-              layout_.cell_at(E, k, cell);
+              fl.cell_at(E, k, cell);
               uint64_t q;
               if (qmap_.position(cell, &q)) scattered_.push_back(q);
             }

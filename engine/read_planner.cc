@@ -78,7 +78,7 @@ void ReadPlanner::strided_copy(uint8_t* dst, uint64_t ds, const uint8_t* src, ui
 // Copies the cells of `sel` inside `piece` from `src` (cells of src_box in cell order; null
 // means the fill value) to their places in dst.
 void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t* src,
-                           const Box& src_box, uint8_t* dst, const uint64_t* ostride) const {
+                           const Box& src_box, const Layout& src_layout, uint8_t* dst, const uint64_t* ostride) const {
   std::vector<std::vector<Run>> runs(rank_);
   for (int d = 0; d < rank_; ++d) {
     const DimSelection& ds = sel.dim(d);
@@ -90,7 +90,7 @@ void ReadPlanner::copy_box(const Selection& sel, const Box& piece, const uint8_t
     if (runs[d].empty()) return;
   }
   uint64_t sstride[kMaxRank];
-  layout_.cell_strides(src_box, sstride);
+  src_layout.cell_strides(src_box, sstride);
   const uint8_t* fill = schema_.fill_value();
   const int last = rank_ - 1;
   const bool contiguous = src && sstride[last] == 1 && ostride[last] == 1;
@@ -178,7 +178,7 @@ bool ReadPlanner::copy_runs(const Selection& sel, const Box& piece, const Fragme
   if (!f.partial_reads(idx)) return false;
   const Box& src_box = f.meta().dense[idx].box;
   uint64_t sstride[kMaxRank];
-  layout_.cell_strides(src_box, sstride);
+  f.layout(schema_).cell_strides(src_box, sstride);
   const int last = rank_ - 1;
   if (sstride[last] != 1 || ostride[last] != 1) return stage_runs(sel, piece, f, idx, dst, ostride, sstride);
   std::vector<std::vector<Run>> runs(rank_);
@@ -274,7 +274,7 @@ bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragm
     }
     if (d < 0) break;
   }
-  Staged st{&sel, piece, src_box, dst, {}, tile_bytes};
+  Staged st{&sel, &f.layout(schema_), piece, src_box, dst, {}, tile_bytes};
   std::copy(ostride, ostride + rank_, st.ostride);
   byte_runs_.clear();
   for (size_t b = 0; b < touched.size();) {
@@ -398,7 +398,7 @@ void ReadPlanner::run_job(Job& j) const {
   uint8_t* buf = stage_buffer(s.tile_bytes, &own);
   for (ByteRun& r : j.runs) r.dst = buf + r.off;
   j.f->read_dense_runs(j.idx, j.runs);
-  copy_box(*s.sel, s.piece, buf, s.src_box, s.dst, s.ostride);
+  copy_box(*s.sel, s.piece, buf, s.src_box, *s.layout, s.dst, s.ostride);
 }
 
 void ReadPlanner::read_jobs() {
@@ -573,7 +573,7 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
       const Fragment& f = *frags_[*it];
       const FragmentMeta& m = f.meta();
       if (!m.domain.intersects(region)) continue;
-      auto [first, last] = m.dense_range(layout_, tile.data());
+      auto [first, last] = m.dense_range(f.layout(schema_), tile.data());
       for (size_t idx = first; idx < last && !remaining.empty(); ++idx) {
         const DenseEntry& e = m.dense[idx];
         std::shared_ptr<const std::vector<uint8_t>> data;
@@ -586,13 +586,14 @@ void ReadPlanner::dense_pass(const Selection& sel, uint8_t* dst, const uint64_t*
           }
           if (e.kind == DenseEntry::kData && !data && !copy_runs(sel, piece, f, idx, dst, ostride))
             data = f.dense_tile(idx);
-          if (e.kind == DenseEntry::kFill || data) copy_box(sel, piece, data ? data->data() : nullptr, e.box, dst, ostride);
+          if (e.kind == DenseEntry::kFill || data)
+            copy_box(sel, piece, data ? data->data() : nullptr, e.box, f.layout(schema_), dst, ostride);
           subtract(b, e.box, &next);
         }
         remaining.swap(next);
       }
     }
-    for (const Box& b : remaining) copy_box(sel, b, nullptr, b, dst, ostride);
+    for (const Box& b : remaining) copy_box(sel, b, nullptr, b, layout_, dst, ostride);
     int d = rank_ - 1;
     for (; d >= 0; --d) {
       if (++ti[d] < tiles[d].size()) break;
@@ -610,10 +611,10 @@ bool ReadPlanner::newer_dense_covers(size_t frag_index, const uint64_t* c) const
     const FragmentMeta& m = frags_[*it]->meta();
     if (!m.domain.contains(c)) continue;
     if (!have_tile) {
-      layout_.tile_of(c, tile);
+      layout_.tile_of(c, tile);  // the tiling: the same in every order
       have_tile = true;
     }
-    if (m.dense_at(layout_, tile, c) >= 0) return true;
+    if (m.dense_at(frags_[*it]->layout(schema_), tile, c) >= 0) return true;
   }
   return false;
 }
@@ -631,9 +632,10 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
   };
   // Sparse cells are in global order, so within one space tile the cells of the region
   // the selection covers lie in one key range: when the selection touches few tiles,
-  // binary-search each region's range instead of scanning every cell.
-  const int w = layout_.key_size();
-  std::vector<uint64_t> region_keys;  // per region: key of lo, key of hi
+  // binary-search each region's range instead of scanning every cell.  The keys are in
+  // the order of the cells searched: the schema's (the buffer, most fragments), else a
+  // fragment's own (keys_in).
+  std::vector<Box> regions;
   {
     auto per_dim = touched_tiles(sel);
     uint64_t count = 1;
@@ -644,12 +646,7 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
       for (;;) {
         for (int d = 0; d < rank_; ++d) t[d] = per_dim[d][ti[d]];
         Box region;
-        if (intersect(layout_.tile_box(t.data()), bb, &region)) {
-          size_t at = region_keys.size();
-          region_keys.resize(at + 2 * w);
-          layout_.key_words(region.lo.data(), &region_keys[at]);
-          layout_.key_words(region.hi.data(), &region_keys[at + w]);
-        }
+        if (intersect(layout_.tile_box(t.data()), bb, &region)) regions.push_back(std::move(region));
         int d = rank_ - 1;
         for (; d >= 0; --d) {
           if (++ti[d] < per_dim[d].size()) break;
@@ -659,9 +656,31 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
       }
     }
   }
-  const size_t nregions = region_keys.size() / (2 * w);
+  auto region_keys_in = [&](const Layout& l, std::vector<uint64_t>* out) {
+    const int w = l.key_size();
+    out->resize(regions.size() * 2 * w);
+    for (size_t g = 0; g < regions.size(); ++g) {
+      l.key_words(regions[g].lo.data(), &(*out)[g * 2 * w]);
+      l.key_words(regions[g].hi.data(), &(*out)[g * 2 * w + w]);
+    }
+  };
+  std::vector<uint64_t> region_keys;  // per region: key of lo, key of hi (schema order)
+  region_keys_in(layout_, &region_keys);
+  const StorageOrder schema_order = layout_.order();
+  std::vector<std::pair<StorageOrder, std::vector<uint64_t>>> other_keys;  // other orders met
+  auto keys_in = [&](const Layout& l) -> const std::vector<uint64_t>& {
+    if (regions.empty()) return region_keys;
+    StorageOrder o = l.order();
+    if (o == schema_order) return region_keys;
+    for (auto& [k, v] : other_keys)
+      if (k == o) return v;
+    other_keys.emplace_back(std::move(o), std::vector<uint64_t>());
+    region_keys_in(l, &other_keys.back().second);
+    return other_keys.back().second;
+  };
+  const size_t nregions = regions.size();
   const uint8_t* fill = schema_.fill_value();
-  auto scan = [&](size_t fi, const uint64_t* cs, const uint64_t* keys, const uint8_t* vs, size_t n) {
+  auto scan = [&](const Layout& l, size_t fi, const uint64_t* cs, const uint64_t* keys, const uint8_t* vs, size_t n) {
     auto visit = [&](size_t a, size_t b) {
       for (size_t k = a; k < b; ++k) {
         const uint64_t* c = &cs[k * rank_];
@@ -674,8 +693,10 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
       visit(0, n);
       return;
     }
+    const std::vector<uint64_t>& rk = keys_in(l);
+    const int w = l.key_size();
     for (size_t g = 0; g < nregions; ++g) {
-      auto [a, b] = layout_.key_range(keys, n, &region_keys[g * 2 * w], &region_keys[g * 2 * w + w]);
+      auto [a, b] = l.key_range(keys, n, &rk[g * 2 * w], &rk[g * 2 * w + w]);
       visit(a, b);
     }
   };
@@ -683,15 +704,16 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
     const Fragment& f = *frags_[fi];
     const FragmentMeta& m = f.meta();
     if ((m.sparse.empty() && m.erased.empty()) || !m.domain.intersects(bb)) continue;
+    const Layout& fl = f.layout(schema_);
     for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
       if (!m.sparse[ti].mbr.intersects(bb)) continue;
-      auto t = f.sparse_tile(ti, layout_);
-      scan(fi, t->coords.data(), t->keys.data(), t->values.data(), m.sparse[ti].cells);
+      auto t = f.sparse_tile(ti, fl);
+      scan(fl, fi, t->coords.data(), t->keys.data(), t->values.data(), m.sparse[ti].cells);
     }
     for (size_t ti = 0; ti < m.erased.size(); ++ti) {  // disjoint from its sparse cells
       if (!m.erased[ti].mbr.intersects(bb)) continue;
-      auto t = f.erased_tile(ti, layout_);
-      scan(fi, t->coords.data(), t->keys.data(), nullptr, m.erased[ti].cells);
+      auto t = f.erased_tile(ti, fl);
+      scan(fl, fi, t->coords.data(), t->keys.data(), nullptr, m.erased[ti].cells);
     }
   }
   // Buffered blobs: newer than every fragment, oldest first (blob_buffer.h).
@@ -699,10 +721,10 @@ void ReadPlanner::sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t
     for (size_t i : view_.blobs->over(bb)) {
       const Blob& b = view_.blobs->blobs()[i];
       Box piece;
-      if (intersect(b.box, bb, &piece)) copy_box(sel, piece, b.cells.data(), b.box, dst, ostride);
+      if (intersect(b.box, bb, &piece)) copy_box(sel, piece, b.cells.data(), b.box, layout_, dst, ostride);
     }
   if (view_.buffer && !view_.buffer->empty())
-    scan(SIZE_MAX, view_.buffer->coords().data(), view_.buffer->keys().data(), view_.buffer->values().data(),
+    scan(layout_, SIZE_MAX, view_.buffer->coords().data(), view_.buffer->keys().data(), view_.buffer->values().data(),
          view_.buffer->cells());
 }
 
@@ -735,13 +757,14 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
     const Fragment& f = *frags_[fi];
     const FragmentMeta& m = f.meta();
     if (!m.domain.contains(c)) continue;
-    long idx = m.dense_at(layout_, tile, c);
+    const Layout& fl = f.layout(schema_);
+    long idx = m.dense_at(fl, tile, c);
     if (idx >= 0) {
       const DenseEntry& e = m.dense[idx];
       if (e.kind == DenseEntry::kFill) return false;
       auto data = f.dense_tile(idx);
       uint64_t st[kMaxRank], off = 0;
-      layout_.cell_strides(e.box, st);
+      fl.cell_strides(e.box, st);
       for (int d = 0; d < rank_; ++d) off += (c[d] - e.box.lo[d]) * st[d];
       *value = data->data() + off * es_;
       keep->push_back(data);
@@ -750,9 +773,9 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
     for (size_t ti = 0; ti < m.sparse.size(); ++ti) {
       const SparseEntry& e = m.sparse[ti];
       if (!e.mbr.contains(c)) continue;
-      if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
-      auto t = f.sparse_tile(ti, layout_);
-      size_t at = find_cell(layout_, *t, e.cells, c);
+      if (fl.compare_cells(c, e.first.data()) < 0 || fl.compare_cells(c, e.last.data()) > 0) continue;
+      auto t = f.sparse_tile(ti, fl);
+      size_t at = find_cell(fl, *t, e.cells, c);
       if (at != SIZE_MAX) {
         *value = &t->values[at * es_];
         keep->push_back(t);
@@ -762,8 +785,8 @@ bool ReadPlanner::point_value(const uint64_t* c, const uint8_t** value,
     for (size_t ti = 0; ti < m.erased.size(); ++ti) {
       const SparseEntry& e = m.erased[ti];
       if (!e.mbr.contains(c)) continue;
-      if (layout_.compare_cells(c, e.first.data()) < 0 || layout_.compare_cells(c, e.last.data()) > 0) continue;
-      if (find_cell(layout_, *f.erased_tile(ti, layout_), e.cells, c) != SIZE_MAX) return false;
+      if (fl.compare_cells(c, e.first.data()) < 0 || fl.compare_cells(c, e.last.data()) > 0) continue;
+      if (find_cell(fl, *f.erased_tile(ti, fl), e.cells, c) != SIZE_MAX) return false;
     }
   }
   return false;

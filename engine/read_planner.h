@@ -54,8 +54,10 @@ class ReadPlanner {
   std::vector<std::vector<uint64_t>> touched_tiles(const Selection& sel) const;
   void dense_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
   void sparse_pass(const Selection& sel, uint8_t* dst, const uint64_t* ostride);
+  // src's cells are in src_layout's cell order (the fragment's, or the schema's for
+  // buffered blobs).
   void copy_box(const Selection& sel, const Box& piece, const uint8_t* src, const Box& src_box,
-                uint8_t* dst, const uint64_t* ostride) const;
+                const Layout& src_layout, uint8_t* dst, const uint64_t* ostride) const;
   bool transpose_box(const std::vector<std::vector<Run>>& runs, const uint8_t* src, const Box& src_box,
                      const uint64_t* sstride, uint8_t* dst, const uint64_t* ostride) const;
   bool copy_runs(const Selection& sel, const Box& piece, const Fragment& f, size_t idx, uint8_t* dst,
@@ -74,7 +76,7 @@ class ReadPlanner {
                    std::vector<std::shared_ptr<const void>>* keep);
 
   const Schema& schema_;
-  Layout layout_;
+  Layout layout_;  // the schema's: buffered cells; each fragment has its own (Fragment::layout)
   const ReadView& view_;
   const FragmentList& frags_;  // *view_.fragments
   size_t es_;
@@ -102,6 +104,7 @@ class ReadPlanner {
   // by that job.
   struct Staged {
     const Selection* sel;
+    const Layout* layout;  // the fragment's
     Box piece, src_box;
     uint8_t* dst;
     uint64_t ostride[kMaxRank];

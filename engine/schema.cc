@@ -65,6 +65,35 @@ std::string layout_name(Order tile, Order cell) {
   return n;
 }
 
+void StorageOrder::validate(int rank) const {
+  auto bad = [](const std::string& m) { throw_error(Errc::kInvalidArgument, "schema: " + m); };
+  if (cell != Order::kRowMajor && cell != Order::kColMajor)
+    bad(std::string("cell order must be row-major or column-major (") + order_name(cell) +
+        " is a tile order: docs/layouts.md)");
+  if (static_cast<uint8_t>(tile) > kLastOrder) bad("unknown tile order");
+  if ((tile == Order::kMultiMap) != !cube.empty())
+    bad("a MultiMap basic cube is given exactly when the tile order is multimap");
+  if (!cube.empty()) {
+    if (cube.size() != static_cast<size_t>(rank)) bad("MultiMap basic cube rank differs");
+    uint64_t cells = 1;
+    for (uint64_t k : cube) {
+      if (k == 0 || k > (uint64_t{1} << 20)) bad("MultiMap basic cube extents must be 1..2^20 tiles");
+      cells *= k;
+      if (cells > (uint64_t{1} << 32)) bad("MultiMap basic cube holds more than 2^32 tiles");
+    }
+  }
+}
+
+void Schema::convert_order(const StorageOrder& o) {
+  if (!has_unrecorded_order) {
+    has_unrecorded_order = true;
+    unrecorded_order = order();
+  }
+  tile_order = o.tile;
+  cell_order = o.cell;
+  multimap_cube = o.cube;
+}
+
 void Schema::set_tile_order(Order o) {
   tile_order = o;
   multimap_cube = o == Order::kMultiMap ? choose_multimap_cube(*this) : Coords();
@@ -119,21 +148,8 @@ void Schema::validate() const {
   if (var && (elem_size != kVarDescriptorSize || !fill.empty() || kind != ElementKind::kOpaque))
     bad("variable-length arrays have 32-byte opaque descriptors and no fill value");
   filters.validate();
-  if (cell_order != Order::kRowMajor && cell_order != Order::kColMajor)
-    bad(std::string("cell order must be row-major or column-major (") + order_name(cell_order) +
-        " is a tile order: docs/layouts.md)");
-  if (static_cast<uint8_t>(tile_order) > kLastOrder) bad("unknown tile order");
-  if ((tile_order == Order::kMultiMap) != !multimap_cube.empty())
-    bad("a MultiMap basic cube is given exactly when the tile order is multimap");
-  if (!multimap_cube.empty()) {
-    if (multimap_cube.size() != r) bad("MultiMap basic cube rank differs");
-    uint64_t cells = 1;
-    for (uint64_t k : multimap_cube) {
-      if (k == 0 || k > (uint64_t{1} << 20)) bad("MultiMap basic cube extents must be 1..2^20 tiles");
-      cells *= k;
-      if (cells > (uint64_t{1} << 32)) bad("MultiMap basic cube holds more than 2^32 tiles");
-    }
-  }
+  order().validate(static_cast<int>(r));
+  if (has_unrecorded_order) unrecorded_order.validate(static_cast<int>(r));
   if (compact) {
     if (var || !filters.empty()) bad("compact arrays hold fixed-size unfiltered cells");
     for (size_t d = 0; d < r; ++d)
@@ -150,9 +166,12 @@ std::vector<uint8_t> Schema::serialize() const {
   ByteWriter w;
   w.bytes("TSRASCHM", 8);
   // Version 3: a space-filling tile order (order values above 1 and the MultiMap cube);
-  // the compact flag is then always written.  Versions 1 and 2 are unchanged.
-  const bool v3 = static_cast<uint8_t>(tile_order) > 1;
-  w.u32(v3 ? 3 : compact ? 2 : 1);
+  // the compact flag is then always written.  Version 4: version 3 plus the order of
+  // fragments that record none (has_unrecorded_order: a converted array), after the
+  // cube.  Versions 1 and 2 are unchanged.
+  const bool v4 = has_unrecorded_order;
+  const bool v3 = v4 || static_cast<uint8_t>(tile_order) > 1;
+  w.u32(v4 ? 4 : v3 ? 3 : compact ? 2 : 1);
   w.u32(static_cast<uint32_t>(extent.size()));
   for (size_t d = 0; d < extent.size(); ++d) {
     w.u64(extent[d]);
@@ -172,6 +191,11 @@ std::vector<uint8_t> Schema::serialize() const {
   if (v3) {
     w.u8(compact ? 1 : 0);
     for (uint64_t k : multimap_cube) w.u64(k);
+    if (v4) {
+      w.u8(static_cast<uint8_t>(unrecorded_order.tile));
+      w.u8(static_cast<uint8_t>(unrecorded_order.cell));
+      for (uint64_t k : unrecorded_order.cube) w.u64(k);
+    }
   } else if (compact) {
     w.u8(1);
   }
@@ -184,9 +208,9 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   r.bytes(magic, 8);
   if (std::string(magic, 8) != "TSRASCHM") r.fail("bad schema magic");
   uint32_t ver = r.u32();
-  if (ver < 1 || ver > 3)
+  if (ver < 1 || ver > 4)
     throw_error(Errc::kUnsupported, what + ": schema format version " + std::to_string(ver) +
-                                        " is not supported (this build reads versions 1 to 3)");
+                                        " is not supported (this build reads versions 1 to 4)");
   Schema s;
   uint32_t rank = r.u32();
   if (rank < 1 || rank > static_cast<uint32_t>(kMaxRank)) r.fail("bad rank");
@@ -201,7 +225,7 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   s.kind = static_cast<ElementKind>(kind);
   s.big_endian = r.u8() != 0;
   uint8_t co = r.u8(), to = r.u8();
-  if (co > 1 || to > (ver == 3 ? kLastOrder : 1) || (ver == 3 && to < 2)) r.fail("unknown cell/tile order");
+  if (co > 1 || to > (ver >= 3 ? kLastOrder : 1) || (ver == 3 && to < 2)) r.fail("unknown cell/tile order");
   s.cell_order = static_cast<Order>(co);
   s.tile_order = static_cast<Order>(to);
   s.sparse_capacity = r.u64();
@@ -217,12 +241,21 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
     uint8_t compact = r.u8();
     if (compact != 1) r.fail("bad compact flag");
     s.compact = true;
-  } else if (ver == 3) {
+  } else if (ver >= 3) {
     uint8_t compact = r.u8();
     if (compact > 1) r.fail("bad compact flag");
     s.compact = compact == 1;
     if (s.tile_order == Order::kMultiMap)
       for (uint32_t d = 0; d < rank; ++d) s.multimap_cube.push_back(r.u64());
+    if (ver == 4) {
+      s.has_unrecorded_order = true;
+      const uint8_t ut = r.u8(), uc = r.u8();
+      if (ut > kLastOrder || uc > 1) r.fail("unknown cell/tile order of unrecorded fragments");
+      s.unrecorded_order.tile = static_cast<Order>(ut);
+      s.unrecorded_order.cell = static_cast<Order>(uc);
+      if (s.unrecorded_order.tile == Order::kMultiMap)
+        for (uint32_t d = 0; d < rank; ++d) s.unrecorded_order.cube.push_back(r.u64());
+    }
   }
   if (!r.done()) r.fail("trailing bytes");
   try {

@@ -41,6 +41,22 @@ Order default_cell_order(Order tile);
 // "TILE" when the cell order is the tile order's default, else "TILE:CELLS".
 std::string layout_name(Order tile, Order cell);
 
+// Where a fragment's tiles and cells go: a tile order, a cell order (row- or
+// column-major) and, for the MultiMap tile order, its basic cube.  The array's schema
+// names the order new fragments take; each fragment records its own (docs/format.md), so
+// a consolidation can convert an array to another order (docs/layouts.md) while older
+// fragments, and reads as of older commits, keep theirs.
+struct StorageOrder {
+  Order tile = Order::kRowMajor, cell = Order::kRowMajor;
+  Coords cube;  // tile order kMultiMap only
+  bool operator==(const StorageOrder& o) const { return tile == o.tile && cell == o.cell && cube == o.cube; }
+  bool operator!=(const StorageOrder& o) const { return !(*this == o); }
+  std::string name() const { return layout_name(tile, cell); }
+  // Throws kInvalidArgument (or ByteReader's kCorrupt through `bad`) for a cell order
+  // that is not row- or column-major, an unknown tile order or a cube that does not fit.
+  void validate(int rank) const;
+};
+
 constexpr uint32_t kVarDescriptorSize = 32;
 
 // The largest compact array (Schema::compact), in bytes of cells.
@@ -70,12 +86,25 @@ struct Schema {
   // layout (raw data in the object header) in the catalog's terms.  Serialized only when
   // set (schema version 2), so other schemas read as before.
   bool compact = false;
+  // The order of fragments whose footer records none (written before fragments recorded
+  // their order, fragment format version 4): the array's order when they were written.
+  // Set when a consolidation converts the array to another order (schema version 4);
+  // until then such fragments are in the schema's order.
+  bool has_unrecorded_order = false;
+  StorageOrder unrecorded_order;
 
   // Sets the cell order, then the tile order (the MultiMap cube depends on the cell order).
   void set_layout(Order tile, Order cell) {
     cell_order = cell;
     set_tile_order(tile);
   }
+  // The order new fragments take.
+  StorageOrder order() const { return {tile_order, cell_order, multimap_cube}; }
+  // Makes `o` the order of new fragments (a conversion: Array::consolidate_to), first
+  // remembering the current one for fragments that record none.
+  void convert_order(const StorageOrder& o);
+  // The order of a fragment that records none.
+  StorageOrder order_of_unrecorded() const { return has_unrecorded_order ? unrecorded_order : order(); }
   // Sets the tile order (and, for kMultiMap, chooses the basic cube for this schema's
   // shape, tiles and element size).
   void set_tile_order(Order o);

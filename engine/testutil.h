@@ -332,7 +332,7 @@ inline uint64_t file_size(const std::string& path) {
 // internal Fragment API.
 inline void read_every_tile(const std::string& path, const Schema& schema) {
   auto f = Fragment::open(path);
-  Layout layout(schema);
+  const Layout& layout = f->layout(schema);
   for (size_t i = 0; i < f->meta().dense.size(); ++i)
     if (f->meta().dense[i].kind == DenseEntry::kData) f->dense_tile(i);
   for (size_t i = 0; i < f->meta().sparse.size(); ++i) f->sparse_tile(i, layout);

@@ -213,7 +213,6 @@ class Verifier {
       check_compact(p);
       return;
     }
-    const Layout layout(schema);
     std::unique_ptr<HeapReader> heaps;
     if (schema.var) heaps = std::make_unique<HeapReader>(c_.env(), join_path(p.dir, kHeapDir));
     std::set<FragmentId> present, replaced;
@@ -266,7 +265,7 @@ class Verifier {
         };
       const uint64_t base = done_;
       try {
-        f->verify(layout, on_values, [&](uint64_t bytes) {
+        f->verify(f->layout(schema), on_values, [&](uint64_t bytes) {  // in the fragment's own order
           done_ = base + bytes;
           r_.tiles++;
           if (o_.progress) o_.progress(done_, std::max(total_, done_));

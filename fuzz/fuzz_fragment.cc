@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const FragmentMeta& m = f->meta();
     // Array::open and verify skip (with an error) a fragment of another shape.
     if (m.rank != static_cast<uint32_t>(s.rank()) || m.elem_size != s.elem_size) return;
-    const Layout layout(s);
+    const Layout& layout = f->layout(s);  // the fragment's own order, as every reader takes it
     fuzz::expect_clean([&] { f->verify(layout, nullptr, nullptr); });
     // What the readers (read_planner.cc, consolidator.cc) rely on once a tile decoded:
     // a data entry's cells cover its box, a sparse tile holds its cells' coordinates and

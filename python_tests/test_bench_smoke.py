@@ -156,8 +156,10 @@ def test_bench_layouts_smoke(tessera_env, tmp_path):
     assert "CHECK\tall sides read identical values" in r.stdout, r.stdout
     rows = [line.split("\t") for line in r.stdout.splitlines() if line.startswith("RESULT\t") and "query" not in line]
     sides = {row[2] for row in rows}
-    assert sides == {"native", "row-major", "z-order", "hilbert", "multimap", "multimap:row-major"}, r.stdout
-    assert len(rows) == 6 * (3 + 4), r.stdout  # 3 beams and 4 selectivities per side
+    assert sides == {"native", "row-major", "z-order", "hilbert", "multimap", "multimap:row-major",
+                     "row-major->multimap"}, r.stdout
+    assert len(rows) == 7 * (3 + 4), r.stdout  # 3 beams and 4 selectivities per side
+    assert "converted in" in r.stdout, r.stdout
     assert sum(line.startswith("TARGET") for line in r.stdout.splitlines()) >= 4 + 4 + 4, r.stdout
     assert not list(tmp_path.iterdir()), "the benchmark left files behind"
 

@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -72,6 +72,9 @@ class ArrayInfo:
     replaced_fragments: int       # merged by a consolidation, kept until vacuum()
     replaced_bytes: int
     multimap_cube: Optional[Tuple[int, ...]] = None  # tile order "multimap": the basic cube, in tiles
+    # Live fragments in another layout than the dataset's (written before a conversion,
+    # consolidate(layout=...)), per layout name, e.g. {"row-major": 3}.
+    fragment_layouts: Dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ class Fragment:
     location: str            # the file, or the catalog record
     replaces: Tuple[str, ...]  # ids this merge replaced
     replaced: bool           # itself replaced (kept until vacuum(); fragments(include_replaced=True))
+    layout: str = ""         # its tiles' and cells' layout, e.g. "hilbert" (docs/layouts.md)
 
 
 @dataclass(frozen=True)
@@ -243,7 +247,8 @@ def _object(o: Dict[str, Any]) -> ObjectInfo:
                         max_fragment_bytes=fr["max_bytes"], fragment_kinds=dict(fr["kinds"]),
                         first_time=_time(fr["first_time_ns"]), last_time=_time(fr["last_time_ns"]),
                         replaced_fragments=fr["replaced"], replaced_bytes=fr["replaced_bytes"],
-                        multimap_cube=_tuple(a.get("multimap_cube")))
+                        multimap_cube=_tuple(a.get("multimap_cube")),
+                        fragment_layouts=dict(a.get("fragment_layouts", {})))
     return ObjectInfo(**base, datatype=o["datatype"], space=o["space"], shape=tuple(o["shape"]),
                       maxshape=tuple(o["maxshape"]), element_bytes=o["element_bytes"], layout=o["layout"],
                       chunks=_tuple(o["chunk"]), filters=tuple(o["filters"]), logical_bytes=o["logical_bytes"],
@@ -285,7 +290,8 @@ def fragments(obj: PathOrObject, dataset: Optional[str] = None, include_replaced
         out.append(Fragment(id=f["id"], time=_time(f["time_ns"]), time_ns=f["time_ns"], writer_rank=f["writer_rank"],
                             generation=f["generation"], kind=f["kind"], low=_tuple(dom and dom["low"]),
                             high=_tuple(dom and dom["high"]), cells=f["cells"], bytes=f["bytes"], inline=f["inline"],
-                            location=f["location"], replaces=tuple(f["replaces"]), replaced=f["replaced"]))
+                            location=f["location"], replaces=tuple(f["replaces"]), replaced=f["replaced"],
+                            layout=f.get("layout", "")))
     return out
 
 
@@ -300,15 +306,20 @@ def _writer_args(obj: PathOrObject, dataset: Optional[str], what: str) -> List[s
 
 
 def consolidate(obj: PathOrObject, dataset: Optional[str] = None, size_tiered: bool = False,
-                min_run: int = 4, ratio: float = 4.0) -> str:
+                min_run: int = 4, ratio: float = 4.0, layout: Optional[str] = None) -> str:
     """Merges each dataset's fragments into one (`tessera consolidate`), or with
     size_tiered=True only runs of at least `min_run` fragments whose sizes are within
-    `ratio` of each other.  Reads return the same before and after.  The merged
-    fragments are kept until vacuum().  An h5py dataset (or `dataset`) limits it to one
-    dataset.  Returns the tool's report (one line per dataset)."""
+    `ratio` of each other.  layout="hilbert" (any name tessera.create_dataset takes)
+    rewrites the fragments in that layout and makes it the dataset's layout for new
+    writes (docs/layouts.md); without it a merge keeps the layout.  Reads return the same
+    before and after.  The merged fragments are kept until vacuum().  An h5py dataset (or
+    `dataset`) limits it to one dataset.  Returns the tool's report (one line per
+    dataset)."""
     args = _writer_args(obj, dataset, "consolidate")
     if size_tiered:
         args += ["--size-tiered", "--min-run", str(int(min_run)), "--ratio", repr(float(ratio))]
+    if layout is not None:
+        args += ["--layout", str(layout)]
     return _run(["-q"] + args, "consolidate").stdout
 
 

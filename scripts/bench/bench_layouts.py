@@ -23,6 +23,8 @@ Every side must read identical bytes (a hash per query is compared).
   --reuse: keep the files and, in a later run with the same --dir, read the kept ones
   (same shape, chunks and layout) instead of writing them again.
   --smoke: a few seconds at a tiny scale (python_tests/test_bench_smoke.py).
+  Side "row-major->multimap": written row-major, then converted by `tessera consolidate
+  --layout multimap` (docs/layouts.md, "Converting"); WRITE prints the conversion's time.
 """
 from __future__ import annotations
 
@@ -36,7 +38,9 @@ import sys
 import tempfile
 import time
 
-LAYOUTS = ["row-major", "z-order", "hilbert", "multimap", "multimap:row-major"]
+# "A->B": written in layout A, then converted by `tessera consolidate --layout B`
+# (docs/layouts.md, "Converting"); its queries must read what a dataset written in B reads.
+LAYOUTS = ["row-major", "z-order", "hilbert", "multimap", "multimap:row-major", "row-major->multimap"]
 SELECTIVITIES = [0.0001, 0.001, 0.01, 0.1]
 
 WORKER = r"""
@@ -76,8 +80,9 @@ for line in sys.stdin:
                 if ok and req["layout"] != "native":
                     import tessera
                     a = tessera.info(req["path"])["/cube"].array
-                    want = req["layout"] if ":" in req["layout"] else req["layout"] + (":column-major" if req["layout"] == "multimap" else ":row-major")
-                    ok = "%s:%s" % (a.tile_order, a.cell_order) == want
+                    lay = req["layout"].split("->")[-1]
+                    want = lay if ":" in lay else lay + (":column-major" if lay == "multimap" else ":row-major")
+                    ok = "%s:%s" % (a.tile_order, a.cell_order) == want and not a.fragment_layouts
         except Exception:
             ok = False
         out = {"ok": ok}
@@ -86,15 +91,22 @@ for line in sys.stdin:
         t0 = time.perf_counter()
         data = np.arange(np.prod(shape), dtype=np.uint32).reshape(shape)
         data = (data % 16777213).astype(np.float32)  # exact in float32, not compressible by accident
+        src, _, dst = req["layout"].partition("->")
         with h5py.File(req["path"], "w") as f:
             if req["layout"] == "native":
                 f.create_dataset("cube", shape=shape, dtype="f4", chunks=chunks)[...] = data
             else:
                 import tessera
-                d = tessera.create_dataset(f, "cube", shape=shape, dtype="f4", chunks=chunks, layout=req["layout"])
+                d = tessera.create_dataset(f, "cube", shape=shape, dtype="f4", chunks=chunks, layout=src)
                 d[...] = data
         del data
         out = {"seconds": time.perf_counter() - t0}
+        if dst:  # converted by a consolidation, timed on its own
+            import tessera
+            t1 = time.perf_counter()
+            tessera.consolidate(req["path"], layout=dst)
+            tessera.vacuum(req["path"])  # the row-major fragment goes: only the converted one is read
+            out["convert_seconds"] = time.perf_counter() - t1
     elif op == "evict":
         evict(req["path"])
         out = {}
@@ -206,7 +218,9 @@ def main():
                 print("WRITE\t%s\treused %s" % (name, path), flush=True)
             else:
                 r = s.call(op="create", path=path, shape=shape, chunks=chunks, layout=name)
-                print("WRITE\t%s\t%.2f s" % (name, r["seconds"]), flush=True)
+                conv = ", converted in %.2f s (consolidate --layout + vacuum)" % r["convert_seconds"] \
+                    if "convert_seconds" in r else ""
+                print("WRITE\t%s\t%.2f s%s" % (name, r["seconds"], conv), flush=True)
             sides.append(s)
         qs = queries(shape, args.queries, rng)
         res = {}  # (label, side) -> list of results

@@ -8,6 +8,10 @@
 // the parallel commit protocol (docs/parallel.md): staged per-rank journals, rank 0's
 // catalog record `sys/epoch`, renames — a crash leaves the old fragments or all parts.
 //
+// --layout X (serial only): every dataset's fragments become one in layout X (tile and
+// cell order, docs/layouts.md), and X becomes the dataset's order for new fragments
+// (Array::consolidate_layout).  Without it a merge keeps the dataset's layout.
+//
 // The merged fragments stay on disk, hidden by the result, until `tessera vacuum`
 // removes them: readers that have them open, and reads as of an earlier time, keep them.
 #include <cstdio>
@@ -33,6 +37,7 @@ struct Args {
   bool size_tiered = false;
   size_t min_run = 4;
   double ratio = 4.0;
+  std::string layout;  // --layout: convert to this layout
 };
 
 // Under mpirun (the launcher's variables are set), the merge is parallel.
@@ -47,6 +52,12 @@ void check(const tessera::Status& st, const std::string& what) {
 }
 
 int run_serial(const Args& args) {
+  tessera::Order tile = tessera::Order::kRowMajor, cell = tessera::Order::kRowMajor;
+  if (!args.layout.empty()) {
+    std::string why;
+    if (!tessera::parse_layout(args.layout, &tile, &cell, &why)) fail("--layout: " + why);
+    if (args.size_tiered) fail("--layout rewrites every fragment: it cannot be combined with --size-tiered");
+  }
   auto v = ContainerView::open(args.container, true);
   check(v->container().recover_arrays(), "recovering unfinished publishes");
   auto sets = v->datasets(args.dataset);
@@ -63,13 +74,20 @@ int run_serial(const Args& args) {
     }
     const size_t before = a->fragments().size();
     const size_t kept_before = a->replaced_fragments().size();
-    check(args.size_tiered ? a->consolidate_auto(args.min_run, args.ratio) : a->consolidate_all(),
+    const std::string from = a->schema().order().name();
+    check(!args.layout.empty()  ? a->consolidate_layout(tile, cell)
+          : args.size_tiered    ? a->consolidate_auto(args.min_run, args.ratio)
+                                : a->consolidate_all(),
           "consolidating '" + d->path + "'");
     const size_t after = a->fragments().size();
     const size_t kept = a->replaced_fragments().size() - kept_before;
     replaced_total += kept;
     bar.finish();
-    std::printf("%s: %zu fragment(s) -> %zu\n", d->path.c_str(), before, after);
+    if (args.layout.empty())
+      std::printf("%s: %zu fragment(s) -> %zu\n", d->path.c_str(), before, after);
+    else
+      std::printf("%s: %zu fragment(s) -> %zu, layout %s -> %s\n", d->path.c_str(), before, after, from.c_str(),
+                  a->schema().order().name().c_str());
     bar.update(++done);
   }
   bar.finish();
@@ -93,6 +111,7 @@ int run_parallel(const Args& args) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (args.size_tiered) fail("--size-tiered merges runs of fragments one after the other: run it without mpirun");
+  if (!args.layout.empty()) fail("--layout converts one dataset at a time: run it without mpirun");
   std::unique_ptr<ContainerView> v;
   std::unique_ptr<tessera::Container> shadow;
   try {
@@ -225,6 +244,10 @@ Runner setup_consolidate(CLI::App& sub) {
       ->check(CLI::Range(2, 1 << 20));
   sub.add_option("--ratio", args->ratio, "--size-tiered: the most a run's sizes may differ by (default 4)")
       ->check(CLI::Range(1.0, 1e9));
+  sub.add_option("--layout", args->layout,
+                 "Rewrite the fragments in this layout and make it the dataset's order for new fragments "
+                 "(row-major, column-major, z-order, hilbert, multimap, optionally :row-major or :column-major "
+                 "cells; docs/layouts.md)");
   return [args] { return run(*args); };
 }
 

@@ -45,6 +45,7 @@ void json_fragment(Json& j, const tessera::FragmentInfo& f, bool replaced) {
   j.field("fill_boxes", f.fill_boxes);
   j.field("inline", f.is_inline);
   j.field("location", f.path);
+  j.field("layout", f.order.name());  // its own tile:cell order (docs/layouts.md)
   j.key("replaces");
   j.begin_array();
   for (auto& r : f.replaces) j.value(r.name());
@@ -81,12 +82,16 @@ int run(const Args& args) {
     return kOk;
   }
   std::printf("%-43s  %-27s  %-12s  %12s  %10s  %s\n", "id", "time (UTC)", "kind", "cells", "bytes", "domain");
+  const tessera::StorageOrder schema_order = a->schema().order();
   auto line = [&](const tessera::FragmentInfo& f, const char* mark) {
     std::string t = utc_time(f.id.ts);
     t = t.substr(0, t.size() - 4);  // without " UTC"
-    std::printf("%-43s  %-27s  %-12s  %12llu  %10s  %s%s%s\n", f.id.name().c_str(), t.c_str(),
+    // A fragment in another order than the dataset's (written before a conversion).
+    const std::string order = f.order == schema_order ? "" : "  (layout " + f.order.name() + ")";
+    std::printf("%-43s  %-27s  %-12s  %12llu  %10s  %s%s%s%s\n", f.id.name().c_str(), t.c_str(),
                 fragment_kind(f).c_str(), static_cast<unsigned long long>(f.cells), human_bytes(f.file_size).c_str(),
-                f.has_domain ? box_text(f.domain.lo, f.domain.hi).c_str() : "-", f.is_inline ? "  (inline)" : "", mark);
+                f.has_domain ? box_text(f.domain.lo, f.domain.hi).c_str() : "-", f.is_inline ? "  (inline)" : "",
+                order.c_str(), mark);
   };
   for (auto& f : live) line(f, "");
   for (auto& f : replaced) line(f, "  (replaced: removed by vacuum)");

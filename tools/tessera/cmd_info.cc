@@ -7,6 +7,7 @@
 // the logical size.  With OBJECT, only that object (and, for a group, what is under it).
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "tools/tessera/command.h"
 #include "tools/tessera/container_view.h"
@@ -63,6 +64,9 @@ struct DatasetSummary {
   uint64_t stored = 0, logical = 0;
   bool variable = false;
   tessera::IndexInfo index;  // value indexes (docs/queries.md); fragments == 0: none to index
+  // Live fragments in another order than the dataset's (written before a conversion,
+  // docs/layouts.md), per layout name.
+  std::map<std::string, uint64_t> other_orders;
 };
 
 DatasetSummary summarize(const ContainerView& v, const ObjectView& o) {
@@ -73,7 +77,10 @@ DatasetSummary summarize(const ContainerView& v, const ObjectView& o) {
   s.logical = s.d.space_kind == "null" || s.variable ? 0 : product(s.d.dims) * s.d.elem_size;
   if (s.d.has_array) {
     auto a = v.open_array(o, false);
-    s.t = totals_of(a->fragments(), a->replaced_fragments());
+    const auto live = a->fragments();
+    s.t = totals_of(live, a->replaced_fragments());
+    for (const auto& f : live)
+      if (f.order != s.d.schema.order()) s.other_orders[f.order.name()]++;
     s.stored = a->storage_bytes();
     if (!s.d.schema.var && s.d.schema.kind != tessera::ElementKind::kOpaque && !a->index_info(&s.index).ok())
       s.index = tessera::IndexInfo();  // not indexable, or unreadable: shown as no index
@@ -126,6 +133,10 @@ void print_dataset(const DatasetSummary& s) {
   } else if (!sc.compact) {
     std::printf("    fragments  none (never written: reads return the fill value)\n");
   }
+  for (const auto& [name, n] : s.other_orders)
+    std::printf("    orders     %llu fragment(s) in layout %s, not the dataset's (`tessera consolidate --layout` "
+                "rewrites them)\n",
+                static_cast<unsigned long long>(n), name.c_str());
   if (t.replaced)
     std::printf("    replaced   %llu fragment(s), %s, kept until `tessera vacuum`\n",
                 static_cast<unsigned long long>(t.replaced), human_bytes(t.replaced_bytes).c_str());
@@ -183,6 +194,10 @@ void json_dataset(Json& j, const DatasetSummary& s) {
     j.values(sc.multimap_cube);
   }
   j.field("tile_filters", pipeline_text(sc.filters));
+  j.key("fragment_layouts");  // live fragments in another layout than the dataset's, per layout
+  j.begin_object();
+  for (const auto& [name, n] : s.other_orders) j.field(name, n);
+  j.end_object();
   const FragmentTotals& t = s.t;
   j.key("fragments");
   j.begin_object();

@@ -2,7 +2,7 @@
 //
 //   tessera info CONTAINER [OBJECT] [--json]
 //   tessera fragments CONTAINER DATASET [--json]
-//   tessera consolidate CONTAINER [DATASET] [--size-tiered]     (also under mpirun)
+//   tessera consolidate CONTAINER [DATASET] [--size-tiered | --layout X] (also under mpirun)
 //   tessera vacuum CONTAINER [DATASET]
 //   tessera verify CONTAINER [--json]
 //
