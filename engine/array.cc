@@ -79,15 +79,17 @@ void Array::open_impl(bool writable, const Schema* known) {
   raise_fd_limit();
   writable_ = writable;
   schema_ = store_->open(writable_, known, &extent_id_);
+  if (schema_.compact) {
+    // No fragments, journals or directory: the cells are one catalog record.  Nor a
+    // write buffer, blob buffer or heap reader: every operation goes to compact_ (a
+    // file of 10,000 small datasets opens 10,000 of these; issue 20).
+    compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
+    return;
+  }
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(env(), heap_dir_);
-  if (schema_.compact) {
-    // No fragments, journals or directory: the cells are one catalog record.
-    compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
-    return;
-  }
   // A shadow rank never recovers: rank 0 recovered every array at file open.  A view as
   // of a past commit has no unfinished publish to see.
   if (store_->dir_exists() && !opts_.shadow && !opts_.as_of_ts) recover_journal();
@@ -293,7 +295,7 @@ void Array::load_fragments() {
     // a record of that catalog; a writer's catalog never moves under it).
     if (!writable_ && !schema_dirty_ && store_->publishes_with_catalog()) {
       schema_ = store_->load_schema(&extent_id_);
-      buffer_->reset_layout(schema_);
+      if (buffer_) buffer_->reset_layout(schema_);  // a compact array has none
     }
   }
   // A fragment whose consolidated replacement was published is ignored; vacuum()
@@ -656,6 +658,7 @@ void Array::maybe_spill() {
 }
 
 bool Array::report_bytes() {
+  if (compact_) return false;  // holds no buffers (open_impl)
   const uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
   return ctx_->budget().report(this, buffer_->bytes() + blobs_->bytes() + heap + inflight_bytes_);
 }
@@ -745,7 +748,7 @@ void Array::spill() {
     }
     pending_heap_.reset();
   }
-  if (buffer_->empty() && blobs_->empty()) return;
+  if (compact_ || (buffer_->empty() && blobs_->empty())) return;  // compact: no buffers
   close_direct();  // the open dense fragment is older than this spill: no appends after it
   auto w = make_writer(next_id());
   // Scattered points: an LSM-style delta, values under a fast codec until consolidation
@@ -1028,6 +1031,7 @@ uint64_t Array::storage_bytes() {
 
 size_t Array::buffered_cells() const {
   std::lock_guard<std::mutex> g(mu_);
+  if (compact_) return 0;  // writes go straight into its cells
   return buffer_->cells() + blobs_->cells();
 }
 

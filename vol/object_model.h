@@ -240,6 +240,12 @@ class SharedFile {
 
   // Pending removal of an engine array whose dataset was deleted while open.
   void drop_array(uint64_t array_id);
+  // The last handle of a dataset goes (H5Dclose): a compact array (one catalog record,
+  // engine/compact_array.h) publishes its cells into the catalog now — durable with the
+  // next flush, as before — and is released, so that a file of many small datasets keeps
+  // only the open ones in memory and its flush and close walk only those (issue 20).
+  // Other arrays, parallel files and arrays other handles share stay until the file closes.
+  void release_array(uint64_t array_id, const std::shared_ptr<tessera::Array>& held);
 
   // A stored creation plist (H5Pencode2 bytes) decoded once per distinct encoding and
   // owned here: callers H5Pcopy it or query it, never close it.  Opening 10,000 datasets
