@@ -83,7 +83,9 @@ void Array::open_impl(bool writable, const Schema* known) {
     // No fragments, journals or directory: the cells are one catalog record.  Nor a
     // write buffer, blob buffer or heap reader: every operation goes to compact_ (a
     // file of 10,000 small datasets opens 10,000 of these; issue 20).
-    compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
+    // `known`: created just now (open_bound), so there is no cells record to look up.
+    compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective,
+                                              /*fresh=*/known != nullptr);
     return;
   }
   buffer_ = std::make_unique<WriteBuffer>(schema_);

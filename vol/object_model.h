@@ -294,6 +294,10 @@ class SharedFile {
     std::shared_ptr<const AttrRecord> rec;
   };
   std::optional<LastAttr> last_attr_;
+  // may_have_ud_links' answer, valid while the catalog's version is ud_version_ (every
+  // path walk asks; the catalog changes between the walks of a write, not of a read).
+  uint64_t ud_version_ = UINT64_MAX;
+  bool ud_links_ = true;
   hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;
