@@ -352,7 +352,7 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
     // memory of their own (their net effect is the map's dirty entries, encoded at sync),
     // so writing them early only bounds the record sync builds: past 64 MiB of committed
     // bytes.  (It was 4 MiB while queued commits were kept as framed records: then a file
-    // of 10,000 small datasets paid five mid-run fdatasyncs; issue 20.)  A failure to
+    // of 10,000 small datasets paid four mid-run fdatasyncs; issue 20.)  A failure to
     // write early is not this commit's — the next sync() writes it again and reports what
     // fails.  (Throwing here would tell the caller its batch failed while it stays
     // applied: a dataset's creation would drop its array and leave its links to be written
