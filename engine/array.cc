@@ -79,15 +79,19 @@ void Array::open_impl(bool writable, const Schema* known) {
   raise_fd_limit();
   writable_ = writable;
   schema_ = store_->open(writable_, known, &extent_id_);
+  if (schema_.compact) {
+    // No fragments, journals or directory: the cells are one catalog record.  Nor a
+    // write buffer, blob buffer or heap reader: every operation goes to compact_ (a
+    // file of 10,000 small datasets opens 10,000 of these; issue 20).
+    // `known`: created just now (open_bound), so there is no cells record to look up.
+    compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective,
+                                              /*fresh=*/known != nullptr);
+    return;
+  }
   buffer_ = std::make_unique<WriteBuffer>(schema_);
   blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(env(), heap_dir_);
-  if (schema_.compact) {
-    // No fragments, journals or directory: the cells are one catalog record.
-    compact_ = std::make_unique<CompactArray>(schema_, *store_, opts_.durable_writes, opts_.collective);
-    return;
-  }
   // A shadow rank never recovers: rank 0 recovered every array at file open.  A view as
   // of a past commit has no unfinished publish to see.
   if (store_->dir_exists() && !opts_.shadow && !opts_.as_of_ts) recover_journal();
@@ -674,6 +678,7 @@ void Array::maybe_spill() {
 }
 
 bool Array::report_bytes() {
+  if (compact_) return false;  // holds no buffers (open_impl)
   const uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
   return ctx_->budget().report(this, buffer_->bytes() + blobs_->bytes() + heap + inflight_bytes_);
 }
@@ -763,6 +768,7 @@ void Array::spill() {
     }
     pending_heap_.reset();
   }
+  if (compact_) return;  // a compact array has no buffers
   if (buffer_->empty() && blobs_->empty()) {
     run_ts_ = 0;  // a run with nothing buffered has nothing to keep
     run_bounds_ = BoundingBox();
@@ -1052,6 +1058,7 @@ uint64_t Array::storage_bytes() {
 
 size_t Array::buffered_cells() const {
   std::lock_guard<std::mutex> g(mu_);
+  if (compact_) return 0;  // writes go straight into its cells
   return buffer_->cells() + blobs_->cells();
 }
 

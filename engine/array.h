@@ -570,8 +570,9 @@ class Array final : public BufferOwner {
   bool writable_ = false;
   ArrayOptions opts_;
   Schema schema_;
+  // Made with the schema (open_impl); null, as heaps_, for a compact array.
   std::unique_ptr<WriteBuffer> buffer_;
-  std::unique_ptr<BlobBuffer> blobs_;  // made with the schema (open_impl)
+  std::unique_ptr<BlobBuffer> blobs_;
   std::vector<uint8_t> scratch_;  // write_dense: pieces gathered for unfiltered tiles
   std::vector<ByteSpan> spans_;   // write_dense: the source rows of a tile written from them
   // A background flush's state (flush_in_background): writing a swapped-out buffer of

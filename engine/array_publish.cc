@@ -344,7 +344,7 @@ void Array::recover_one_journal(const std::string& path) {
     if (extent_id_ < jid) {
       schema_ = js;
       extent_id_ = jid;
-      buffer_->reset_layout(schema_);
+      if (buffer_) buffer_->reset_layout(schema_);
       if (writable_) store_->store_schema(schema_, extent_id_, /*durable=*/true);
     }
   }
@@ -433,7 +433,7 @@ void Array::take_stored_schema() {
   if (id < extent_id_) return;  // a committed journal's schema, not written to the store yet
   schema_ = std::move(s);
   extent_id_ = id;
-  buffer_->reset_layout(schema_);
+  if (buffer_) buffer_->reset_layout(schema_);  // a compact array has none
 }
 
 Status Array::refresh_fragments() {

@@ -253,13 +253,16 @@ void Catalog::replay() {
 
   // The catalog is small (compaction bounds it), so read the new part in one go.
   const uint64_t base = log_end_;
-  std::vector<uint8_t> buf(size - base);
-  log_.pread_exact(buf.data(), buf.size(), base);
+  // Not zero-filled first: pread_exact fills it or throws (the log is megabytes).
+  const uint64_t n = size - base;
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[n]);
+  log_.pread_exact(buf.get(), n, base);
   const bool track = tracking();
-  parse_records(buf.data(), buf.size(), base, log_path_, /*tail_ok=*/true,
+  parse_records(buf.get(), n, base, log_path_, /*tail_ok=*/true,
                 [&](const std::vector<OpView>& batch, uint64_t end) {
                   version_.fetch_add(1, std::memory_order_acq_rel);
-                  for (const OpView& op : batch) apply_one(op.put, op.key, op.value, track);
+                  Map::iterator hint = kv_.end();
+                  for (const OpView& op : batch) hint = apply_one(op.put, op.key, op.value, track, hint);
                   log_end_ = end;
                   return true;
                 });
@@ -345,12 +348,16 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
   if (durability_ == Durability::kOnSync) {
     dirty_bytes_ += len;
     apply(batch);
-    // The batch is committed now (durable at the next sync): writing the queue early only
-    // bounds its memory, and a failure to do so is not this commit's — the next sync()
-    // writes it again and reports what fails.  (Throwing here would tell the caller its
-    // batch failed while it stays applied: a dataset's creation would drop its array and
-    // leave its links to be written by the next sync.)
-    if (dirty_bytes_ > (4u << 20)) {
+    // The batch is committed now (durable at the next sync).  The pending commits cost no
+    // memory of their own (their net effect is the map's dirty entries, encoded at sync),
+    // so writing them early only bounds the record sync builds: past 64 MiB of committed
+    // bytes.  (It was 4 MiB while queued commits were kept as framed records: then a file
+    // of 10,000 small datasets paid four mid-run fdatasyncs; issue 20.)  A failure to
+    // write early is not this commit's — the next sync() writes it again and reports what
+    // fails.  (Throwing here would tell the caller its batch failed while it stays
+    // applied: a dataset's creation would drop its array and leave its links to be written
+    // by the next sync.)
+    if (dirty_bytes_ > (64u << 20)) {
       try {
         sync_locked();
       } catch (const Error&) {
@@ -415,18 +422,26 @@ void Catalog::write_queued() {
 void Catalog::apply(const CatalogBatch& batch) {
   version_.fetch_add(1, std::memory_order_acq_rel);
   const bool track = tracking();
-  for (const auto& op : batch.ops()) apply_one(op.put, op.key, op.value, track);
+  for (const auto& op : batch.ops()) apply_one(op.put, op.key, op.value, track, kv_.end());
 }
 
-void Catalog::apply_one(bool put, std::string_view key, std::string_view value, bool track) {
-  auto it = kv_.lower_bound(key);  // also the insertion hint
+Catalog::Map::iterator Catalog::apply_one(bool put, std::string_view key, std::string_view value, bool track,
+                                          Map::iterator hint) {
+  // The first entry not below key (also the insertion hint): right after `hint` when
+  // hint < key <= its successor, as for consecutive keys of a sorted record.
+  Map::iterator it;
+  if (hint != kv_.end() && std::string_view(hint->first) < key &&
+      (std::next(hint) == kv_.end() || key <= std::string_view(std::next(hint)->first)))
+    it = std::next(hint);
+  else
+    it = kv_.lower_bound(key);
   if (it != kv_.end() && std::string_view(it->first) == key) {
     Entry& e = it->second;
     if (!e.dead) live_bytes_ -= entry_bytes(it->first, e.value);
     if (!put) {
       if (!track) {
         kv_.erase(it);
-        return;
+        return kv_.end();
       }
       e.value.clear();
       e.value.shrink_to_fit();
@@ -440,15 +455,16 @@ void Catalog::apply_one(bool put, std::string_view key, std::string_view value, 
       e.dirty = true;
       dirty_.push_back(it);
     }
-    return;
+    return it;
   }
-  if (!put) return;  // not in the map: not in the log either
+  if (!put) return kv_.end();  // not in the map: not in the log either
   it = kv_.emplace_hint(it, std::piecewise_construct, std::forward_as_tuple(key), std::forward_as_tuple(value));
   live_bytes_ += entry_bytes(it->first, it->second.value);
   if (track) {
     it->second.dirty = true;
     dirty_.push_back(it);
   }
+  return it;
 }
 
 void Catalog::reload() {
@@ -636,8 +652,9 @@ std::unique_ptr<Catalog> Catalog::open_as_of(const std::string& dir, uint64_t co
       throw_error(Errc::kUnsupported, "catalog '" + files[i] + "': format version " + std::to_string(version));
     parse_records(buf.data() + kFileHeaderSize, buf.size() - kFileHeaderSize, kFileHeaderSize, files[i],
                   /*tail_ok=*/live, [&](const std::vector<OpView>& batch, uint64_t) {
+                    Map::iterator hint = c->kv_.end();
                     for (const OpView& op : batch) {
-                      c->apply_one(op.put, op.key, op.value, false);
+                      hint = c->apply_one(op.put, op.key, op.value, false, hint);
                       if (op.put && op.key == kCommitKey && op.value == want) found = true;
                     }
                     return !found;

@@ -80,7 +80,7 @@ class Catalog {
   // the batch in memory; sync() appends ONE record with the net effect of every commit
   // since the last sync (one write, one fdatasync).  A crash loses those commits whole —
   // the log still holds a prefix of the commits, each batch entire or absent.  Pending
-  // commits are synced by themselves past 4 MiB, and by the destructor.
+  // commits are synced by themselves past 64 MiB, and by the destructor.
   enum class Durability { kEachCommit, kOnSync };
   void set_durability(Durability d) { durability_ = d; }
   // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
@@ -119,7 +119,6 @@ class Catalog {
                                 bool tail_ok, const std::function<bool(const std::vector<OpView>&, uint64_t)>& apply);
   void archive_log();
   void apply(const CatalogBatch& batch);  // updates kv_, live_bytes_ and dirty_
-  void apply_one(bool put, std::string_view key, std::string_view value, bool track);
   // kOnSync writers flag what they change (dirty_) and keep deletions as tombstones.
   bool tracking() const { return durability_ == Durability::kOnSync && mode_ == Mode::kReadWrite; }
   struct OpView {
@@ -180,6 +179,12 @@ class Catalog {
   // are written as one net record at sync.  Deleted entries stay as tombstones until then,
   // so these iterators stay valid.
   std::vector<Map::iterator> dirty_;
+  // Applies one op; returns its entry (end() when it erased or skipped it).  hint: the
+  // entry the previous op of the same record returned: a compacted log is one record in
+  // key order (maybe_compact), whose replay then finds each key right after the previous
+  // one instead of searching the map (other records fall back to the search).
+  Map::iterator apply_one(bool put, std::string_view key, std::string_view value, bool track,
+                          Map::iterator hint);
   uint64_t dirty_bytes_ = 0;
   std::atomic<uint64_t> version_{0};
 };

@@ -34,12 +34,14 @@ size_t count_records(const CatalogBatch& b, const char* part) {
   return n;
 }
 
-// Arrays the commit publishes something of: their records ("arr/<id>/...") and those
-// with files or extent changes pending.
-uint32_t count_arrays(const CatalogBatch& b, const std::set<const Array*>& pending) {
+// Arrays the commit publishes something of: their records ("arr/<id>/..."), those
+// whose records were committed before it (Container::note_published), and those with
+// files or extent changes pending.
+uint32_t count_arrays(const CatalogBatch& b, const std::set<const Array*>& pending, const std::set<uint64_t>& early) {
   std::set<std::string> ids;
   for (auto& op : b.ops())
     if (op.key.compare(0, 4, "arr/") == 0) ids.insert(op.key.substr(4, 16));
+  for (uint64_t id : early) ids.insert(Container::array_prefix(id).substr(4, 16));
   return static_cast<uint32_t>(std::max(ids.size(), pending.size()));
 }
 
@@ -85,7 +87,7 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
         for (Array* a : arrays)
           if (a) ts = std::max(ts, a->last_timestamp());
         add_commit(c.catalog(), records, ts, static_cast<uint32_t>(pending + count_records(records, "/frag/")),
-                   count_arrays(records, pending_arrays));
+                   count_arrays(records, pending_arrays, c.take_published()));
       }
       ok(guard([&] {
         c.catalog().commit(std::move(records));

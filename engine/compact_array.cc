@@ -5,8 +5,8 @@
 
 namespace tessera {
 
-CompactArray::CompactArray(const Schema& schema, ArrayStore& store, bool durable_writes, bool collective)
-    : store_(store), cells_(schema), durable_writes_(durable_writes), collective_(collective) {}
+CompactArray::CompactArray(const Schema& schema, ArrayStore& store, bool durable_writes, bool collective, bool fresh)
+    : store_(store), cells_(schema), durable_writes_(durable_writes), collective_(collective), loaded_(fresh) {}
 
 CompactCells& CompactArray::cells() {
   if (!loaded_) {

@@ -15,8 +15,9 @@ namespace tessera {
 class CompactArray {
  public:
   // store: the array's (a CatalogStore: compact arrays live only in catalogs).
-  // collective: an MPI rank's view (read-only, see write()).
-  CompactArray(const Schema& schema, ArrayStore& store, bool durable_writes, bool collective);
+  // collective: an MPI rank's view (read-only, see write()).  fresh: the array was just
+  // created, so it has no cells record to look up (every cell is the fill value).
+  CompactArray(const Schema& schema, ArrayStore& store, bool durable_writes, bool collective, bool fresh = false);
 
   // Array::write / write_points / read / read_points on the cells (selections checked by
   // the caller); a durable-mode write publishes the record at once.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "engine/array_files.h"
 #include "engine/checksum.h"
@@ -266,6 +267,16 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
   }
   *id = next;
   if (created) *created = std::move(schema);
+}
+
+void Container::note_published(uint64_t id) {
+  std::lock_guard<std::mutex> g(published_mu_);
+  published_.insert(id);
+}
+
+std::set<uint64_t> Container::take_published() {
+  std::lock_guard<std::mutex> g(published_mu_);
+  return std::exchange(published_, {});
 }
 
 Status Container::open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out) {

@@ -95,6 +95,11 @@ class Container {
   // file are opened.
   Status recover_arrays();
   std::string array_dir(uint64_t id) const;
+  // An array whose catalog records a caller committed before the flush (a connector
+  // publishing a compact array's cells as its dataset closes): the next commit
+  // (commit_arrays) counts it among the arrays it publishes (history.h).
+  void note_published(uint64_t id);
+  std::set<uint64_t> take_published();
 
  private:
   Container() = default;
@@ -119,6 +124,8 @@ class Container {
   // Ids of the array directories under arrays/ (listed at open, then kept up to date).
   std::shared_ptr<std::mutex> dirs_mu_ = std::make_shared<std::mutex>();
   std::shared_ptr<std::set<uint64_t>> dirs_ = std::make_shared<std::set<uint64_t>>();
+  std::mutex published_mu_;
+  std::set<uint64_t> published_;  // note_published
 };
 
 }  // namespace tessera

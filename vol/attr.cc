@@ -159,6 +159,7 @@ DatasetObj* clone_dataset(const DatasetObj& d) {
   c->ftype = d.ftype;
   c->committed_type = d.committed_type;
   c->array = d.array;
+  c->array_id = d.array_id;
   c->handle = d.handle;
   c->space = H5Scopy(d.space);
   if (c->space < 0) return nullptr;

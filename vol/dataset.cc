@@ -458,6 +458,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   if (d->space < 0 || d->dcpl < 0 || d->dapl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
   d->array = f->open_array(rec.array_id);  // parallel: sees what other ranks published
+  d->array_id = rec.array_id;
   if (H5Pget_layout(d->dcpl) == H5D_VIRTUAL) d->vds = std::make_shared<VirtualDataset>(d->dcpl);
   sync_space(*d);
   setup_external(*d);
@@ -585,6 +586,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     }
     f->note_new_object(d->oid, d->dcpl);
     d->array = f->array(rec.array_id);
+    d->array_id = rec.array_id;
     d->handle = o->handle;  // H5F_OBJ_LOCAL counts objects per file handle
     return d.release();
   });
@@ -755,6 +757,10 @@ herr_t dataset_close(void* dset, hid_t, void**) {
     if (d->array && d->file->parallel()) {
       std::lock_guard<std::recursive_mutex> g(d->file->mu());
       d->file->publish_own(*d->array);
+    }
+    if (d->array && d->array_id) {  // a small dataset's array goes with its last handle
+      std::lock_guard<std::recursive_mutex> g(d->file->mu());
+      d->file->release_array(d->array_id, d->array);
     }
     delete d;
   });

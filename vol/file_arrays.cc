@@ -60,6 +60,21 @@ std::shared_ptr<tessera::Array> SharedFile::open_array(uint64_t array_id) {
   return a;
 }
 
+void SharedFile::release_array(uint64_t array_id, const std::shared_ptr<tessera::Array>& held) {
+  if (par_ || !held->schema().compact) return;
+  auto it = arrays_.find(array_id);
+  // Held by the registry and by the closing handle only: no other handle uses it.
+  if (it == arrays_.end() || it->second != held || held.use_count() != 2) return;
+  if (writable()) {
+    // Into the catalog without a sync (synced = true: the flush syncs the catalog).  A
+    // failure keeps the array registered: the flush publishes it and reports the error.
+    const uint64_t before = container_->catalog().version();
+    if (!held->publish_prepared(/*synced=*/true, nullptr).ok()) return;
+    if (container_->catalog().version() != before) container_->note_published(array_id);
+  }
+  arrays_.erase(it);
+}
+
 void SharedFile::publish_own(tessera::Array& a) {
   if (!par_ || !writable()) return;
   size_t n = 0;

@@ -31,8 +31,13 @@ namespace tessera_vol {
 
 
 bool SharedFile::may_have_ud_links() {
-  auto v = container_->catalog().get(kUdLinksKey);
-  return !v || *v != "0";  // containers from before the key: unknown
+  const uint64_t version = container_->catalog().version();
+  if (version != ud_version_) {
+    auto v = container_->catalog().get(kUdLinksKey);
+    ud_links_ = !v || *v != "0";  // containers from before the key: unknown
+    ud_version_ = version;
+  }
+  return ud_links_;
 }
 
 std::optional<LinkRecord> SharedFile::find_link(uint64_t group, const std::string& name) {

@@ -240,6 +240,12 @@ class SharedFile {
 
   // Pending removal of an engine array whose dataset was deleted while open.
   void drop_array(uint64_t array_id);
+  // The last handle of a dataset goes (H5Dclose): a compact array (one catalog record,
+  // engine/compact_array.h) publishes its cells into the catalog now — durable with the
+  // next flush, as before — and is released, so that a file of many small datasets keeps
+  // only the open ones in memory and its flush and close walk only those (issue 20).
+  // Other arrays, parallel files and arrays other handles share stay until the file closes.
+  void release_array(uint64_t array_id, const std::shared_ptr<tessera::Array>& held);
 
   // A stored creation plist (H5Pencode2 bytes) decoded once per distinct encoding and
   // owned here: callers H5Pcopy it or query it, never close it.  Opening 10,000 datasets
@@ -288,6 +294,10 @@ class SharedFile {
     std::shared_ptr<const AttrRecord> rec;
   };
   std::optional<LastAttr> last_attr_;
+  // may_have_ud_links' answer, valid while the catalog's version is ud_version_ (every
+  // path walk asks; the catalog changes between the walks of a write, not of a read).
+  uint64_t ud_version_ = UINT64_MAX;
+  bool ud_links_ = true;
   hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;

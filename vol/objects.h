@@ -63,6 +63,7 @@ struct DatasetObj : Obj {
   hid_t dcpl = H5I_INVALID_HID;
   hid_t dapl = H5I_INVALID_HID;
   std::shared_ptr<tessera::Array> array;
+  uint64_t array_id = 0;  // the id SharedFile::array knows it by (0: not known)
   // Variable-length datasets with a user fill value: the value as a vlen.h stream of the
   // file type, read for never-written cells (vlen_fill.h).  Empty: no such fill value.
   std::string vlen_fill;
