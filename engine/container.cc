@@ -226,13 +226,14 @@ std::string Container::array_dir(uint64_t id) const {
 }
 
 Status Container::sync() {
-  // Names pending when the syncfs starts are covered by it; ones added meanwhile stay.
-  PendingNames::Taken names = catalog_->pending_names().take();
+  // Names pending when the syncfs starts are covered by it once it returns; ones added
+  // meanwhile stay pending.
+  const PendingNames::Taken names = catalog_->pending_names().snapshot();
   Status st = guard([&] {
     sync_filesystem(env(), path_);
     *unsynced_arrays_ = false;
   });
-  if (!st.ok()) catalog_->pending_names().give_back(std::move(names));
+  if (st.ok()) catalog_->pending_names().forget(names);
   return st;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/pending_names.h"
 
+#include <algorithm>
+
 #include "engine/file_io.h"
 
 namespace tessera {
@@ -35,17 +37,19 @@ void PendingNames::sync(Env& env) {
   }
 }
 
-PendingNames::Taken PendingNames::take() {
+PendingNames::Taken PendingNames::snapshot() const {
   std::lock_guard<std::mutex> g(mu_);
-  Taken t = std::move(p_);
-  p_ = Taken{};
-  return t;
+  return p_;
 }
 
-void PendingNames::give_back(Taken t) {
+void PendingNames::forget(const Taken& t) {
   std::lock_guard<std::mutex> g(mu_);
-  p_.files.insert(p_.files.end(), t.files.begin(), t.files.end());
-  p_.dirs.insert(t.dirs.begin(), t.dirs.end());
+  for (const std::string& d : t.dirs) p_.dirs.erase(d);
+  // Files are only ever added at creation, one each: drop those the snapshot had.
+  for (const std::string& f : t.files) {
+    auto it = std::find(p_.files.begin(), p_.files.end(), f);
+    if (it != p_.files.end()) p_.files.erase(it);
+  }
 }
 
 }  // namespace tessera

@@ -6,7 +6,7 @@
 // fsync'ed.  Syncing each at once cost H5Fcreate four or five fsyncs before anything was
 // committed (issue 20).  Nothing is committed before the catalog's first record, so the
 // syncs are owed only then: the catalog runs sync() before it appends (catalog.h), and a
-// syncfs(2) over the file system (Container::sync) covers everything taken before it.
+// syncfs(2) over the file system (Container::sync) covers everything pending when it starts.
 // A power loss before that record loses only what was never committed.
 #pragma once
 #include <mutex>
@@ -32,10 +32,11 @@ class PendingNames {
   // fdatasyncs the files, then fsyncs the directories.  On failure what is left stays
   // pending (the caller's next write tries again); throws the first error.
   void sync(Env& env);
-  // Everything pending, removed: a caller covering it by a syncfs takes it first and
-  // gives it back if the syncfs fails (what is added meanwhile stays pending).
-  Taken take();
-  void give_back(Taken t);
+  // A caller covering the pending names by a syncfs copies them first and, once the
+  // syncfs returned, forgets those: what is added meanwhile stays pending, and until
+  // then a concurrent catalog write still syncs them itself.
+  Taken snapshot() const;
+  void forget(const Taken& t);
 
  private:
   mutable std::mutex mu_;
