@@ -141,9 +141,10 @@ struct CatalogBinding {
   std::string prefix;  // "arr/<hex16 id>/": <prefix>schema, <prefix>frag/<fragment id>
   std::shared_ptr<InlineBudget> budget;
   // The container knows the directory does not exist (skips a stat per open of thousands
-  // of small arrays); dir_created tells it when the array creates it.
+  // of small arrays); dir_created tells it when the array creates it (synced: its new
+  // names are durable already).
   bool dir_absent = false;
-  std::function<void()> dir_created;
+  std::function<void(bool synced)> dir_created;
 };
 
 // What an array's value indexes cover (Array::index_info).
@@ -285,6 +286,10 @@ class Array final : public BufferOwner {
   // and tagged with the epoch; it is published only if that epoch's record is committed.
   Status prepare_flush();
   Status stage_prepared(bool synced, uint64_t epoch = 0, bool fragments_synced = false);
+  // True when stage_prepared would write a journal or publish log (which must follow the
+  // fragments' sync); false when the batch's files go in place with the catalog batch
+  // that records them (an array whose records are complete), or there are none.
+  bool stage_writes(uint64_t epoch = 0) const;
   // into (catalog-bound arrays): the step's catalog records (inline fragments, schema)
   // are added to *into for the caller to commit and sync, instead of a commit per array
   // (flushing 10,000 small datasets is then one catalog batch).
@@ -526,6 +531,7 @@ class Array final : public BufferOwner {
   bool direct_whole_ = false;  // direct_ checksums tiles whole (FragmentWriter::set_whole_checksums)
   Coords direct_last_;  // the last tile direct_ holds
   void stage_publish(bool synced, uint64_t epoch = 0, bool fragments_synced = false);
+  bool stage_writes_locked(uint64_t epoch) const;
   std::string journal_path() const;
   void recover_one_journal(const std::string& path);
   void discard_unpublished();

@@ -141,6 +141,20 @@ void Array::finish_parked_for(const Box& region) {
 // two renames would expose some writes of the batch without earlier ones.  So the batch
 // is written as a redo journal (synced) before the first rename; whoever opens the array
 // next finishes the renames (recover_journal), and the journal goes once all are done.
+// True when stage_publish(.., epoch, ..) writes a file of its own (a journal, a publish
+// log) that must not become durable before the fragments: the cases it returns early
+// without one are exactly these.
+bool Array::stage_writes_locked(uint64_t epoch) const {
+  if (store_->publishes_with_catalog() && unpublished_.empty()) return false;
+  if (unpublished_.empty() && !schema_dirty_) return false;
+  return !(epoch == 0 && store_->publishes_with_catalog() && complete_records());
+}
+
+bool Array::stage_writes(uint64_t epoch) const {
+  std::lock_guard<std::mutex> g(mu_);
+  return writable_ && stage_writes_locked(epoch);
+}
+
 void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   // The epoch record will record the files publish_own renamed: their names must be
   // durable before it is (a publish_own whose directory sync failed left them unsynced).

@@ -180,7 +180,7 @@ class CatalogStore final : public ArrayStore {
       sync_dir(env_, parent_dir(dir_));
     }
     dir_exists_ = true;
-    if (cat_.dir_created) cat_.dir_created();
+    if (cat_.dir_created) cat_.dir_created(durable);
   }
   void refresh(bool records) override {
     if (records && !cat_.catalog->writable()) cat_.catalog->reload();

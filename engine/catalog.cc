@@ -102,14 +102,21 @@ std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool c
       throw_error(Errc::kBusy, "container '" + dir + "' is open for writing by another process");
     bool existed = path_exists(env, c->log_path_);
     c->log_ = File::open_rw(env, c->log_path_, create);
-    // Make the new name durable; a crash before replay() writes the header leaves an
-    // empty file, which reads as an empty catalog.
-    if (!existed) sync_dir(env, dir);
+    // The new name is made durable before the first record is appended (write_queued):
+    // until then a power loss loses an empty catalog, which held nothing committed.
+    if (!existed) c->pending_->add_dir(dir);
   } else {
     c->log_ = File::open_read(env, c->log_path_);
   }
   c->replay();
   return c;
+}
+
+bool Catalog::holds_no_record(Env& env, const std::string& dir) {
+  struct stat st;
+  const std::string p = join_path(dir, "catalog.log");
+  if (env.stat(p.c_str(), &st, false) != 0) return errno == ENOENT;
+  return S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= kFileHeaderSize;
 }
 
 Catalog::~Catalog() {
@@ -404,6 +411,9 @@ void Catalog::write_queued() {
     sync_dir(*env_, dir_);
     name_unsynced_ = false;
   }
+  // Names a record may depend on (the container's, a new array's directory): durable
+  // before the record is (pending_names.h).
+  pending_->sync(*env_);
   try {
     log_.pwrite_all(queued_.data(), queued_.size(), log_end_);
     log_.sync();

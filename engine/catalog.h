@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/file_io.h"
+#include "engine/pending_names.h"
 
 namespace tessera {
 
@@ -106,6 +107,12 @@ class Catalog {
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   bool shadow() const { return mode_ == Mode::kShadow; }
   const std::string& log_path() const { return log_path_; }
+  // Names (and header files) not durable yet that a record may depend on: synced before
+  // the next record is appended, or taken by a caller whose syncfs covers them.
+  PendingNames& pending_names() { return *pending_; }
+  // True when dir's catalog log is missing or holds no record (at most its header):
+  // nothing was ever committed there.  Does not lock or replay.
+  static bool holds_no_record(Env& env, const std::string& dir);
 
  private:
   Catalog() = default;
@@ -146,6 +153,7 @@ class Catalog {
   // name is not durable, so a power loss could bring the old log back and lose every
   // commit appended since.  The next write syncs the directory first.
   bool name_unsynced_ = false;
+  std::unique_ptr<PendingNames> pending_ = std::make_unique<PendingNames>();
   uint64_t live_bytes_ = 0;  // approximate size of the live key/values
   Durability durability_ = Durability::kEachCommit;
   std::vector<uint8_t> queued_;  // framed records not yet written

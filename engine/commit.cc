@@ -109,11 +109,15 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
       return;
     }
     // One syncfs for the fragments and new directories, one for the journals, one for
-    // the renames.
-    if (files) ok(c.sync());
+    // the renames.  Without journals (arrays whose records are complete) the renamed
+    // files count only once the catalog records them: one syncfs after the renames
+    // covers the fragments, the directories and the renames.
+    bool journals = false;
+    for (Array* a : arrays) journals = journals || (a && a->stage_writes());
+    if (files && journals) ok(c.sync());
     for (Array* a : arrays)
       if (a) ok(a->stage_prepared(true));
-    if (files) ok(c.sync());
+    if (files && journals) ok(c.sync());
     step(o, "staged", 0);
     publish_all(true);
   });

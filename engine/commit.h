@@ -16,9 +16,11 @@
 //      before it leaves renamed files without records, which are never read).
 //
 // Syncing is decided here and only here (SyncPolicy): a flush publishing a few fragments
-// into existing arrays syncs just those files (fdatasync each, fsync their directories);
-// a flush with many fragments or new array directories uses one syncfs(2) per step,
-// since syncfs also waits for every other program's dirty data on the file system.
+// syncs just those files (fdatasync each, fsync their directories; new directories and a
+// new container's names are the catalog's pending names, synced before its record);
+// a flush with many fragments uses syncfs(2) — once, after the renames, when no array
+// writes a journal, else once per step — since syncfs also waits for every other
+// program's dirty data on the file system.
 //
 // Several writers of one container (MPI ranks) commit an *epoch* instead: each stages a
 // journal tagged with the epoch, the epoch record in the catalog is the commit point, and

@@ -58,6 +58,23 @@ bool Container::is_container(const std::string& path, Env& env) {
   }
 }
 
+// What a power loss during a creation that committed nothing may leave: a directory of
+// the container's own names only, without a valid header, whose catalog holds no record.
+// Anything else is not ours to delete.
+bool Container::is_unfinished(Env& env, const std::string& path) {
+  try {
+    std::vector<std::string> names = list_dir(env, path);
+    if (names.empty()) return false;
+    for (const std::string& n : names)
+      if (n != kHeaderFile && n != kArraysDir && n != "catalog.log" && n != "catalog.lock" &&
+          n.rfind(std::string(kHeaderFile) + ".tmp.", 0) != 0)  // write_file_atomic's
+        return false;
+    return Catalog::holds_no_record(env, path);
+  } catch (...) {
+    return false;
+  }
+}
+
 Status Container::create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out,
                          const std::shared_ptr<Context>& ctx) {
   Env& env = ctx ? ctx->env() : Env::posix();
@@ -65,12 +82,18 @@ Status Container::create(const std::string& path, CreateMode mode, std::unique_p
     if (path_exists(env, path)) {
       if (mode == CreateMode::kExclusive) throw_errno("create container", path, EEXIST);
       if (is_directory(env, path)) {
-        if (!is_container(path, env))
+        // Take the writer lock first so we never truncate a container another process writes.
+        if (is_container(path, env)) {
+          auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false, env);
+          probe.reset();
+        } else if (is_unfinished(env, path)) {
+          FileLock probe = FileLock::try_lock(env, join_path(path, "catalog.lock"), /*exclusive=*/true);
+          if (!probe.locked())
+            throw_error(Errc::kBusy, "container '" + path + "' is open for writing by another process");
+        } else {
           throw_error(Errc::kAlreadyExists, "cannot truncate '" + path +
                                                 "': it is a directory but not a tessera container");
-        // Take the writer lock first so we never truncate a container another process writes.
-        auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false, env);
-        probe.reset();
+        }
         remove_tree(env, path);
       } else {
         remove_file(env, path);
@@ -78,15 +101,28 @@ Status Container::create(const std::string& path, CreateMode mode, std::unique_p
     }
     make_dir(env, path);
     make_dir(env, join_path(path, kArraysDir));
-    std::vector<uint8_t> h = header_bytes();
-    write_file_atomic(env, join_path(path, kHeaderFile), h.data(), h.size());
-    sync_dir(env, parent_dir(path));
+    // Nothing is synced here: until the catalog's first record nothing is committed, and
+    // the catalog makes the header and these names durable before it appends one
+    // (pending_names.h).  A power loss before that leaves a directory without a valid
+    // header and with an empty catalog, which a later create may truncate
+    // (is_unfinished).  Written in place: a torn header is such a leftover too.
+    const std::string header = join_path(path, kHeaderFile);
+    {
+      std::vector<uint8_t> h = header_bytes();
+      File f = File::open_rw(env, header, /*create=*/true, /*exclusive=*/true);
+      f.pwrite_all(h.data(), h.size(), 0);
+      f.close();
+    }
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
     c->ctx_ = ctx;
     c->env_ = &env;
     c->writable_ = true;
     c->catalog_ = Catalog::open(path, Catalog::Mode::kReadWrite, true, env);
+    PendingNames& names = c->catalog_->pending_names();
+    names.add_file(header);
+    names.add_dir(path);               // the header, arrays/ and the catalog log
+    names.add_dir(parent_dir(path));   // the container itself
     c->init_budget();
     *out = std::move(c);
   });
@@ -191,10 +227,15 @@ std::string Container::array_dir(uint64_t id) const {
 }
 
 Status Container::sync() {
-  return guard([&] {
+  // Names pending when the syncfs starts are covered by it once it returns; ones added
+  // meanwhile stay pending.
+  const PendingNames::Taken names = catalog_->pending_names().snapshot();
+  Status st = guard([&] {
     sync_filesystem(env(), path_);
     *unsynced_arrays_ = false;
   });
+  if (st.ok()) catalog_->pending_names().forget(names);
+  return st;
 }
 
 Status Container::create_array(const Schema& requested, uint64_t* id, bool durable) {
@@ -322,9 +363,16 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
   }
   auto mu = dirs_mu_;
   auto dirs = dirs_;
-  auto unsynced = unsynced_arrays_;
-  b.dir_created = [mu, dirs, unsynced, id] {
-    *unsynced = true;  // a new directory entry: the next flush needs a file-system sync
+  // The catalog outlives every array bound to it (CatalogBinding holds it).
+  Catalog* cat = catalog_.get();
+  const std::string dir = array_dir(id), arrays = parent_dir(dir);
+  b.dir_created = [mu, dirs, cat, dir, arrays, id](bool synced) {
+    // New entries (arrays/<id>, its frag/): durable before the records naming its files
+    // (the flush's renames sync frag/ itself, or its syncfs covers all).
+    if (!synced) {
+      cat->pending_names().add_dir(dir);
+      cat->pending_names().add_dir(arrays);
+    }
     std::lock_guard<std::mutex> g(*mu);
     dirs->insert(id);
   };

@@ -43,6 +43,10 @@ class Container {
                             const std::shared_ptr<Context>& ctx = nullptr);
   // True for a directory holding a valid container header; never throws.
   static bool is_container(const std::string& path, Env& env = Env::posix());
+  // True for what a power loss during a creation that committed nothing leaves behind
+  // (no valid header, an empty catalog, only the container's own names): create may
+  // truncate it.  Never throws.
+  static bool is_unfinished(Env& env, const std::string& path);
   static Status remove(const std::string& path, Env& env = Env::posix());
 
   const std::string& path() const { return path_; }
@@ -77,8 +81,11 @@ class Container {
                                uint64_t* id, std::unique_ptr<Array>* out);
   // One syncfs(2) over the container's file system (see Array::prepare_flush).
   Status sync();
-  // True when an array was created with durable = false since the last sync().
-  bool has_unsynced_arrays() const { return *unsynced_arrays_; }
+  // True when an array directory was created with durable = false since the last
+  // sync() (a parallel file's array), or when many new names wait for their directory
+  // syncs (pending_names.h): a commit then takes the syncfs route.
+  bool has_unsynced_arrays() const { return *unsynced_arrays_ || catalog_->pending_names().size() > kPendingNamesMax; }
+  static constexpr size_t kPendingNamesMax = 16;
   // Another process on this node ran the syncfs that covers this container (MPI commit).
   void note_synced() { *unsynced_arrays_ = false; }
   Status open_array(uint64_t id, bool writable, const ArrayOptions& opts, std::unique_ptr<Array>* out);
@@ -112,8 +119,8 @@ class Container {
   // Arrays get their directory and schema file at creation, as before catalog-bound
   // arrays existed (parallel files: the epoch protocol publishes files only).
   bool file_arrays_ = false;
-  // An array directory was created (unsynced) since the last sync(); shared with the
-  // arrays' dir_created callbacks.
+  // A parallel file's array directory was created (unsynced) since the last sync().
+  // (A catalog-bound array's new directory is a pending name of the catalog instead.)
   std::shared_ptr<std::atomic<bool>> unsynced_arrays_ = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<Catalog> catalog_;
   std::shared_ptr<InlineBudget> budget_ = std::make_shared<InlineBudget>();

@@ -81,3 +81,59 @@ TEST(Container, NotAContainer) {
   EXPECT_FALSE(Container::remove(file).ok()) << "remove refuses what is not a container";
   EXPECT_TRUE(path_exists(Env::posix(), file) && !is_directory(Env::posix(), file)) << "and leaves it alone";
 }
+
+// What a power loss during a creation that committed nothing leaves (the header's bytes
+// and names are synced only before the catalog's first record, pending_names.h): a create
+// must be able to replace it; anything holding a record or a foreign name it must not.
+TEST(Container, TruncateReplacesWhatAnUnfinishedCreationLeft) {
+  Env& env = Env::posix();
+  const std::string root = temp_dir();
+  auto leftover = [&](const std::string& p, const std::string& header, uint64_t log_bytes) {
+    make_dir(env, p);
+    make_dir(env, p + "/arrays");
+    File h = File::open_rw(env, p + "/tessera.container", true);
+    h.pwrite_all(header.data(), header.size(), 0);
+    File l = File::open_rw(env, p + "/catalog.log", true);
+    const std::vector<uint8_t> zeros(log_bytes, 0);
+    l.pwrite_all(zeros.data(), zeros.size(), 0);
+  };
+  // Empty header, empty catalog (both names made, no bytes durable).
+  const std::string a = root + "/a.h5";
+  leftover(a, "", 0);
+  EXPECT_FALSE(Container::is_container(a));
+  EXPECT_TRUE(Container::is_unfinished(env, a));
+  std::unique_ptr<Container> c;
+  Status st = Container::create(a, Container::CreateMode::kTruncate, &c);
+  ASSERT_TRUE(st.ok()) << st.message();
+  c.reset();
+  EXPECT_TRUE(Container::is_container(a));
+  // A torn header and a catalog holding at most its own 16-byte header.
+  const std::string b = root + "/b.h5";
+  leftover(b, "TSRAC", 16);
+  EXPECT_TRUE(Container::is_unfinished(env, b));
+  EXPECT_TRUE(Container::create(b, Container::CreateMode::kTruncate, &c).ok());
+  c.reset();
+  // Exclusive creation still refuses it: the name exists.
+  const std::string b2 = root + "/b2.h5";
+  leftover(b2, "", 0);
+  EXPECT_FALSE(Container::create(b2, Container::CreateMode::kExclusive, &c).ok());
+  // A catalog holding more than its header is not a leftover of a creation: refused.
+  const std::string d = root + "/d.h5";
+  leftover(d, "", 40);
+  EXPECT_FALSE(Container::is_unfinished(env, d));
+  EXPECT_FALSE(Container::create(d, Container::CreateMode::kTruncate, &c).ok());
+  EXPECT_TRUE(path_exists(env, d + "/catalog.log")) << "left alone";
+  // A name the container never makes: someone else's directory, refused.
+  const std::string e = root + "/e.h5";
+  leftover(e, "", 0);
+  File(File::open_rw(env, e + "/notes.txt", true));
+  EXPECT_FALSE(Container::is_unfinished(env, e));
+  EXPECT_FALSE(Container::create(e, Container::CreateMode::kTruncate, &c).ok());
+  EXPECT_TRUE(path_exists(env, e + "/notes.txt")) << "left alone";
+  // An empty directory stays refused, as before.
+  const std::string f = root + "/f.h5";
+  make_dir(env, f);
+  EXPECT_FALSE(Container::is_unfinished(env, f));
+  EXPECT_FALSE(Container::create(f, Container::CreateMode::kTruncate, &c).ok());
+  remove_tree(env, root);
+}

@@ -126,7 +126,11 @@ class FragmentWriter {
   void flush_head();
   // Checks tile order, records a data entry for `box` (domain, cell count); blob to fill.
   DenseEntry& new_data_entry(const uint64_t* tile, const Box& box);
-  void start_writeback_async(int fd);
+  // sync_file_range(WRITE) of [off, off + n) (n = 0: to the end) on the I/O pool.
+  void start_writeback_async(int fd, uint64_t off = 0, uint64_t n = 0);
+  void maybe_start_writeback();
+  static constexpr uint64_t kWritebackStep = 16 << 20;
+  uint64_t wb_started_ = 0;  // bytes before this were handed to writeback
   static constexpr size_t kHeadBytes = 64 << 10;
   // add_dense_tile_spans's write size: checksummed, scanned and written while in L2.
   static constexpr uint64_t kWriteGroup = 512 << 10;

@@ -162,6 +162,88 @@ void flush_failing_then_power_loss(bool epochs, SyncPolicy sync, const char* lab
               label, static_cast<unsigned long long>(points), static_cast<unsigned long long>(failed));
 }
 
+// The connector's first flush of a new file (H5Fcreate, H5Dcreate, H5Dwrite, H5Fclose):
+// the container is created, its arrays created and written, and one commit makes it all
+// durable — creation syncs nothing of its own (pending_names.h).  Returns the commit's
+// success.
+bool create_write_commit(const std::shared_ptr<Context>& ctx, const std::string& path, SyncPolicy sync,
+                         uint64_t* ids) {
+  Writer w;
+  if (!Container::create(path, Container::CreateMode::kTruncate, &w.c, ctx).ok()) return false;
+  w.c->catalog().set_durability(Catalog::Durability::kOnSync);  // the connector's
+  for (int i = 0; i < kArrays; ++i) {
+    std::unique_ptr<Array> a;
+    if (!w.c->create_and_open_array(schema_of(i), false, true, options(false), &ids[i], &a).ok()) return false;
+    w.ids[i] = ids[i];
+    w.list.push_back(a.get());
+    w.open[ids[i]] = std::move(a);
+  }
+  return write_all(w, 1) && commit(w, false, sync).ok();
+}
+
+// After a power loss during create_write_commit: nothing of it, or all of it.  Nothing:
+// no directory, or one a create may replace (Container::is_unfinished), or a container
+// without the arrays.  A create over what is left must succeed in every case.
+void expect_nothing_or_all(const std::string& path, const uint64_t* ids, bool returned) {
+  if (!returned && !path_exists(Env::posix(), path)) return;
+  std::unique_ptr<Container> c;
+  Status st = Container::open(path, false, &c);
+  if (!st.ok()) {
+    EXPECT_FALSE(returned) << "the commit returned, the container does not open: " << st.message();
+    EXPECT_TRUE(Container::is_unfinished(Env::posix(), path)) << "neither a container nor a leftover: " << st.message();
+  } else {
+    int present = 0;
+    for (int i = 0; i < kArrays; ++i) {
+      std::unique_ptr<Array> a;
+      if (!c->open_array(ids[i], false, options(false), &a).ok()) continue;
+      ++present;
+      EXPECT_EQ(generation_of(*a, i), 1);
+    }
+    EXPECT_TRUE(present == 0 || present == kArrays) << present << " of the arrays survived";
+    if (returned) {
+      EXPECT_EQ(present, kArrays) << "the commit returned";
+    }
+    c.reset();
+    expect_verified(path);
+  }
+  std::unique_ptr<Container> again;
+  st = Container::create(path, Container::CreateMode::kTruncate, &again);
+  EXPECT_TRUE(st.ok()) << "a create over what the power loss left failed: " << st.message();
+}
+
+void first_flush_with_power_loss(SyncPolicy sync, const char* label) {
+  LossRig rig;
+  uint64_t ids[kArrays];
+  uint64_t points = 0;
+  {
+    rig.env->stop_after(0);
+    ASSERT_TRUE(create_write_commit(rig.ctx, rig.root + "/count", sync, ids));
+    points = rig.env->points();
+  }
+  rig.env->power_loss();
+  {
+    SCOPED_TRACE(std::string(label) + ": power loss after the commit returned");
+    expect_nothing_or_all(rig.root + "/count", ids, true);
+  }
+  ASSERT_GT(points, 0u);
+  for (uint64_t k = 1; k <= points; k += stride()) {
+    SCOPED_TRACE(std::string(label) + ": power loss after point " + std::to_string(k) + " of " +
+                 std::to_string(points));
+    const std::string path = rig.root + "/p" + std::to_string(k);
+    rig.env->settle();
+    rig.env->stop_after(k);
+    const bool ok = create_write_commit(rig.ctx, path, sync, ids);
+    const std::string lost = pending_str(*rig.env);
+    rig.env->power_loss();
+    SCOPED_TRACE("not durable at the power loss:" + lost);
+    expect_nothing_or_all(path, ids, ok);
+    (void)guard([&] { remove_tree(Env::posix(), path); });
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  std::printf("[ power    ] %s: %llu points: %llu power losses\n", label, static_cast<unsigned long long>(points),
+              static_cast<unsigned long long>(points / stride() + 1));
+}
+
 }  // namespace
 
 TEST(PowerLoss, EnvDropsWhatWasNotSynced) {
@@ -238,6 +320,12 @@ TEST(PowerLoss, EnvDropsWhatWasNotSynced) {
 TEST(PowerLoss, SerialFlushPerFileSyncs) { flush_with_power_loss(false, kPerFile, "serial flush, per-file syncs"); }
 TEST(PowerLoss, SerialFlushSyncfs) { flush_with_power_loss(false, kSyncfs, "serial flush, syncfs"); }
 TEST(PowerLoss, EpochCommit) { flush_with_power_loss(true, kPerFile, "epoch commit"); }
+TEST(PowerLoss, NewContainerFirstFlushPerFileSyncs) {
+  first_flush_with_power_loss(kPerFile, "new container's first flush, per-file syncs");
+}
+TEST(PowerLoss, NewContainerFirstFlushSyncfs) {
+  first_flush_with_power_loss(kSyncfs, "new container's first flush, syncfs");
+}
 TEST(PowerLoss, EpochCommitSyncfs) { flush_with_power_loss(true, kSyncfs, "epoch commit, syncfs"); }
 
 TEST(PowerLoss, AfterAFailedSyncSerialFlush) {
