@@ -402,10 +402,11 @@ void ReadPlanner::run_job(Job& j) const {
 }
 
 void ReadPlanner::read_jobs() {
-  uint64_t cold = 0, overread = 0;
+  uint64_t cold = 0, overread = 0, bytes = 0;  // bytes: the span of every job's runs
   for (const Job& j : jobs_) {
     cold += j.cold_span;
     overread += j.overread;
+    bytes += j.runs.back().off + j.runs.back().len - j.runs.front().off;
   }
   overread += scattered_tile_ends(cold);
   struct Clear {  // the queue is empty afterwards, also when a read throws
@@ -415,8 +416,6 @@ void ReadPlanner::read_jobs() {
   // A large re-read of verified blocks (most likely in the page cache) costs the kernel's
   // copy plus the checksums, both CPU: it is split over the cores (the filter pool, whose
   // workers are one per usable core) instead of the disk-waiting I/O pool.
-  uint64_t bytes = 0;
-  for (const Job& j : jobs_) bytes += j.runs.back().off + j.runs.back().len - j.runs.front().off;
   const bool warm = cold == 0 && jobs_.size() >= 2 && bytes >= kParallelWarmBytes;
   if (!warm && (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes)) {
     // Consecutive jobs of one tile, in ascending order, go as one call: its preadv
