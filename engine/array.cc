@@ -94,7 +94,14 @@ void Array::open_impl(bool writable, const Schema* known) {
   heaps_ = std::make_unique<HeapReader>(env(), heap_dir_);
   // A shadow rank never recovers: rank 0 recovered every array at file open.  A view as
   // of a past commit has no unfinished publish to see.
-  if (store_->dir_exists() && !opts_.shadow && !opts_.as_of_ts) recover_journal();
+  if (store_->dir_exists() && !opts_.shadow && !opts_.as_of_ts) {
+    recover_journal();
+    // A reader takes the stored schema again after the journals, as a refresh does: the
+    // one read above may be older than an epoch whose member removed its journal (after
+    // it wrote the new schema) meanwhile — that epoch's files with the previous extent
+    // (PublishVisibility.AReaderOpeningDuringAnEpochsRenamesTakesItsExtent).
+    if (!writable_) take_stored_schema();
+  }
   load_fragments();
   if (apply_extent_commits() && writable_ && !opts_.shadow) store_->store_schema(schema_, extent_id_, true);  // repair
   if (share_logging()) pick_up_shared(false);  // what other ranks' share logs hold

@@ -5,7 +5,10 @@
 // read inside a writer's rename — and the reader must see exactly one committed state.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <map>
 #include <thread>
 #include <string>
@@ -317,3 +320,114 @@ TEST(PublishVisibility, AReaderOutsideTheJobSeesAnEpochWhole) { outside_readers_
 // The same with two members: between the renames of one member, and with one member's
 // files renamed and the other's not yet.
 TEST(PublishVisibility, AReaderOutsideTheJobSeesEveryMembersPartOfAnEpoch) { outside_readers_see_whole_epochs(2); }
+
+namespace {
+
+// Runs on_open after every successful open() of a path (not cleared).
+class OpenHookEnv final : public EnvWrapper {
+ public:
+  OpenHookEnv() : EnvWrapper(Env::posix()) {}
+  std::function<void(const std::string&)> on_open;
+  int open(const char* path, int flags, mode_t mode) override {
+    int fd = base_.open(path, flags, mode);
+    if (fd >= 0 && on_open) on_open(path);
+    return fd;
+  }
+};
+
+// A one-shot signal between two threads; wait() gives up after 20 s (a hang is a failure).
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void signal() {
+    std::lock_guard<std::mutex> g(mu);
+    open = true;
+    cv.notify_all();
+  }
+  bool wait() {
+    std::unique_lock<std::mutex> g(mu);
+    return cv.wait_for(g, std::chrono::seconds(20), [&] { return open; });
+  }
+};
+
+}  // namespace
+
+// Found by scripts/stress_mpi_readers (outside readers of an `mpirun -n 4` job, about one
+// read in a thousand): a reader opens the array after an epoch's commit point, while the
+// member that changed the extent (rank 0) is still renaming its files.  The open read the
+// schema file first (the old extent: rank 0 rewrites it after its renames), then the
+// journals — rank 0's removed meanwhile, after it wrote the new schema — and listed the
+// files, all recorded by its catalog, so nothing made it look again: the epoch's data
+// with the previous epoch's extent.  The open now takes the stored schema again after the
+// journals, as a refresh does (Array::take_stored_schema).
+TEST(PublishVisibility, AReaderOpeningDuringAnEpochsRenamesTakesItsExtent) {
+  testutil::TempDir dir("tessera_visibility");
+  const std::string path = dir.sub("c");
+  uint64_t id;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+    c->set_file_arrays(true);
+    ASSERT_TRUE(c->create_array(int32_schema({16, 32}, {kUnlimited, 32}, {8, 16}), &id).ok());
+    ASSERT_TRUE(guard([&] { c->catalog().sync(); }).ok());
+  }
+  auto env = std::make_shared<HookEnv>();
+  std::unique_ptr<Container> wc;
+  ASSERT_TRUE(Container::open(path, true, &wc, std::make_shared<Context>(EngineOptions{}, env)).ok());
+  wc->set_file_arrays(true);
+  std::map<uint64_t, std::shared_ptr<Array>> open;
+  {
+    ArrayOptions o = file_writer();
+    o.collective = true;
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(wc->open_array(id, true, o, &a).ok());
+    open[id] = std::move(a);
+  }
+  auto epoch = [&](uint64_t rows, int32_t g, uint64_t e) {
+    testutil::ThreadGroup::Shared shared(1, /*in_turn=*/true);
+    testutil::ThreadGroup grp(shared, 0);
+    Array& a = *open[id];
+    ASSERT_TRUE(a.set_extent({rows, 32}).ok());
+    ASSERT_TRUE(write_band(a, 0, 1, g));
+    Status st = commit_epoch(*wc, grp, open, {}, e);
+    ASSERT_TRUE(st.ok()) << st.message();
+  };
+  epoch(16, 1, 1);
+
+  // The reader (its own thread and Env) opens the container once the writer renamed its
+  // first fragment of epoch 2 (the epoch is committed), reads the old schema file, and
+  // stops there until the writer finished the epoch (new schema, journal removed).
+  Gate at_schema, writer_done;
+  std::string seen;
+  int32_t seen_g = 0;
+  std::thread reader;
+  auto renv = std::make_shared<OpenHookEnv>();
+  bool stopped_once = false;
+  renv->on_open = [&](const std::string& p) {
+    if (stopped_once || !ends_with(p, "/schema")) return;
+    stopped_once = true;
+    at_schema.signal();
+    if (!writer_done.wait()) seen = "the writer never finished";
+  };
+  env->on_rename = [&](const std::string& to) {
+    if (!ends_with(to, ".tfr") || reader.joinable()) return;
+    reader = std::thread([&] {
+      std::unique_ptr<Container> c;
+      std::unique_ptr<Array> a;
+      Status st = Container::open(path, false, &c, std::make_shared<Context>(EngineOptions{}, renv));
+      if (st.ok()) st = c->open_array(id, false, ArrayOptions{}, &a);
+      std::string why = whole_epoch(st, a.get(), &seen_g);
+      if (seen.empty()) seen = why;
+    });
+    if (!at_schema.wait()) ADD_FAILURE() << "the reader never read the schema file";
+  };
+  epoch(24, 2, 2);
+  env->on_rename = nullptr;
+  writer_done.signal();
+  ASSERT_TRUE(reader.joinable()) << "no fragment of epoch 2 was renamed";
+  reader.join();
+  EXPECT_TRUE(stopped_once);
+  EXPECT_EQ(seen, "");
+  EXPECT_EQ(seen_g, 2);  // opened after the epoch's commit point
+}
