@@ -103,8 +103,10 @@ template <class T>
 // which has no packed 32-bit min/max (pminsd is SSE4.1), so the lanes above compile to
 // compare-and-blend sequences; an AVX2 clone, chosen at load time by the CPU, runs them
 // as vpminsd/vpmaxsd on 8 lanes at a time (issue 20).  Same results: only the
-// instructions of the same C++ differ.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+// instructions of the same C++ differ.  Not under the sanitizers: the clone's resolver
+// runs at load time before their runtime is up (a TSan build crashed there, in ld.so).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define TESSERA_STATS_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define TESSERA_STATS_CLONES
