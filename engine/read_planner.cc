@@ -401,7 +401,50 @@ void ReadPlanner::run_job(Job& j) const {
   copy_box(*s.sel, s.piece, buf, s.src_box, *s.layout, s.dst, s.ostride);
 }
 
+// A re-read of tiles whose blocks an earlier read verified (cold_span 0) reads them from
+// the page cache, which costs the kernel's copy, its page lookups and the checksums on
+// every read.  Such a tile, when this read copies most of it (kAdmitShare), is read once
+// more whole into the tile cache (verified as it comes from the file), and this and later
+// reads copy it from there.  Not cached: a tile read only once (a single pass does not
+// flush the cache); a small part of a tile (a column, a box: reading the whole tile would
+// cost more than the part); the tiles of a read that would together take more than a
+// quarter of the cache (a repeated scan).
+void ReadPlanner::admit_warm_tiles() {
+  if (admitted_ == UINT64_MAX) return;
+  struct Tile {
+    const Fragment* f;
+    size_t idx;
+    uint64_t copied;  // bytes this read copies out of it
+  };
+  std::vector<Tile> tiles;
+  for (const Job& j : jobs_) {
+    if (j.cold_span != 0) continue;
+    uint64_t copied = 0;
+    for (const ByteRun& r : j.runs) copied += r.len;
+    auto t = std::find_if(tiles.rbegin(), tiles.rend(), [&](const Tile& x) { return x.f == j.f && x.idx == j.idx; });
+    if (t != tiles.rend())
+      t->copied += copied;
+    else
+      tiles.push_back({j.f, j.idx, copied});
+  }
+  uint64_t bytes = 0;
+  size_t n = 0;
+  for (const Tile& t : tiles) {
+    const uint64_t size = t.f->meta().dense[t.idx].blob.stored_size;
+    if (t.copied < size / kAdmitShare * (kAdmitShare - 1) || t.f->tile_cached(t.idx)) continue;
+    if (size > t.f->cache_max_entry() || admitted_ + bytes + size > t.f->cache_budget() / 4) {
+      admitted_ = UINT64_MAX;
+      return;
+    }
+    bytes += size;
+    tiles[n++] = t;
+  }
+  admitted_ += bytes;
+  for (size_t k = 0; k < n; ++k) tiles[k].f->cache_tile(tiles[k].idx);
+}
+
 void ReadPlanner::read_jobs() {
+  admit_warm_tiles();
   uint64_t cold = 0, overread = 0, bytes = 0;  // bytes: the span of every job's runs
   for (const Job& j : jobs_) {
     cold += j.cold_span;
