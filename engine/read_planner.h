@@ -68,7 +68,9 @@ class ReadPlanner {
   void split_long_runs(uint64_t block);
   void run_jobs();
   void read_jobs();
-  void admit_warm_tiles();
+  // Puts the tiles a warm re-read copies most of into the tile cache; true when every
+  // tile of the queued jobs is now read from there.
+  bool admit_warm_tiles();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   void fill_run(uint8_t* dst, uint64_t n) const;  // n fill values, contiguous
   // n cells from src to dst, element strides ss and ds.
