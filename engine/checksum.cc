@@ -10,9 +10,15 @@ static_assert(alignof(XXH3_state_t) <= 64, "XXH3 state alignment");
 
 namespace {
 // Decided once: every state a process makes is then handled by one form only.
-bool use_avx2() {
-  static const bool v = xxh_avx2::compiled() && __builtin_cpu_supports("avx2");
-  return v;
+enum class Form { kLib, kAvx2, kAvx512 };
+Form pick() {
+  if (xxh_avx512::compiled() && __builtin_cpu_supports("avx512f")) return Form::kAvx512;
+  if (xxh_avx2::compiled() && __builtin_cpu_supports("avx2")) return Form::kAvx2;
+  return Form::kLib;
+}
+Form form() {
+  static const Form f = pick();
+  return f;
 }
 XXH3_state_t* lib_state(unsigned char* s) { return reinterpret_cast<XXH3_state_t*>(s); }
 }  // namespace
@@ -28,7 +34,11 @@ void Checksum64Stream::update(const void*, size_t) {}
 uint64_t Checksum64Stream::digest() { return 0; }
 #else
 uint64_t checksum64(const void* data, size_t n) {
-  return use_avx2() ? xxh_avx2::hash(data, n) : XXH3_64bits(data, n);
+  switch (form()) {
+    case Form::kAvx512: return xxh_avx512::hash(data, n);
+    case Form::kAvx2: return xxh_avx2::hash(data, n);
+    default: return XXH3_64bits(data, n);
+  }
 }
 
 uint64_t checksum64_spans(const ByteSpan* spans, size_t n) {
@@ -39,18 +49,29 @@ uint64_t checksum64_spans(const ByteSpan* spans, size_t n) {
 }
 
 void Checksum64Stream::reset() {
-  if (use_avx2()) return xxh_avx2::reset(state_);
-  XXH3_INITSTATE(lib_state(state_));
-  XXH3_64bits_reset(lib_state(state_));
+  switch (form()) {
+    case Form::kAvx512: return xxh_avx512::reset(state_);
+    case Form::kAvx2: return xxh_avx2::reset(state_);
+    default:
+      XXH3_INITSTATE(lib_state(state_));
+      XXH3_64bits_reset(lib_state(state_));
+  }
 }
 
 void Checksum64Stream::update(const void* p, size_t n) {
-  if (use_avx2()) return xxh_avx2::update(state_, p, n);
-  XXH3_64bits_update(lib_state(state_), p, n);
+  switch (form()) {
+    case Form::kAvx512: return xxh_avx512::update(state_, p, n);
+    case Form::kAvx2: return xxh_avx2::update(state_, p, n);
+    default: XXH3_64bits_update(lib_state(state_), p, n);
+  }
 }
 
 uint64_t Checksum64Stream::digest() {
-  return use_avx2() ? xxh_avx2::digest(state_) : XXH3_64bits_digest(lib_state(state_));
+  switch (form()) {
+    case Form::kAvx512: return xxh_avx512::digest(state_);
+    case Form::kAvx2: return xxh_avx2::digest(state_);
+    default: return XXH3_64bits_digest(lib_state(state_));
+  }
 }
 #endif
 

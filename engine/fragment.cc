@@ -235,6 +235,24 @@ void Fragment::read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const
   }
 }
 
+Fragment::~Fragment() {
+  if (cached_.load(std::memory_order_relaxed) && cache_) cache_->drop(serial_);
+}
+
+bool Fragment::tile_cached(size_t i) const {
+  return cache_->get(TileCache::Key{serial_, meta_.dense.at(i).blob.offset}) != nullptr;
+}
+
+bool Fragment::cache_tile(size_t i) const {
+  if (!partial_reads(i) || meta_.dense[i].blob.stored_size > cache_->max_entry()) return false;
+  try {
+    dense_tile(i);  // one pread of the tile and every block checked (read_checked_tile)
+  } catch (const std::exception&) {
+    return false;
+  }
+  return tile_cached(i);
+}
+
 std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const {
   const DenseEntry& e = meta_.dense.at(i);
   auto key = TileCache::Key{serial_, e.blob.offset};
@@ -242,6 +260,7 @@ std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const
   auto v = std::make_shared<std::vector<uint8_t>>(
       partial_reads(i) ? read_checked_tile(i)
                        : read_blob(e.blob, meta_.values_filters, "dense tile " + std::to_string(i)));
+  cached_.store(true, std::memory_order_relaxed);
   cache_->put(key, v, v->size());
   return v;
 }
@@ -287,6 +306,7 @@ std::shared_ptr<const SparseTileData> Fragment::load_cells(const SparseEntry& e,
   auto key = TileCache::Key{serial_, key_off};
   if (auto hit = cache_->get(key)) return std::static_pointer_cast<const SparseTileData>(hit);
   auto t = decode_cells(e, what, values, layout);
+  cached_.store(true, std::memory_order_relaxed);
   cache_->put(key, t, e.cells * meta_.rank * 8 + t->values.size() + t->keys.size() * 8);
   return t;
 }

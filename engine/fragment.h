@@ -81,6 +81,7 @@ class Fragment {
   // Bytes stored: the file's size, or the inline record's.
   uint64_t file_size() const { return file_size_; }
 
+  ~Fragment();  // drops its tile-cache entries
   // Decoded cells of dense entry i (cells of its box in cell order).
   std::shared_ptr<const std::vector<uint8_t>> dense_tile(size_t i) const;
   // The bytes of dense data entry i as stored (still encoded by the fragment's values
@@ -94,6 +95,15 @@ class Fragment {
   // to their destinations, reading only the check blocks they touch (requires
   // partial_reads(i); a tile in the decoded-tile cache is copied from there).
   void read_dense_runs(size_t i, const std::vector<ByteRun>& runs) const;
+  // Warm re-reads (docs/engine.md "The tile cache"): reads unfiltered tile i whole into
+  // the tile cache, every block verified as the bytes arrive from the file, so later
+  // reads copy it from memory.  False when it is not cached: too large for the cache, or
+  // the read or a check failed (the caller's own read of the blocks it needs then reports
+  // that, and reads of other blocks still work).
+  bool cache_tile(size_t i) const;
+  bool tile_cached(size_t i) const;
+  uint64_t cache_budget() const { return cache_->budget(); }
+  uint64_t cache_max_entry() const { return cache_->max_entry(); }
   // Bytes of the check blocks from the first to the last run's block when some of them
   // are not verified yet (a first read: from disk, most likely); 0 when a read of them
   // would be a plain pread or a tile-cache copy.
@@ -147,6 +157,7 @@ class Fragment {
   uint64_t serial_ = 0;  // process-unique, keys the tile cache
   std::shared_ptr<Context> ctx_;
   TileCache* cache_ = nullptr;  // ctx_'s
+  mutable std::atomic<bool> cached_{false};  // put anything into cache_ (the destructor drops it)
   FragmentMeta meta_;
   mutable std::once_flag layout_once_;
   mutable std::unique_ptr<Layout> layout_;  // layout(), once made

@@ -256,6 +256,7 @@ TEST(ParallelRead, WarmReadNeverWaitsForHelpersThatCannotStart) {
   EngineOptions eo;
   eo.threads = 2;
   eo.io_threads = 1;
+  eo.tile_cache_mb = 0;  // re-reads from the file: the tile cache would serve them on the caller
   auto ctx = std::make_shared<Context>(eo);
   ArrayOptions ao;
   ao.context = ctx;

@@ -68,6 +68,9 @@ class ReadPlanner {
   void split_long_runs(uint64_t block);
   void run_jobs();
   void read_jobs();
+  // Puts the tiles a warm re-read copies most of into the tile cache; true when every
+  // tile of the queued jobs is now read from there.
+  bool admit_warm_tiles();
   bool newer_dense_covers(size_t frag_index, const uint64_t* c) const;
   void fill_run(uint8_t* dst, uint64_t n) const;  // n fill values, contiguous
   // n cells from src to dst, element strides ss and ds.
@@ -98,6 +101,9 @@ class ReadPlanner {
   uint64_t scattered_tile_ends(uint64_t cold) const;  // readahead past whole tiles not read on from
   std::vector<Job> jobs_;
   size_t queued_runs_ = 0;
+  // Bytes of tiles this read put into the tile cache (admit_warm_tiles); UINT64_MAX once
+  // the read proved too large to cache (a scan: it must not flush the cache).
+  uint64_t admitted_ = 0;
   // Partial reads whose cells are not contiguous on both sides (column-major cells, a
   // strided destination): the blocks the piece touches are read by one job into a
   // tile-sized buffer of the thread running it, and the piece is copied out (copy_box)
@@ -119,6 +125,8 @@ class ReadPlanner {
   // Bytes of a re-read of verified blocks from which it is split over the cores.
   static constexpr uint64_t kParallelWarmBytes = 2 << 20;
   static constexpr size_t kMaxQueuedRuns = 1 << 16;
+  // A warm re-read caches a tile it copies at least (kAdmitShare - 1) / kAdmitShare of.
+  static constexpr uint64_t kAdmitShare = 4;
 };
 
 }  // namespace tessera

@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 
-
 namespace tessera {
 
 uint64_t TileCache::used() {
@@ -19,7 +18,7 @@ std::shared_ptr<const void> TileCache::get(const Key& k) {
 }
 
 void TileCache::put(const Key& k, std::shared_ptr<const void> v, uint64_t bytes) {
-  if (bytes > budget_ / 4) return;  // one tile may not evict most of the cache
+  if (bytes > max_entry()) return;
   std::lock_guard<std::mutex> g(mu_);
   if (map_.count(k)) return;
   lru_.push_front({k, std::move(v), bytes});
@@ -29,6 +28,16 @@ void TileCache::put(const Key& k, std::shared_ptr<const void> v, uint64_t bytes)
     used_ -= lru_.back().bytes;
     map_.erase(lru_.back().key);
     lru_.pop_back();
+  }
+}
+
+void TileCache::drop(uint64_t serial) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = map_.lower_bound(Key{serial, 0});
+  while (it != map_.end() && it->first.serial == serial) {
+    used_ -= it->second->bytes;
+    lru_.erase(it->second);
+    it = map_.erase(it);
   }
 }
 
