@@ -429,5 +429,38 @@ TEST_F(CatalogTest, OnSyncNetRecordReplaysToTheModel) {
   EXPECT_EQ(seen, model);
 }
 
+// The map's comparator works eight bytes at a time: keys with long shared prefixes, every
+// byte value (0x00, 0x7f/0x80, 0xff) at every position and every length around a word
+// boundary must come back in std::string's order, and each must be found again.
+TEST_F(CatalogTest, KeyOrderIsBytewiseForEveryLengthAndByte) {
+  std::map<std::string, std::string> model;
+  testutil::Rng rng(0x0DE4);
+  const char bytes[] = {'\0', '\x01', '0', '7', 'a', '\x7f', '\x80', '\xfe', '\xff'};
+  const std::string prefixes[] = {"", "a/", "a/000000000000", "a/0000000000001", "l/00000000000000ff/"};
+  CatalogBatch b;
+  for (int i = 0; i < 3000; ++i) {
+    std::string key = prefixes[rng.below(5)];
+    for (int k = 0, n = static_cast<int>(rng.below(19)); k < n; ++k) key += bytes[rng.below(sizeof bytes)];
+    if (key.empty()) key = "e";
+    std::string v = std::to_string(i);
+    b.put(key, v);
+    model[key] = v;
+  }
+  {
+    auto c = rw(true);
+    c->commit(b);
+    auto got = c->scan("");
+    ASSERT_EQ(KV(model.begin(), model.end()), got);
+    for (const auto& [k, v] : model) EXPECT_EQ(c->get(k), v) << testing::PrintToString(k);
+    const std::string absent("a/000000000000\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 24);
+    EXPECT_EQ(c->get(absent).has_value(), model.count(absent) > 0);
+    KV want;
+    for (const auto& kv : model)
+      if (kv.first.compare(0, 14, "a/000000000000") == 0) want.push_back(kv);
+    EXPECT_EQ(c->scan("a/000000000000"), want);
+  }
+  EXPECT_EQ(ro()->scan(""), KV(model.begin(), model.end()));  // replayed in the same order
+}
+
 }  // namespace
 }  // namespace tessera

@@ -15,7 +15,6 @@
 // reopened, when native's order becomes an artefact of message placement.
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <vector>
 
 #include "vol/error.h"
@@ -207,28 +206,39 @@ hid_t owner_id(Obj* o, uint64_t owner) {
 void iterate(Obj* o, const H5VL_loc_params_t* lp, const H5VL_attr_iterate_args_t& it, herr_t* ret) {
   SharedFile& f = *o->file;
   uint64_t owner = owner_of(o, lp, nullptr);
+  const uint64_t listed_at = f.catalog_version();  // before the scan: v is at least this new
   auto v = ordered_attrs(f, owner, it.idx_type, it.order);
   hsize_t start = it.idx ? *it.idx : 0;
   if (start > v.size()) fail_arg("iteration start index " + std::to_string(start) + " out of range");
   // The reported creation orders, computed once (reported_corder per attribute would
   // re-read the owner's record and attribute list for each).
-  std::map<std::string, int64_t> corders;
+  // corders[i] is v[i]'s: the stored counter when tracked, else its rank in creation
+  // order (a sort of positions, not a copy of the records and a map by name).
   const bool tracked = tracks_attr_corder(f, owner);
-  AttrList by_corder = v;
-  if (!tracked) order_by_index(by_corder, H5_INDEX_CRT_ORDER, H5_ITER_INC);
-  for (size_t k = 0; k < by_corder.size(); ++k)
-    corders[by_corder[k].first] = tracked ? by_corder[k].second.corder : static_cast<int64_t>(k);
+  std::vector<int64_t> corders(v.size());
+  if (tracked) {
+    for (size_t k = 0; k < v.size(); ++k) corders[k] = v[k].second.corder;
+  } else {
+    std::vector<size_t> by_corder(v.size());
+    for (size_t k = 0; k < v.size(); ++k) by_corder[k] = k;
+    std::stable_sort(by_corder.begin(), by_corder.end(),
+                     [&](size_t a, size_t b) { return v[a].second.corder < v[b].second.corder; });
+    for (size_t k = 0; k < by_corder.size(); ++k) corders[by_corder[k]] = static_cast<int64_t>(k);
+  }
   hid_t loc = owner_id(o, owner);
   herr_t r = 0;
   hsize_t i = start;
   for (; i < v.size() && r == 0; ++i) {
     H5A_info_t info{};
     try {
-      fill_info(f, owner, v[i].first, v[i].second, &info, &corders[v[i].first]);
+      fill_info(f, owner, v[i].first, v[i].second, &info, &corders[i]);
     } catch (...) {
       if (loc >= 0) H5Idec_ref(loc);
       throw;
     }
+    // The callback usually opens and reads this attribute: it finds the record listed
+    // here unless the catalog changed since (a callback that writes).
+    f.remember_attr_at(listed_at, owner, v[i].first, std::make_shared<const AttrRecord>(std::move(v[i].second)));
     r = it.op(loc, v[i].first.c_str(), &info, it.op_data);
   }
   if (loc >= 0) H5Idec_ref(loc);

@@ -37,6 +37,12 @@ std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner
   return out;
 }
 
+uint64_t SharedFile::attr_count(uint64_t owner) {
+  uint64_t n = 0;
+  check(tessera::guard([&] { n = container_->catalog().count(id_key("a/", owner, "/"), UINT64_MAX); }));
+  return n;
+}
+
 std::shared_ptr<const AttrRecord> SharedFile::find_attr(uint64_t owner, const std::string& name) {
   const uint64_t version = container_->catalog().version();
   if (last_attr_ && last_attr_->version == version && last_attr_->owner == owner && last_attr_->name == name)
@@ -52,6 +58,13 @@ std::shared_ptr<const AttrRecord> SharedFile::find_attr(uint64_t owner, const st
 void SharedFile::remember_attr(uint64_t owner, const std::string& name, std::shared_ptr<const AttrRecord> r) {
   last_attr_ = LastAttr{container_->catalog().version(), owner, name, std::move(r)};
 }
+
+void SharedFile::remember_attr_at(uint64_t version, uint64_t owner, const std::string& name,
+                                  std::shared_ptr<const AttrRecord> r) {
+  last_attr_ = LastAttr{version, owner, name, std::move(r)};
+}
+
+uint64_t SharedFile::catalog_version() { return container_->catalog().version(); }
 
 void SharedFile::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r) {
   b.put(attr_key(owner, name), r.serialize());

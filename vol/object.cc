@@ -75,7 +75,7 @@ void fill_info(SharedFile& f, uint64_t oid, unsigned fields, H5O_info2_t* info) 
   info->type = otype(r.type);
   info->rc = static_cast<unsigned>(r.rc);
   object_times(f, oid, r, info);
-  if (fields & H5O_INFO_NUM_ATTRS) info->num_attrs = f.attrs(oid).size();
+  if (fields & H5O_INFO_NUM_ATTRS) info->num_attrs = f.attr_count(oid);  // H5Oget_info's count: no record decoded
 }
 
 // Some absolute path to an object (breadth-first over hard links), or "" if unlinked.

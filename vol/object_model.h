@@ -195,6 +195,7 @@ class SharedFile {
 
   // --- attributes
   std::vector<std::pair<std::string, AttrRecord>> attrs(uint64_t owner);  // sorted by name
+  uint64_t attr_count(uint64_t owner);  // counted in the catalog, nothing decoded
   // The record, or null.  The one last found is kept while the catalog does not change
   // (H5Aopen, H5Aget_type and H5Aread of one attribute each need it): shared, not copied.
   std::shared_ptr<const AttrRecord> find_attr(uint64_t owner, const std::string& name);
@@ -202,6 +203,12 @@ class SharedFile {
   // the H5Awrite that follows an H5Acreate (or the read after a write) needs no catalog
   // get and no decode.
   void remember_attr(uint64_t owner, const std::string& name, std::shared_ptr<const AttrRecord> r);
+  // Same for a record read from the catalog at `version` (catalog_version() then): kept
+  // only while the catalog stays at that version.  H5Aiterate hands each record it listed
+  // to the H5Aopen / H5Aread its callback usually does.
+  void remember_attr_at(uint64_t version, uint64_t owner, const std::string& name,
+                        std::shared_ptr<const AttrRecord> r);
+  uint64_t catalog_version();
   bool has_attr(uint64_t owner, const std::string& name);
   void put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r);
   void del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name);
