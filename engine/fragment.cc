@@ -243,6 +243,12 @@ bool Fragment::tile_cached(size_t i) const {
   return cache_->get(TileCache::Key{serial_, meta_.dense.at(i).blob.offset}) != nullptr;
 }
 
+bool Fragment::reread_recently(size_t i) const {
+  const DenseEntry& e = meta_.dense.at(i);
+  cached_.store(true, std::memory_order_relaxed);  // its stamp goes with the fragment too
+  return cache_->reread_recently(TileCache::Key{serial_, e.blob.offset}, e.blob.stored_size);
+}
+
 bool Fragment::cache_tile(size_t i) const {
   if (!partial_reads(i) || meta_.dense[i].blob.stored_size > cache_->max_entry()) return false;
   try {

@@ -102,6 +102,9 @@ class Fragment {
   // that, and reads of other blocks still work).
   bool cache_tile(size_t i) const;
   bool tile_cached(size_t i) const;
+  // Records a read of most of dense tile i and says whether the tile was read recently
+  // enough for the cache to hold it until its next read (TileCache::reread_recently).
+  bool reread_recently(size_t i) const;
   uint64_t cache_budget() const { return cache_->budget(); }
   uint64_t cache_max_entry() const { return cache_->max_entry(); }
   // Bytes of the check blocks from the first to the last run's block when some of them

@@ -403,12 +403,15 @@ void ReadPlanner::run_job(Job& j) const {
 
 // A re-read of tiles whose blocks an earlier read verified (cold_span 0) reads them from
 // the page cache, which costs the kernel's copy, its page lookups and the checksums on
-// every read.  Such a tile, when this read copies most of it (kAdmitShare), is read once
-// more whole into the tile cache (verified as it comes from the file), and this and later
-// reads copy it from there.  Not cached: a tile read only once (a single pass does not
-// flush the cache); a small part of a tile (a column, a box: reading the whole tile would
-// cost more than the part); the tiles of a read that would together take more than a
-// quarter of the cache (a repeated scan).
+// every read.  Such a tile, when this read copies most of it (kAdmitShare) and read most
+// of it not long before (within the cache's size of such reads: TileCache::
+// reread_recently), is read once more whole into the tile cache (verified as it comes from
+// the file), and this and later reads copy it from there.  Not cached: a tile read only
+// once (a single pass does not flush the cache); a tile whose reads are further apart than
+// the cache holds (a loop over more tiles than fit: each would be allocated, filled and
+// evicted unread, a copy more per read); a small part of a tile (a column, a box: reading
+// the whole tile would cost more than the part); the tiles of a read that would together
+// take more than a quarter of the cache (a repeated scan).
 bool ReadPlanner::admit_warm_tiles() {
   struct Tile {
     const Fragment* f;
@@ -416,8 +419,9 @@ bool ReadPlanner::admit_warm_tiles() {
     uint64_t copied;  // bytes this read copies out of it
   };
   std::vector<Tile> tiles;
+  bool cold = false;  // blocks to read from the file anyway: stamp the tiles, cache none
   for (const Job& j : jobs_) {
-    if (j.cold_span != 0) return false;  // blocks to read from the file anyway
+    cold |= j.cold_span != 0;
     uint64_t copied = 0;
     for (const ByteRun& r : j.runs) copied += r.len;
     auto t = std::find_if(tiles.rbegin(), tiles.rend(), [&](const Tile& x) { return x.f == j.f && x.idx == j.idx; });
@@ -426,13 +430,29 @@ bool ReadPlanner::admit_warm_tiles() {
     else
       tiles.push_back({j.f, j.idx, copied});
   }
+  // A read that would add more than a quarter of the cache caches nothing: not worth
+  // its stamps.
+  uint64_t most = 0;  // bytes of the uncached tiles it reads most of
+  for (const Tile& t : tiles) {
+    const uint64_t size = t.f->meta().dense[t.idx].blob.stored_size;
+    if (t.copied >= size / kAdmitShare * (kAdmitShare - 1) && !t.f->tile_cached(t.idx)) most += size;
+  }
+  if (tiles.empty() || most > tiles.front().f->cache_budget() / 4) {
+    if (most) admitted_ = UINT64_MAX;
+    return false;
+  }
   bool all = true;  // every tile of the read is in the cache
   uint64_t bytes = 0;
   size_t n = 0;
   for (const Tile& t : tiles) {
-    if (t.f->tile_cached(t.idx)) continue;
     const uint64_t size = t.f->meta().dense[t.idx].blob.stored_size;
-    if (admitted_ == UINT64_MAX || t.copied < size / kAdmitShare * (kAdmitShare - 1)) {
+    if (t.copied < size / kAdmitShare * (kAdmitShare - 1)) {
+      all = false;
+      continue;
+    }
+    if (!cold && t.f->tile_cached(t.idx)) continue;
+    const bool recent = t.f->reread_recently(t.idx);
+    if (cold || admitted_ == UINT64_MAX || !recent) {
       all = false;
       continue;
     }
@@ -443,6 +463,7 @@ bool ReadPlanner::admit_warm_tiles() {
     bytes += size;
     tiles[n++] = t;
   }
+  if (cold) return false;
   admitted_ += bytes;
   for (size_t k = 0; k < n; ++k) all &= tiles[k].f->cache_tile(tiles[k].idx);
   return all;

@@ -1,6 +1,7 @@
 #include "engine/tile_cache.h"
 
 #include <cstdlib>
+#include <iterator>
 
 namespace tessera {
 
@@ -31,8 +32,26 @@ void TileCache::put(const Key& k, std::shared_ptr<const void> v, uint64_t bytes)
   }
 }
 
+bool TileCache::reread_recently(const Key& k, uint64_t bytes) {
+  // Enough stamps to remember every tile of a full cache of 4 KiB tiles; past it, the
+  // stamps older than the budget go (they could only say "not recently" anyway).
+  const size_t max_stamps = static_cast<size_t>(budget_ / 4096) + 64;
+  std::lock_guard<std::mutex> g(mu_);
+  clock_ += bytes;
+  auto [it, fresh] = last_read_.try_emplace(k, clock_);
+  const uint64_t before = it->second;
+  it->second = clock_;
+  if (last_read_.size() > max_stamps) {
+    for (auto s = last_read_.begin(); s != last_read_.end();)
+      s = clock_ - s->second > budget_ ? last_read_.erase(s) : std::next(s);
+    if (last_read_.size() > max_stamps) last_read_.clear();
+  }
+  return !fresh && clock_ - before <= budget_;
+}
+
 void TileCache::drop(uint64_t serial) {
   std::lock_guard<std::mutex> g(mu_);
+  last_read_.erase(last_read_.lower_bound(Key{serial, 0}), last_read_.lower_bound(Key{serial + 1, 0}));
   auto it = map_.lower_bound(Key{serial, 0});
   while (it != map_.end() && it->first.serial == serial) {
     used_ -= it->second->bytes;

@@ -28,6 +28,11 @@ class TileCache {
   uint64_t max_entry() const { return budget_ / 4; }
   // Removes every entry of fragment `serial` (the fragment is being closed).
   void drop(uint64_t serial);
+  // Records a warm re-read of the `bytes` of tile `k` and says whether the same tile was
+  // read within the last budget() bytes of such reads (its reuse distance fits the cache).
+  // Caching a tile pays only then: a loop over more tiles than the cache holds would
+  // otherwise allocate and fill an entry on every read and never hit one (LRU's worst case).
+  bool reread_recently(const Key& k, uint64_t bytes);
 
  private:
   struct Item {
@@ -40,6 +45,10 @@ class TileCache {
   std::list<Item> lru_;  // front = most recent
   // Ordered by serial first: drop() erases one fragment's entries as one range.
   std::map<Key, std::list<Item>::iterator> map_;
+  // Warm re-reads seen (reread_recently): the read clock, in bytes, and each tile's time of
+  // its last read.  Bounded: entries older than the budget are useless and pruned.
+  uint64_t clock_ = 0;
+  std::map<Key, uint64_t> last_read_;
 };
 
 }  // namespace tessera

@@ -151,6 +151,31 @@ TEST(WarmTileCache, SmallPartsAndScansAreNotCached) {
   EXPECT_EQ(fx.used(), kTileBytes);
 }
 
+// A loop reading tile after tile, one read each, over more tiles than the cache holds:
+// under LRU every entry would be evicted before its next read, so caching would only add
+// an allocation and a copy to every read.  Nothing is cached; a loop over fewer tiles
+// than the cache holds is cached from its second pass on.
+TEST(WarmTileCache, LoopsOverMoreTilesThanTheCacheHoldsAreNotCached) {
+  Fixture fx;
+  auto a = fx.open(false);
+  std::vector<int32_t> out;
+  for (int pass = 0; pass < 4; ++pass)
+    for (uint64_t t = 0; t < kTiles; ++t) {  // 6 tiles of 256 KiB, a 1 MiB cache
+      ASSERT_TRUE(read(*a, tile_box(t), &out).ok());
+      EXPECT_EQ(out, expected(fx.truth, tile_box(t)));
+      EXPECT_EQ(fx.used(), 0u) << "pass " << pass << " tile " << t;
+    }
+  for (int pass = 0; pass < 3; ++pass)
+    for (uint64_t t = 0; t < 3; ++t) {  // 3 tiles: 768 KiB
+      ASSERT_TRUE(read(*a, tile_box(t), &out).ok());
+      EXPECT_EQ(out, expected(fx.truth, tile_box(t)));
+      // In the first pass each tile's last read was six tiles (1.5 MiB) before; from
+      // the second on, three (768 KiB).
+      const uint64_t cached = pass == 0 ? 0 : pass == 1 ? t + 1 : 3;
+      EXPECT_EQ(fx.used(), cached * kTileBytes) << "pass " << pass << " tile " << t;
+    }
+}
+
 TEST(WarmTileCache, BudgetHoldsAndEvictedTilesAreVerifiedAgain) {
   Fixture fx;
   const std::string frag = fx.fragment_paths().at(0);
