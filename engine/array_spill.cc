@@ -6,16 +6,28 @@
 // or cell touches is painted like a consolidation paints its inputs (consolidator.h):
 // the blob pieces in arrival order, then the cells, into one buffer with a coverage mask —
 // n rewrites of a tile cost one tile write, and a tile the writes cover whole (an ROI, a
-// frame) becomes one dense piece.
+// frame) becomes one dense piece; one they cover in part, a few disjoint dense pieces
+// (cover_boxes.h) — sparse cells only when the covered cells are scattered.
 #include <algorithm>
 #include <cstring>
 #include <map>
 
 #include "engine/array.h"
+#include "engine/cover_boxes.h"
 #include "engine/layout.h"
 #include "engine/strided_copy.h"
 
 namespace tessera {
+
+namespace {
+
+// A partly covered tile goes out as dense boxes when it takes at most this many, of at
+// least this many cells on average; else as sparse cells (16 bytes of coordinates each,
+// before compression, against a footer entry per box).
+constexpr size_t kMaxTileBoxes = 64;
+constexpr uint64_t kMinBoxCells = 32;
+
+}  // namespace
 
 void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const {
   const size_t es = schema_.elem_size;
@@ -50,6 +62,7 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
   std::vector<uint8_t> data, covered;
   std::vector<uint64_t> sp_coords;
   std::vector<uint8_t> sp_values;
+  std::vector<Box> boxes;
   for (const auto& [tile, pieces] : tiles) {
     // This tile's cells: the run at the cursor.
     const size_t c0 = cursor;
@@ -103,9 +116,26 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
       std::memcpy(&data[off * es], vs + k * es, es);
       covered[off] = 1;
     }
-    if (static_cast<uint64_t>(std::count(covered.begin(), covered.end(), uint8_t{1})) == n) {
+    const uint64_t ncovered = static_cast<uint64_t>(std::count(covered.begin(), covered.end(), uint8_t{1}));
+    if (ncovered == n) {
       w.add_dense_tile(tile.data(), bb, std::move(data));
       data = {};
+      continue;
+    }
+    // Partly covered (row bands of small box writes): a few dense boxes of this tile
+    // when the covered cells are that, else sparse cells.
+    if (cover_boxes(bb, bstride, covered, kMaxTileBoxes, &boxes) && ncovered / boxes.size() >= kMinBoxCells) {
+      for (const Box& b : boxes) {
+        uint64_t doff = 0;
+        for (int d = 0; d < r; ++d) {
+          shape[d] = b.hi[d] - b.lo[d] + 1;
+          doff += (b.lo[d] - bb.lo[d]) * bstride[d];
+        }
+        layout.cell_strides(b, pstride);
+        std::vector<uint8_t> piece(b.cells() * es);
+        strided_copy(r, shape, data.data() + doff * es, bstride, piece.data(), pstride, es);
+        w.add_dense_tile(tile.data(), b, std::move(piece));
+      }
       continue;
     }
     sp_coords.clear();

@@ -140,7 +140,9 @@ void FragmentWriter::append_impl(const void* p, size_t n) {
   const auto* b = static_cast<const uint8_t*>(p);
   if (in_memory_) {
     mem_.insert(mem_.end(), b, b + n);
-  } else if (out_.offset() == 0 && head_.size() + n <= kHeadBytes) {
+  } else if ((out_.offset() == 0 || n <= kStageMax) && head_.size() + n <= kHeadBytes) {
+    // Small blobs further on wait there too: a spill of many small dense boxes (a
+    // partly covered tile's, cover_boxes.h) goes out in 64 KiB writes, not one per box.
     head_.insert(head_.end(), b, b + n);
   } else if (!head_.empty()) {
     out_.append2(head_.data(), head_.size(), p, n);
@@ -237,8 +239,16 @@ void FragmentWriter::add_dense_tile(const uint64_t* tile, const Box& box, std::v
 }
 
 DenseEntry& FragmentWriter::new_data_entry(const uint64_t* tile, const Box& box) {
-  if (!dense_.empty() && layout_.compare_tiles(dense_.back().tile.data(), tile) >= 0)
-    throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
+  if (!dense_.empty()) {
+    const int c = layout_.compare_tiles(dense_.back().tile.data(), tile);
+    if (c > 0) throw_error(Errc::kInternal, "dense tiles must be added in ascending tile order");
+    // Several disjoint boxes may share a tile (a spill's partly covered tile,
+    // cover_boxes.h): readers take every entry of the tile.
+    if (c == 0)
+      for (size_t i = dense_.size(); i-- > 0 && layout_.compare_tiles(dense_[i].tile.data(), tile) == 0;)
+        if (dense_[i].box.intersects(box))
+          throw_error(Errc::kInternal, "dense boxes sharing a tile must be disjoint");
+  }
   DenseEntry e;
   e.kind = DenseEntry::kData;
   e.tile.assign(tile, tile + schema_.rank());

@@ -132,9 +132,10 @@ class FragmentWriter {
   static constexpr uint64_t kWritebackStep = 16 << 20;
   uint64_t wb_started_ = 0;  // bytes before this were handed to writeback
   static constexpr size_t kHeadBytes = 64 << 10;
+  static constexpr size_t kStageMax = 16 << 10;  // appends up to this size are gathered in head_
   // add_dense_tile_spans's write size: checksummed, scanned and written while in L2.
   static constexpr uint64_t kWriteGroup = 512 << 10;
-  std::vector<uint8_t> head_;  // file mode: first bytes not written yet (append)
+  std::vector<uint8_t> head_;  // file mode: bytes not written yet (the first ones, small appends)
   void name_files();
   void open_file();  // moves the bytes collected in memory to the temporary file
 

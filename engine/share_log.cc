@@ -71,17 +71,29 @@ void ShareLogReader::poll(Env& env, const std::string& path, std::vector<Record>
   const uint64_t size = f_.size();
   if (size < off_ + kHeader) return;
   std::vector<uint8_t> tail(size - off_);
-  const size_t got = f_.pread_some(tail.data(), tail.size(), off_);
+  size_t got = f_.pread_some(tail.data(), tail.size(), off_);
   size_t at = 0;
+  bool reread = false;
   while (at + kHeader <= got) {
     const uint8_t* h = tail.data() + at;
     if (get_u32(h + 20) != kMagic) break;  // an append in progress: looked at again later
     const uint64_t n = get_u64(h);
     if (n > got - at - kHeader) break;
     const uint8_t* p = h + kHeader;
-    if (checksum64(p, n) != get_u64(h + 8))
+    if (checksum64(p, n) != get_u64(h + 8)) {
+      // A buffered read is not atomic against a concurrent pwrite: a header crossing a
+      // page boundary can be read half old (length, checksum) and half new (magic).  The
+      // magic being there means the header's write had begun, so the payload's (written
+      // before it) was done: one more read sees the record whole.  Damage fails again.
+      if (!reread) {
+        reread = true;
+        got = at + f_.pread_some(tail.data() + at, tail.size() - at, off_ + at);
+        continue;
+      }
       throw_error(Errc::kCorrupt, "share log '" + path + "': the record at byte " + std::to_string(off_ + at) +
                                       " fails its checksum");
+    }
+    reread = false;
     Record r{static_cast<ShareRecord>(get_u32(h + 16)), off_ + at, std::vector<uint8_t>(p, p + n)};
     at += kHeader + n;
     const bool closed = r.kind == ShareRecord::kClosed;

@@ -15,7 +15,8 @@
 // kind, u32 magic — followed by the payload.  The writer writes the payload first and
 // the header after it, magic last, so a reader that finds no magic at a record's start
 // has caught an append in progress and looks again later; a record with its magic whose
-// payload fails its checksum is damage and an error.  The log is a temporary file (a
+// payload fails its checksum twice (read again: a header crossing a page boundary can be
+// read torn while it is written) is damage and an error.  The log is a temporary file (a
 // dot, ".tmp"): never committed, removed by its writer when the array closes and by
 // crash recovery otherwise.
 #pragma once
