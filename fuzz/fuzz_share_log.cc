@@ -1,6 +1,6 @@
 // Another rank's share log (frag/.r<rank>.share.tmp: docs/format.md "Share logs"), read
-// the way a rank of the job reads it: a read-only open of the array (rank 0 of 2) polls
-// rank 1's log, opens each fragment record as an in-memory fragment, follows kShared
+// the way a rank of the job reads it: an open of the array by rank 0 of 2 polls rank 1's
+// log, opens each fragment record as an in-memory fragment, follows kShared
 // names and kList records, and the array is read whole; then more bytes are appended to
 // the log (a writer that goes on) and the handle is refreshed and read again, so records
 // split across polls, a record caught mid-append and kClosed are reached too.
@@ -53,10 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string log = join_path(frag, share_log_name(1));
   fuzz::put_file(log, first.data(), first.size());
   ArrayOptions o = fuzz::share_log_rank(0, 2);
-  o.shadow = true;  // read-only and no journal recovery: only the log is read
+  // A writing rank (only those read share logs: a read-only job's ranks write none), a
+  // shadow so that no journal recovery or cleanup runs: only the log is read.
+  o.shadow = true;
   o.context = ctx;
   std::unique_ptr<Array> a;
-  const Status st = Array::open(dir, /*writable=*/false, o, &a);
+  const Status st = Array::open(dir, /*writable=*/true, o, &a);
   expect_clean_status(st);
   if (st.ok()) {
     read_whole(*a);
