@@ -308,7 +308,7 @@ void Array::load_fragments() {
     if (list_present(&all, &problem)) {
       if (ahead_checked || !store_->schema_ahead_of_records(extent_id_)) break;
       ahead_checked = true;
-    } else if (attempt == 4) {
+    } else if (attempt >= 4) {
       throw_error(Errc::kCorrupt, problem);
     }
     store_->refresh(/*records=*/true);
