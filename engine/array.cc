@@ -166,6 +166,10 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     // other, never recorded (the epoch publishes it, or a crash drops it).
     if (opts_.collective && parse_shared_name(name, &id)) {
       if (id.rank == opts_.writer_rank) continue;  // our own: in unpublished_
+      // Read-only: no rank of this job shares (a job of readers); the file is another
+      // job's write no epoch committed (a crashed job's until recovery removes it).  A
+      // committed epoch's file not renamed yet is read through its journal (recovered_).
+      if (!writable_) continue;
       std::shared_ptr<Fragment> f;
       const std::string path = join_path(frag_dir_, name);
       if (!(f = known_at(path))) {
@@ -301,9 +305,19 @@ void Array::load_fragments() {
   // reloaded first; a lasting inconsistency is a lost file.
   std::vector<std::shared_ptr<Fragment>> all;
   std::string problem;
+  // A reader's schema file newer than its catalog's last commit is from a commit the
+  // catalog lacks (an epoch whose members have not all renamed their files yet, which
+  // the listing may not show: rank 0 may publish no file of the array): the catalog is
+  // reloaded once, so the epoch's journals give its files.  Still newer after that: a
+  // serial writer's flush, committed by its journal, whose records come after.
+  bool ahead_checked = writable_;
   for (int attempt = 0;; ++attempt) {
-    if (list_present(&all, &problem)) break;
-    if (attempt == 4) throw_error(Errc::kCorrupt, problem);
+    if (list_present(&all, &problem)) {
+      if (ahead_checked || !store_->schema_ahead_of_records(extent_id_)) break;
+      ahead_checked = true;
+    } else if (attempt >= 4) {
+      throw_error(Errc::kCorrupt, problem);
+    }
     store_->refresh(/*records=*/true);
     // The reload may have brought an epoch whose members are still renaming its files
     // (an outside reader of a parallel file): its journals are read again, so the

@@ -420,7 +420,10 @@ class Array final : public BufferOwner {
   // newly seen fragment meets its cells (fence_: those seen during the run, which later
   // writes of the run must not meet either) — a write ordered after another rank's
   // must sort after it.
-  bool share_logging() const { return opts_.share_ranks > 1 && opts_.collective && !compact_; }
+  // Only a writable array: a read-only one belongs to a job of readers (the connector
+  // opens arrays writable exactly when the file is), so the share logs it could find are
+  // another job's uncommitted writes — a crashed one's, until recovery removes them.
+  bool share_logging() const { return opts_.share_ranks > 1 && opts_.collective && !compact_ && writable_; }
   // A buffered box write: queued for the share log (true), or not loggable (false: the
   // run ends and the next share_own shares through files).
   bool note_logged_write(const Selection& sel, const uint8_t* src, const uint64_t* sstride);

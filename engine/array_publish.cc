@@ -281,8 +281,11 @@ void Array::recover_journal() {
   for (const std::string& p : rank_journals) recover_one_journal(p);
   if (writable_ && opts_.sole_writer) {
     // Fragments a crashed writer never staged (".<id>.<pid>.<n>.tmp"): never published.
+    // And a publish log's rewrite a crash cut short before its rename: the log it was
+    // to replace is still in place, whole.
     for (const std::string& name : list_dir(env(), frag_dir_))
-      if (name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0)
+      if ((name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0) ||
+          is_publish_log_temp(name))
         remove_file(env(), join_path(frag_dir_, name));
   }
 }

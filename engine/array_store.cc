@@ -10,6 +10,7 @@
 #include "engine/container.h"
 #include "engine/file_io.h"
 #include "engine/file_records.h"
+#include "engine/history.h"
 
 namespace tessera {
 
@@ -99,6 +100,11 @@ class DirStore final : public ArrayStore {
   std::optional<uint64_t> committed_epoch() const override {
     if (!records_) return std::nullopt;
     return epoch_of(*records_);
+  }
+  // An extent change's id is never newer than the commit that publishes it (its time is
+  // the members' latest clock: commit.cc).
+  bool schema_ahead_of_records(const FragmentId& extent_id) const override {
+    return records_ && extent_id.ts > last_commit(*records_).ts_ns;
   }
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
   void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
@@ -277,6 +283,7 @@ class CatalogStore final : public ArrayStore {
   bool has_records() const override { return true; }
   bool files_logged() const override { return cat_.catalog->contains(cat_.prefix + kFilesLoggedKey); }
   std::optional<uint64_t> committed_epoch() const override { return epoch_of(*cat_.catalog); }
+  bool schema_ahead_of_records(const FragmentId&) const override { return false; }  // a record itself
   void mark_files_logged(CatalogBatch& into) override {
     if (files_logged() || !alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
     into.put(cat_.prefix + kFilesLoggedKey, "1");

@@ -116,6 +116,11 @@ class ArrayStore {
   // without a catalog (a standalone array: its opener says).  A read-only view whose
   // catalog was reloaded rolls epoch journals by it again (Array::reread_journals).
   virtual std::optional<uint64_t> committed_epoch() const = 0;
+  // Whether the stored schema (its extent set by extent_id) is newer than the last
+  // commit the records hold: a schema file rank 0 rewrote for an epoch (or a serial
+  // writer for its flush) whose commit this reader's catalog lacks.  Never for a
+  // schema that is itself a record, or without records.
+  virtual bool schema_ahead_of_records(const FragmentId& extent_id) const = 0;
 
   // --- compact arrays (a CatalogStore only): all cells in one record
   // The cells record, if written; *label names it in messages.

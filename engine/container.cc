@@ -10,6 +10,7 @@
 #include "engine/file_io.h"
 #include "engine/history.h"
 #include "engine/options.h"
+#include "engine/publish_log.h"
 
 namespace tessera {
 
@@ -390,7 +391,7 @@ Status Container::recover_arrays() {
       if (!is_directory(env(), frag)) continue;
       for (const std::string& f : list_dir(env(), frag)) {
         bool journal = f.find(".journal") != std::string::npos;
-        bool tmp = f.size() > 4 && f.compare(f.size() - 4, 4, ".tmp") == 0;
+        bool tmp = (f.size() > 4 && f.compare(f.size() - 4, 4, ".tmp") == 0) || is_publish_log_temp(f);
         if (journal || tmp) {
           needed = true;
           break;

@@ -30,6 +30,14 @@ BlobRef get_blob(ByteReader& r) {
   b.checksum = r.u64();
   return b;
 }
+// a * b, or a failure when it does not fit in 64 bits: a wrapped product could match a
+// small stored size and send reads far outside the tile.
+uint64_t checked_mul(ByteReader& r, uint64_t a, uint64_t b) {
+  uint64_t p;
+  if (__builtin_mul_overflow(a, b, &p)) r.fail("a tile size overflows");
+  return p;
+}
+
 void check_box(ByteReader& r, const Box& b) {
   for (int d = 0; d < b.rank(); ++d)
     if (b.lo[d] > b.hi[d]) r.fail("empty box");
@@ -156,7 +164,7 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
       for (auto& c : e.block_checks) c = r.u64();
     }
     e.stats = TileStats::deserialize(r);
-    if (e.kind == DenseEntry::kData && e.blob.raw_size != e.box.cells() * m.elem_size)
+    if (e.kind == DenseEntry::kData && e.blob.raw_size != checked_mul(r, e.box.cells(), m.elem_size))
       r.fail("dense tile size does not match its box");
   }
   uint64_t ns = r.count(8 + 4 * coord_bytes + 64 + 25);
@@ -165,8 +173,8 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
     get_tile_head(r, m.rank, &e);
     e.values = get_blob(r);
     e.stats = TileStats::deserialize(r);
-    if (e.cells == 0 || e.coords.raw_size != e.cells * coord_bytes ||
-        e.values.raw_size != e.cells * m.elem_size)
+    if (e.cells == 0 || e.coords.raw_size != checked_mul(r, e.cells, coord_bytes) ||
+        e.values.raw_size != checked_mul(r, e.cells, m.elem_size))
       r.fail("sparse tile sizes do not match its cell count");
   }
   uint64_t nr = r.count(20);
@@ -186,7 +194,8 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
     m.erased.resize(ne);
     for (auto& e : m.erased) {
       get_tile_head(r, m.rank, &e);
-      if (e.cells == 0 || e.coords.raw_size != e.cells * coord_bytes) r.fail("erased tile size does not match its cell count");
+      if (e.cells == 0 || e.coords.raw_size != checked_mul(r, e.cells, coord_bytes))
+        r.fail("erased tile size does not match its cell count");
     }
   }
   if (version >= 4) {

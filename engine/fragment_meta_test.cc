@@ -112,3 +112,32 @@ TEST(FragmentMeta, TamperedBytesNeverCrash) {
     }
   }
 }
+
+// A dense box whose cell count times the element size wraps around 64 bits matched a
+// small stored size (found by fuzz_share_log: a box 2^62 + 1 cells wide, 4-byte cells,
+// stored in 4 bytes): reads then computed offsets far outside the tile from the box's
+// strides and stopped at an internal check ("dense tile runs out of order or out of the
+// tile", kInternal).  The sizes are checked without overflow: corruption.  Sparse and
+// erased tiles' cell counts the same.
+TEST(FragmentMeta, SizesThatOverflowAreCorruption) {
+  auto rejected = [](const FragmentMeta& m) {
+    const std::vector<uint8_t> b = m.serialize();
+    try {
+      (void)FragmentMeta::deserialize(b.data(), b.size(), "test", kFragVersion);
+    } catch (const Error& e) {
+      return e.code() == Errc::kCorrupt;
+    }
+    return false;
+  };
+  FragmentMeta m = sample();
+  m.values_filters = FilterPipeline({}, 4);
+  m.dense[0].box = Box({0, 0}, {0, (uint64_t{1} << 62)});  // 2^62 + 1 cells: x 4 = 4 (mod 2^64)
+  m.dense[0].blob = BlobRef{32, 4, 4, 0};
+  EXPECT_TRUE(rejected(m)) << "a dense box of 2^62 + 1 four-byte cells in 4 bytes";
+  m = sample();
+  m.sparse[0].cells = (uint64_t{1} << 62) + 3;  // x 16 coordinate bytes = 48, x 4 = 12 (mod 2^64)
+  EXPECT_TRUE(rejected(m)) << "a sparse tile whose cell count wraps its sizes";
+  m = sample();
+  m.erased[0].cells = (uint64_t{1} << 60) + 2;  // x 16 = 32 (mod 2^64)
+  EXPECT_TRUE(rejected(m)) << "an erased tile whose cell count wraps its size";
+}

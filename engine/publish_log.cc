@@ -1,4 +1,4 @@
-// publish_log.cc — see publish_log.h.  An entry is 67 bytes: the fragment id's 43-character
+// publish_log.cc — see publish_log.h.  An entry is 59 bytes: the fragment id's 43-character
 // name, its file size (u64 LE), XXH3-64 of those 51 bytes (u64 LE).
 #include "engine/publish_log.h"
 
@@ -36,15 +36,18 @@ std::vector<uint8_t> encode(const std::vector<std::pair<FragmentId, uint64_t>>& 
   return out;
 }
 
-void decode(const std::vector<uint8_t>& b, std::map<FragmentId, uint64_t>* out) {
-  for (size_t off = 0; off + kEntry <= b.size(); off += kEntry) {
+// Returns the bytes of the entries read (a whole number of entries).
+size_t decode(const std::vector<uint8_t>& b, std::map<FragmentId, uint64_t>* out) {
+  size_t off = 0;
+  for (; off + kEntry <= b.size(); off += kEntry) {
     const uint8_t* p = b.data() + off;
     FragmentId id;
     if (get_u64(p + kIdChars + 8) != checksum64(p, kIdChars + 8) ||
         !FragmentId::parse(std::string(reinterpret_cast<const char*>(p), kIdChars), &id))
-      return;  // a torn append (or damage): what follows is not trusted
+      break;  // a torn append (or damage): what follows is not trusted
     (*out)[id] = get_u64(p + kIdChars);
   }
+  return off;
 }
 
 }  // namespace
@@ -60,6 +63,11 @@ bool is_publish_log(const std::string& name) {
   return true;
 }
 
+bool is_publish_log_temp(const std::string& name) {
+  const size_t at = name.find(".tmp.");
+  return at != std::string::npos && is_publish_log(name.substr(0, at));
+}
+
 void append_publish_log(Env& env, const std::string& frag_dir, uint32_t rank,
                         const std::vector<std::pair<FragmentId, uint64_t>>& files, bool rewrite) {
   if (files.empty()) return;
@@ -73,9 +81,15 @@ void append_publish_log(Env& env, const std::string& frag_dir, uint32_t rank,
     write_file_atomic(env, path, b.data(), b.size(), /*durable=*/true);
     return;
   }
+  // Appended right after the entries a reader takes: whatever follows them — a torn
+  // entry a crash left, or whole-sized entries a torn multi-entry append left zeroed —
+  // stops every reader there, so new entries written after it would permit nothing
+  // (their files, renamed next, would read as "not published in this container").
+  std::map<FragmentId, uint64_t> old;
+  const uint64_t end = fresh ? 0 : decode(read_file(env, path), &old);
   File f = File::open_rw(env, path, /*create=*/true);
-  // Appended after the last whole entry: a torn entry a crash left is overwritten.
-  const uint64_t end = f.size() / kEntry * kEntry;
+  // Cut first: entries after the damage must not come back behind the new ones.
+  if (f.size() != end) f.truncate(end);
   const std::vector<uint8_t> b = encode(files);
   f.pwrite_all(b.data(), b.size(), end);
   f.sync();

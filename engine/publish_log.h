@@ -24,6 +24,10 @@ namespace tessera {
 // "published-r<rank>.log"
 std::string publish_log_name(uint32_t rank);
 bool is_publish_log(const std::string& name);
+// "published-r<rank>.log.tmp.<pid>.<n>": a trim's (or rewrite's) new log before its
+// rename (write_file_atomic).  A crash between the two leaves it; only the array's sole
+// writer may remove it (another rank may be in its own trim).
+bool is_publish_log_temp(const std::string& name);
 
 // Appends one entry per file and makes them durable (fdatasync; the directory fsync'ed
 // when the log is new) — call before the first rename of these files.  rewrite: the

@@ -431,3 +431,102 @@ TEST(PublishVisibility, AReaderOpeningDuringAnEpochsRenamesTakesItsExtent) {
   EXPECT_EQ(seen, "");
   EXPECT_EQ(seen_g, 2);  // opened after the epoch's commit point
 }
+
+// An epoch that grows the extent while rank 0 publishes no fragment of the array: rank 0
+// rewrites the schema file (the epoch's new extent) before rank 1 renames its fragments.
+// A reader whose catalog is one epoch older — an array opened through a container opened
+// before the epoch — read the new schema file, found no file its catalog lacked (rank 1's
+// were not renamed yet), so it did not reload: the new extent over the old epoch's data
+// (rows 16..23 the fill value, where epoch 2 wrote generation 2).  A schema file newer than
+// the reader's last commit is from a commit it lacks: it now reloads its catalog first.
+TEST(PublishVisibility, AnExtentChangeWithoutRankZerosFragmentsIsSeenWithItsEpoch) {
+  testutil::TempDir dir("tessera_visibility");
+  const std::string path = dir.sub("c");
+  uint64_t id;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+    c->set_file_arrays(true);
+    ASSERT_TRUE(c->create_array(int32_schema({16, 32}, {kUnlimited, 32}, {8, 16}), &id).ok());
+    ASSERT_TRUE(guard([&] { c->catalog().sync(); }).ok());
+  }
+  constexpr uint32_t n = 2;
+  auto env = std::make_shared<HookEnv>();
+  std::vector<std::unique_ptr<Container>> cs(n);
+  std::vector<std::map<uint64_t, std::shared_ptr<Array>>> open(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    auto ctx = std::make_shared<Context>(EngineOptions{}, env);
+    ASSERT_TRUE((r == 0 ? Container::open(path, true, &cs[r], ctx) : Container::open_shadow(path, &cs[r], ctx)).ok());
+    if (r == 0) cs[r]->set_file_arrays(true);
+    ArrayOptions o = file_writer();
+    o.collective = true;
+    o.writer_rank = r;
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(cs[r]->open_array(id, true, o, &a).ok());
+    open[r][id] = std::move(a);
+  }
+  // Epoch 1: both members write generation 1 (16 rows).  Epoch 2: both grow the extent
+  // to 24 rows, only rank 1 writes: generation 2 into rows 12..23.
+  auto epoch = [&](uint64_t rows, int32_t g, uint64_t e, bool rank0_writes) {
+    testutil::ThreadGroup::Shared shared(static_cast<int>(n), /*in_turn=*/true);
+    std::vector<std::string> failed(n);
+    auto member = [&](uint32_t r) {
+      testutil::ThreadGroup grp(shared, static_cast<int>(r));
+      testutil::ThreadGroup::Turn turn(grp);
+      Array& a = *open[r][id];
+      if (!a.set_extent({rows, 32}).ok() || ((r != 0 || rank0_writes) && !write_band(a, r, n, g))) failed[r] = "write";
+      Status st = commit_epoch(*cs[r], grp, open[r], {}, e);
+      if (!st.ok()) failed[r] = st.message();
+    };
+    std::thread other(member, 1);
+    member(0);
+    other.join();
+    for (uint32_t r = 0; r < n; ++r) EXPECT_EQ(failed[r], "") << "member " << r << ", epoch " << e;
+  };
+  epoch(16, 1, 1, true);
+  // "" when the array is one whole epoch: 16 rows of generation 1, or 24 rows with
+  // generation 1 above row 12 and 2 from it.
+  auto whole = [](Status st, Array* a) -> std::string {
+    if (!st.ok()) return "error: " + st.message();
+    const Coords e = a->schema().extent;
+    std::vector<int32_t> v(e[0] * e[1], -7);
+    st = a->read(Selection::from_box(Box({0, 0}, {e[0] - 1, e[1] - 1})), v.data());
+    if (!st.ok()) return "read error: " + st.message();
+    for (uint64_t i = 0; i < e[0]; ++i) {
+      const int32_t want = e[0] == 24 && i >= 12 ? 2 : 1;
+      if (v[i * 32] != want || v[i * 32 + 31] != want)
+        return std::to_string(e[0]) + " rows, row " + std::to_string(i) + " holds " + std::to_string(v[i * 32]) +
+               " (epoch " + (e[0] == 24 ? "2" : "1") + " has " + std::to_string(want) + ")";
+    }
+    return e[0] == 16 || e[0] == 24 ? "" : "extent of " + std::to_string(e[0]) + " rows";
+  };
+
+  std::unique_ptr<Container> stale_c;
+  ASSERT_TRUE(Container::open(path, false, &stale_c).ok());
+  size_t schemas = 0;
+  std::vector<std::string> bad;
+  env->on_rename = [&](const std::string& to) {
+    const bool schema = ends_with(to, "/schema");
+    if (!schema && !ends_with(to, ".tfr")) return;
+    schemas += schema;
+    const std::string at = "after the rename to " + to.substr(to.rfind('/') + 1) + ": ";
+    std::unique_ptr<Array> a;
+    Status st = stale_c->open_array(id, false, ArrayOptions{}, &a);
+    std::string why = whole(st, a.get());
+    if (!why.empty()) bad.push_back(at + "array opened through a container opened before the epoch: " + why);
+    std::unique_ptr<Container> c;
+    a.reset();
+    st = Container::open(path, false, &c);
+    if (st.ok()) st = c->open_array(id, false, ArrayOptions{}, &a);
+    why = whole(st, a.get());
+    if (!why.empty()) bad.push_back(at + "new reader: " + why);
+  };
+  epoch(24, 2, 2, false);
+  env->on_rename = nullptr;
+  EXPECT_EQ(schemas, 1u) << "rank 0 rewrites the schema file once";
+  for (auto& b : bad) ADD_FAILURE() << b;
+  std::unique_ptr<Array> a;
+  const Status st = stale_c->open_array(id, false, ArrayOptions{}, &a);
+  EXPECT_EQ(whole(st, a.get()), "");
+  EXPECT_EQ(a ? a->schema().extent[0] : 0u, 24u);
+}

@@ -6,10 +6,15 @@
 // filtered (shuffle + zstd, deflate, zlib, lz4), fill entries from an extent shrink,
 // sparse tiles, erased tiles, variable-length cells and their heap, value indexes, a
 // compact array; the container's catalog holds inline fragments, schemas and commits.
+// A job's logs: a rank's share log (small writes, a shared file, a listing) and two
+// ranks' publish logs (H5Dclose's publish_own in a parallel file).
+// Usage: make_corpus <fuzz/corpus dir> [target...] — only those targets' seeds.
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <numeric>
 
@@ -17,20 +22,25 @@
 #include "engine/array_files.h"
 #include "engine/bytes.h"
 #include "engine/catalog.h"
+#include "engine/checksum.h"
 #include "engine/compact_cells.h"
 #include "engine/container.h"
 #include "engine/fragment.h"
 #include "engine/history.h"
 #include "engine/index_format.h"
 #include "engine/publish_journal.h"
+#include "engine/publish_log.h"
+#include "engine/share_log.h"
 #include "engine/var_heap.h"
 #include "engine/value_type.h"
+#include "fuzz/share_log_array.h"
 
 using namespace tessera;
 
 namespace {
 
 std::string out_root;
+std::vector<std::string> only;  // targets to write (all when empty)
 int written = 0;
 
 void check(const Status& st, const char* what) {
@@ -41,6 +51,7 @@ void check(const Status& st, const char* what) {
 }
 
 void emit(const std::string& target, const std::string& name, const std::vector<uint8_t>& b) {
+  if (!only.empty() && std::find(only.begin(), only.end(), target) == only.end()) return;
   const std::string dir = join_path(out_root, target);
   make_dirs(Env::posix(), dir);
   std::FILE* f = std::fopen(join_path(dir, "seed-" + name).c_str(), "wb");
@@ -292,14 +303,109 @@ void container(const std::string& root) {
   emit("container", "container", read_file(Env::posix(), log));
 }
 
+
+// Rank 1 of a two-rank job writes a parallel file's array as the connector does (each
+// H5Dwrite followed by share_own): small box writes (records holding fragments), point
+// writes (spilled to a shared file: a kShared record), an H5Dclose (publish_own: kList);
+// its share log is taken whole, split between two records, and closed.
+void share_logs(const std::string& root) {
+  const std::string dir = join_path(root, "share");
+  check(Array::create(dir, fuzz::share_log_schema()), "create");
+  std::unique_ptr<Array> r0, r1;
+  check(Array::open(dir, true, fuzz::share_log_rank(0, 2), &r0), "open rank 0");
+  check(Array::open(dir, true, fuzz::share_log_rank(1, 2), &r1), "open rank 1");
+  const std::string log = join_path(join_path(dir, array_files::kFragDir), share_log_name(1));
+  auto box = [&](Box b, int32_t v) {
+    check(r1->refresh_fragments(), "refresh");
+    std::vector<int32_t> cells(b.cells(), v);
+    check(r1->write(Selection::from_box(b), cells.data()), "write");
+    check(r1->share_own(), "share");
+  };
+  box(Box({0, 0}, {3, 7}), 11);
+  box(Box({10, 12}, {20, 30}), 12);  // over four tiles
+  const uint64_t split = read_file(Env::posix(), log).size();
+  box(Box({40, 0}, {47, 39}), 13);  // the partial tiles at the edge
+  uint64_t pts[4] = {5, 5, 33, 17};
+  int32_t pv[2] = {21, 22};
+  check(r1->write_points(pts, 2, pv), "points");
+  check(r1->share_own(), "share points");
+  box(Box({2, 2}, {2, 2}), 14);
+  size_t n = 0;
+  check(r1->publish_own(&n), "publish_own");
+  box(Box({30, 30}, {33, 33}), 15);
+  check(r0->refresh_fragments(), "rank 0 reads the log");
+  std::vector<int32_t> v(48 * 40);
+  check(r0->read(Selection::from_box(Box({0, 0}, {47, 39})), v.data()), "rank 0 reads the log");
+  if (v[0] != 11 || v[5 * 40 + 5] != 21 || v[33 * 40 + 33] != 15) {
+    std::fprintf(stderr, "make_corpus: rank 0 does not read rank 1's writes\n");
+    std::exit(1);
+  }
+  const std::vector<uint8_t> all = read_file(Env::posix(), log);
+  emit("share_log", "whole", prefixed(all, {}));
+  emit("share_log", "split", prefixed(std::vector<uint8_t>(all.begin(), all.begin() + split),
+                                      std::vector<uint8_t>(all.begin() + split, all.end())));
+  std::vector<uint8_t> closed(24, 0);  // a kClosed record: no payload (share_log.cc)
+  const uint64_t sum = checksum64(nullptr, 0);
+  const uint32_t kind = static_cast<uint32_t>(ShareRecord::kClosed), magic = 0x52534c54;
+  std::memcpy(closed.data() + 8, &sum, 8);
+  std::memcpy(closed.data() + 16, &kind, 4);
+  std::memcpy(closed.data() + 20, &magic, 4);
+  emit("share_log", "closed", prefixed(all, closed));
+}
+
+// Two members of a job publish on their own (publish_own, H5Dclose in a parallel file)
+// with no epoch after it: each rank's publish log names its files.
+void publish_logs(const std::string& root) {
+  const std::string path = join_path(root, "par.tsra");
+  uint64_t id;
+  {
+    std::unique_ptr<Container> c;
+    check(Container::create(path, Container::CreateMode::kTruncate, &c), "container");
+    c->set_file_arrays(true);
+    check(c->create_array(fuzz::share_log_schema(), &id), "array");
+    check(c->sync(), "sync");
+  }
+  std::unique_ptr<Container> root0, shadow;
+  check(Container::open(path, true, &root0), "open");
+  root0->set_file_arrays(true);
+  check(Container::open_shadow(path, &shadow), "shadow");
+  std::string frag;
+  Container* cs[2] = {root0.get(), shadow.get()};
+  for (uint32_t r = 0; r < 2; ++r) {
+    ArrayOptions o = fuzz::share_log_rank(r, 2);
+    o.share_ranks = 0;  // every write a fragment file
+    o.blob_bytes = 0;
+    std::unique_ptr<Array> a;
+    check(cs[r]->open_array(id, true, o, &a), "open array");
+    for (uint64_t q = 2 + r; q-- > 0;) {  // not in tile order: a fragment each
+      const uint64_t lo = 24 * r + 8 * q;
+      std::vector<int32_t> v(8 * 40, static_cast<int32_t>(r * 10 + q));
+      check(a->write(Selection::from_box(Box({lo, 0}, {lo + 7, 39})), v.data()), "write");
+    }
+    size_t n = 0;
+    check(a->publish_own(&n), "publish_own");
+    if (n < 2) {
+      std::fprintf(stderr, "make_corpus: publish_own published %zu files\n", n);
+      std::exit(1);
+    }
+    frag = join_path(a->dir(), array_files::kFragDir);
+  }
+  const std::vector<uint8_t> l0 = read_file(Env::posix(), join_path(frag, publish_log_name(0)));
+  const std::vector<uint8_t> l1 = read_file(Env::posix(), join_path(frag, publish_log_name(1)));
+  emit("publish_log", "two-ranks", prefixed(l0, l1));
+  emit("publish_log", "rank0", prefixed(l0, {}));
+  emit("publish_log", "rank1", prefixed({}, l1));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_corpus <fuzz/corpus dir>\n");
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: make_corpus <fuzz/corpus dir> [target...]\n");
     return 2;
   }
   out_root = argv[1];
+  only.assign(argv + 2, argv + argc);
   char tmpl[] = "/tmp/tessera-corpus-XXXXXX";
   if (!::mkdtemp(tmpl)) return 1;
   const std::string root = tmpl;
@@ -308,6 +414,8 @@ int main(int argc, char** argv) {
   var_array(root);
   compact(root);
   container(root);
+  share_logs(root);
+  publish_logs(root);
   std::printf("make_corpus: %d seed files under %s (work dir %s)\n", written, out_root.c_str(), root.c_str());
   return 0;
 }
