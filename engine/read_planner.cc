@@ -417,6 +417,7 @@ bool ReadPlanner::admit_warm_tiles() {
     const Fragment* f;
     size_t idx;
     uint64_t copied;  // bytes this read copies out of it
+    bool most = false, cached = false;  // this read copies most of it; in the tile cache
   };
   std::vector<Tile> tiles;
   bool cold = false;  // blocks to read from the file anyway: stamp the tiles, cache none
@@ -433,9 +434,11 @@ bool ReadPlanner::admit_warm_tiles() {
   // A read that would add more than a quarter of the cache caches nothing: not worth
   // its stamps.
   uint64_t most = 0;  // bytes of the uncached tiles it reads most of
-  for (const Tile& t : tiles) {
+  for (Tile& t : tiles) {
     const uint64_t size = t.f->meta().dense[t.idx].blob.stored_size;
-    if (t.copied >= size / kAdmitShare * (kAdmitShare - 1) && !t.f->tile_cached(t.idx)) most += size;
+    t.most = t.copied >= size / kAdmitShare * (kAdmitShare - 1);
+    t.cached = t.most && t.f->tile_cached(t.idx);
+    if (t.most && !t.cached) most += size;
   }
   if (tiles.empty() || most > tiles.front().f->cache_budget() / 4) {
     if (most) admitted_ = UINT64_MAX;
@@ -446,11 +449,11 @@ bool ReadPlanner::admit_warm_tiles() {
   size_t n = 0;
   for (const Tile& t : tiles) {
     const uint64_t size = t.f->meta().dense[t.idx].blob.stored_size;
-    if (t.copied < size / kAdmitShare * (kAdmitShare - 1)) {
+    if (!t.most) {
       all = false;
       continue;
     }
-    if (!cold && t.f->tile_cached(t.idx)) continue;
+    if (!cold && t.cached) continue;
     const bool recent = t.f->reread_recently(t.idx);
     if (cold || admitted_ == UINT64_MAX || !recent) {
       all = false;
