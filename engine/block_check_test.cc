@@ -62,15 +62,6 @@ bool rows_match(const std::vector<int32_t>& truth, const std::vector<int32_t>& o
   return true;
 }
 
-void flip(const std::string& path, uint64_t off) {
-  File f = File::open_rw(Env::posix(), path, false);
-  uint8_t b;
-  f.pread_exact(&b, 1, off);
-  b ^= 0x5A;
-  f.pwrite_all(&b, 1, off);
-  f.close();
-}
-
 TEST(BlockChecks, UnfilteredTilesAreCheckedPerBlock) {
   Fixture fx;
   const std::string frag = fx.fragment_path();
@@ -87,7 +78,7 @@ TEST(BlockChecks, UnfilteredTilesAreCheckedPerBlock) {
   Rng rng(5);
   for (uint64_t b = 0; b < kN / kRowsPerBlock; ++b) {
     SCOPED_TRACE("block " + std::to_string(b));
-    flip(frag, blob_off + b * kCheckBlock + rng.below(kCheckBlock));
+    testutil::flip_byte(frag, blob_off + b * kCheckBlock + rng.below(kCheckBlock));
     const uint64_t r0 = b * kRowsPerBlock, r1 = r0 + kRowsPerBlock - 1;
     std::unique_ptr<Array> a;
     ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
@@ -142,7 +133,7 @@ TEST(BlockChecks, ABlockDamagedAfterItsFirstReadFailsTheNextRead) {
   std::vector<int32_t> out(box.cells());
   ASSERT_TRUE(a->read(Selection::from_box(box), out.data()).ok());
   ASSERT_TRUE(rows_match(fx.truth, out, 2, 40, 3, 100));
-  flip(frag, blob_off + 10 * kN * 4 + 50 * 4);  // row 10, column 50: inside the box
+  testutil::flip_byte(frag, blob_off + 10 * kN * 4 + 50 * 4);  // row 10, column 50: inside the box
   Status st = a->read(Selection::from_box(box), out.data());
   EXPECT_EQ(st.code(), Errc::kCorrupt) << "a block damaged after its first read was read unchecked: "
                                        << status_str(st);
@@ -209,7 +200,7 @@ TEST(BlockChecks, FormatVersion1FragmentsAreStillRead) {
     ASSERT_TRUE(st.ok()) << status_str(st);
     EXPECT_EQ(out, fx.truth);
   }
-  flip(frag, blob_off + 3 * kCheckBlock + 11);
+  testutil::flip_byte(frag, blob_off + 3 * kCheckBlock + 11);
   std::unique_ptr<Array> a;
   ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
   std::vector<int32_t> out(16);

@@ -200,13 +200,7 @@ TEST_F(DifferentialFixed, TileWhollyCoveredByNewerFragment) {
   ASSERT_GE(idx, 0);
   uint64_t off = f->meta().dense[idx].blob.offset + 3;
   f.reset();
-  {
-    File w = File::open_rw(Env::posix(), old_path, false);
-    uint8_t b;
-    w.pread_exact(&b, 1, off);
-    b ^= 0xFF;
-    w.pwrite_all(&b, 1, off);
-  }
+  testutil::flip_byte(old_path, off, 0xFF);
   {
     auto g = Fragment::open(old_path);  // the damage is real ...
     try {

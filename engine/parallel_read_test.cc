@@ -184,14 +184,7 @@ TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
     ++tested;
     SCOPED_TRACE(frag);
     const std::vector<uint8_t> original = read_file(Env::posix(), frag);
-    {
-      File w = File::open_rw(Env::posix(), frag, false);
-      uint8_t b;
-      w.pread_exact(&b, 1, off);
-      b ^= 0x5A;
-      w.pwrite_all(&b, 1, off);
-      w.close();
-    }
+    testutil::flip_byte(frag, off);
     std::unique_ptr<Array> a;
     ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
     // A large box over the damaged tile and its neighbours, ending 300 rows inside the

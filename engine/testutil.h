@@ -321,6 +321,16 @@ inline std::vector<std::string> list_files(const std::string& root) {
   return out;
 }
 
+// Damages one byte of a file in place (XOR with `mask`): the corruption tests' disk error.
+inline void flip_byte(const std::string& path, uint64_t off, uint8_t mask = 0x5A) {
+  File f = File::open_rw(Env::posix(), path, false);
+  uint8_t b;
+  f.pread_exact(&b, 1, off);
+  b ^= mask;
+  f.pwrite_all(&b, 1, off);
+  f.close();
+}
+
 inline uint64_t file_size(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return 0;

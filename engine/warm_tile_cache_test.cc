@@ -91,15 +91,6 @@ Status read(Array& a, const Box& box, std::vector<int32_t>* out) {
   return a.read(Selection::from_box(box), out->data());
 }
 
-void flip(const std::string& path, uint64_t off) {
-  File f = File::open_rw(Env::posix(), path, false);
-  uint8_t b;
-  f.pread_exact(&b, 1, off);
-  b ^= 0x5A;
-  f.pwrite_all(&b, 1, off);
-  f.close();
-}
-
 constexpr uint64_t kTileBytes = kT * kT * 4;
 
 TEST(WarmTileCache, SecondWholeReadCachesTheVerifiedTile) {
@@ -190,8 +181,8 @@ TEST(WarmTileCache, BudgetHoldsAndEvictedTilesAreVerifiedAgain) {
     }
   EXPECT_EQ(fx.used(), 4 * kTileBytes);  // tiles 2..5; 0 and 1 were evicted
   // Damage a byte of tile 0 (evicted) and of tile 5 (cached).
-  flip(frag, off0 + 1000);
-  flip(frag, off5 + 70000);
+  testutil::flip_byte(frag, off0 + 1000);
+  testutil::flip_byte(frag, off5 + 70000);
   Status st = read(*a, tile_box(0), &out);
   EXPECT_EQ(st.code(), Errc::kCorrupt) << "an evicted tile was not verified again: " << status_str(st);
   // Tile 5's verified copy still answers: what was checked when it came from the file.
