@@ -4,7 +4,6 @@
 // it sorts right after everything it replaced and before anything newer.
 #pragma once
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <tuple>
 
@@ -35,14 +34,25 @@ struct FragmentId {
     hex(35, gen, 8);
     return b;
   }
+  // Accepts exactly what name() writes: lowercase hex digits and dashes at 16, 25 and 34.
+  // (Not sscanf's %x, which also takes a leading space, '+' or "0x": a file named so would
+  // parse to an id whose name() is another file, and be taken for that fragment.)
   static bool parse(const std::string& stem, FragmentId* out) {
-    unsigned long long ts;
-    unsigned r, s, g;
-    int used = 0;
     if (stem.size() != 43) return false;
-    if (std::sscanf(stem.c_str(), "%16llx-%8x-%8x-%8x%n", &ts, &r, &s, &g, &used) != 4 || used != 43)
-      return false;
-    *out = FragmentId{ts, r, s, g};
+    auto hex = [&](size_t at, int digits, uint64_t* v) {
+      *v = 0;
+      for (int i = 0; i < digits; ++i) {
+        char c = stem[at + i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return false;
+        *v = *v << 4 | static_cast<uint64_t>(d);
+      }
+      return true;
+    };
+    uint64_t ts, r, s, g;
+    if (stem[16] != '-' || stem[25] != '-' || stem[34] != '-') return false;
+    if (!hex(0, 16, &ts) || !hex(17, 8, &r) || !hex(26, 8, &s) || !hex(35, 8, &g)) return false;
+    *out = FragmentId{ts, static_cast<uint32_t>(r), static_cast<uint32_t>(s), static_cast<uint32_t>(g)};
     return true;
   }
 };
