@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -416,6 +417,9 @@ int main(int argc, char** argv) {
   container(root);
   share_logs(root);
   publish_logs(root);
-  std::printf("make_corpus: %d seed files under %s (work dir %s)\n", written, out_root.c_str(), root.c_str());
+  // The containers were only the source of the seeds: the corpus holds copies of their bytes.
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
+  std::printf("make_corpus: %d seed files under %s\n", written, out_root.c_str());
   return 0;
 }
