@@ -221,10 +221,20 @@ std::string Container::array_prefix(uint64_t id) {
   return key;
 }
 
+// <path>/arrays/<16 hex digits>, built in one allocation: every dataset open and creation
+// asks for it (a snprintf and two join_paths were 1.6 % of a metadata workload, issue 20).
 std::string Container::array_dir(uint64_t id) const {
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(id));
-  return join_path(join_path(path_, kArraysDir), name);
+  static const char kDigits[] = "0123456789abcdef";
+  std::string dir;
+  dir.reserve(path_.size() + sizeof kArraysDir + 17);
+  dir += path_;
+  if (!dir.empty() && dir.back() != '/') dir += '/';
+  dir += kArraysDir;
+  dir += '/';
+  const size_t at = dir.size();
+  dir.append(16, '0');
+  for (size_t i = at + 15; id; --i, id >>= 4) dir[i] = kDigits[id & 15];
+  return dir;
 }
 
 Status Container::sync() {
@@ -377,7 +387,7 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
     std::lock_guard<std::mutex> g(*mu);
     dirs->insert(id);
   };
-  return Array::open_bound(array_dir(id), std::move(b), writable && writable_, o, out, known);
+  return Array::open_bound(dir, std::move(b), writable && writable_, o, out, known);
 }
 
 Status Container::recover_arrays() {

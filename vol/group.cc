@@ -24,6 +24,16 @@ H5T_cset_t lcpl_cset(hid_t lcpl) { return LinkRecord::hard(0, lcpl).cset; }
 
 void require_plist(hid_t id, hid_t cls, const char* what) {
   if (id == H5P_DEFAULT) return;
+  // The library's default list of the class (what HDF5 passes for H5P_DEFAULT): its class
+  // cannot change, so the two H5I/H5P lookups are skipped (per H5Acreate, issue 20).
+  // The library's globals, not the H5P_* macros: each macro calls H5open.
+  if ((cls == H5P_CLS_ATTRIBUTE_CREATE_ID_g && id == H5P_LST_ATTRIBUTE_CREATE_ID_g) ||
+      (cls == H5P_CLS_ATTRIBUTE_ACCESS_ID_g && id == H5P_LST_ATTRIBUTE_ACCESS_ID_g) ||
+      (cls == H5P_CLS_LINK_ACCESS_ID_g && id == H5P_LST_LINK_ACCESS_ID_g) ||
+      (cls == H5P_CLS_LINK_CREATE_ID_g && id == H5P_LST_LINK_CREATE_ID_g) ||
+      (cls == H5P_CLS_GROUP_CREATE_ID_g && id == H5P_LST_GROUP_CREATE_ID_g) ||
+      (cls == H5P_CLS_GROUP_ACCESS_ID_g && id == H5P_LST_GROUP_ACCESS_ID_g))
+    return;
   // H5Iget_type does not push errors for invalid IDs; H5Pisa_class then is safe to call.
   if (H5Iget_type(id) != H5I_GENPROP_LST || H5Pisa_class(id, cls) <= 0)
     fail_arg(std::string("invalid ") + what + " property list");

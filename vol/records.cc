@@ -37,6 +37,29 @@ tessera::ByteReader reader(const std::string& s, const char* what) {
   return tessera::ByteReader(s.data(), s.size(), what);
 }
 
+// ByteWriter's encoding (little-endian fixed-width fields, u32-length-prefixed strings)
+// written straight into the record string, reserved to its final size: ByteWriter's vector
+// grew several times per record and was then copied into a string (issue 20: every
+// H5Dcreate, H5Acreate and H5Awrite serializes one or two records).
+class RecordWriter {
+ public:
+  explicit RecordWriter(size_t size) { out_.reserve(size); }
+  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void u32(uint32_t v) { put(&v, 4); }
+  void u64(uint64_t v) { put(&v, 8); }
+  void i64(int64_t v) { put(&v, 8); }
+  void bytes(const void* p, size_t n) { put(p, n); }
+  void str(std::string_view v) {
+    u32(static_cast<uint32_t>(v.size()));
+    put(v.data(), v.size());
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void put(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
 }  // namespace
 
 std::vector<std::string> path_components(const std::string& path) {
@@ -94,7 +117,8 @@ void fail_engine(const tessera::Status& st) { throw VolError{static_cast<int>(er
 // ---------------------------------------------------------------- records
 
 std::string ObjectRecord::serialize() const {
-  tessera::ByteWriter w;
+  RecordWriter w(2 + 8 + 4 + cpl.size() + 4 + type_enc.size() + 4 + space_enc.size() + 8 + 8 + 8 + 4 +
+                 comment.size() + 8 + 4 + vlen_fill.size() + 8);
   w.u8(kRecordVersion);
   w.u8(static_cast<uint8_t>(type));
   w.u64(rc);
@@ -108,7 +132,7 @@ std::string ObjectRecord::serialize() const {
   w.u64(committed_type);
   w.str(vlen_fill);
   w.i64(times);
-  return std::string(w.buf().begin(), w.buf().end());
+  return w.take();
 }
 
 void ObjectRecord::stamp_times(hid_t cpl) {
@@ -139,7 +163,7 @@ ObjectRecord ObjectRecord::deserialize(const std::string& s) {
 }
 
 std::string LinkRecord::serialize() const {
-  tessera::ByteWriter w;
+  RecordWriter w(2 + 8 + 4 + soft_path.size() + 4 + ext_obj.size() + 8 + 1 + 1);
   w.u8(kRecordVersion);
   w.u8(static_cast<uint8_t>(type));
   w.u64(target);
@@ -148,7 +172,7 @@ std::string LinkRecord::serialize() const {
   w.i64(corder);
   w.u8(static_cast<uint8_t>(cset));
   if (corder_kept) w.u8(1);  // optional: absent means not kept (older records too)
-  return std::string(w.buf().begin(), w.buf().end());
+  return w.take();
 }
 
 LinkRecord LinkRecord::hard(uint64_t target, hid_t lcpl) {
@@ -174,7 +198,7 @@ LinkRecord LinkRecord::deserialize(const std::string& s) {
 }
 
 std::string AttrRecord::serialize() const {
-  tessera::ByteWriter w;
+  RecordWriter w(1 + 4 + type_enc.size() + 4 + space_enc.size() + 8 + data.size() + 8 + 1 + 8);
   w.u8(kRecordVersion);
   w.str(type_enc);
   w.str(space_enc);
@@ -183,7 +207,7 @@ std::string AttrRecord::serialize() const {
   w.i64(corder);
   w.u8(static_cast<uint8_t>(cset));
   w.u64(committed_type);
-  return std::string(w.buf().begin(), w.buf().end());
+  return w.take();
 }
 
 AttrRecord AttrRecord::deserialize(const std::string& s) {

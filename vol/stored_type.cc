@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace tessera_vol {
@@ -23,16 +24,47 @@ struct Learned {
   size_t size, file_size;
   bool vlen, std_ref;
 };
+// (encoding, memory type ID), looked up by a view of the encoding: a lookup builds no key
+// string (one malloc and copy per H5Aread/H5Awrite/H5Dread before; issue 20).
+struct EqualKeyLess {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    const std::string_view x(a.first), y(b.first);
+    return x < y || (x == y && a.second < b.second);
+  }
+};
+// What StoredType::of learned from a library-owned datatype ID (below).
+struct OfType {
+  std::string enc;
+  Learned learned;
+};
 struct TypeCaches {
   std::mutex mu;
   std::map<std::string, Learned, std::less<>> learned;
-  std::map<std::pair<std::string, hid_t>, bool> equal;
+  std::map<std::pair<std::string, hid_t>, bool, EqualKeyLess> equal;
+  std::map<hid_t, OfType> of;  // library-owned (immutable) IDs only
+  // The stored type decoded once per encoding, for H5Tequal against application-owned
+  // memory types (whose answers cannot be cached: the application may change them).
+  // Closed by clear_type_caches.
+  std::map<std::string, hid_t, std::less<>> decoded;
 };
 TypeCaches& caches() {
   static TypeCaches* c = new TypeCaches;  // leaked: used until the last static destructor
   return *c;
 }
 constexpr size_t kMaxCached = 1024;
+
+// At library shutdown HDF5 has closed every datatype ID before it terminates connectors:
+// a closed one is skipped, quietly (no error stack printed at exit).
+void close_decoded(std::map<std::string, hid_t, std::less<>>& decoded) {
+  H5E_BEGIN_TRY {
+    for (auto& [enc, id] : decoded)
+      if (H5Iis_valid(id) > 0) H5Tclose(id);
+  }
+  H5E_END_TRY
+  decoded.clear();
+}
 }  // namespace
 
 void clear_type_caches() {
@@ -40,6 +72,8 @@ void clear_type_caches() {
   std::lock_guard<std::mutex> g(c.mu);
   c.learned.clear();
   c.equal.clear();
+  c.of.clear();
+  close_decoded(c.decoded);
 }
 
 StoredType::StoredType(std::string enc, const std::string& what) : enc_(std::move(enc)) {
@@ -62,12 +96,33 @@ StoredType::StoredType(std::string enc, const std::string& what) : enc_(std::mov
 }
 
 StoredType StoredType::of(hid_t type) {
-  size_t sz = 0;
+  // An ID without application references belongs to the library (a predefined type such
+  // as H5T_IEEE_F64LE: immutable, and IDs are never reused while the library runs), so
+  // its encoding and facts are learned once per process: H5Acreate/H5Dcreate with a
+  // predefined type then skip two H5Tencode calls and the type walk (issue 20).
+  const bool library_type = H5Iget_ref(type) == 0;
+  TypeCaches& c = caches();
   StoredType t;
+  if (library_type) {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.of.find(type);
+    if (it != c.of.end()) {
+      t.enc_ = it->second.enc;
+      const Learned& l = it->second.learned;
+      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref;
+      return t;
+    }
+  }
+  size_t sz = 0;
   if (H5Tencode(type, nullptr, &sz) < 0 || sz == 0) fail_arg("cannot encode the datatype");
   t.enc_.resize(sz);
   if (H5Tencode(type, t.enc_.data(), &sz) < 0) fail_arg("cannot encode the datatype");
   t.learn(type);
+  if (library_type) {
+    std::lock_guard<std::mutex> g(c.mu);
+    if (c.of.size() >= kMaxCached) c.of.clear();
+    c.of.emplace(type, OfType{t.enc_, Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_}});
+  }
   return t;
 }
 
@@ -89,14 +144,25 @@ bool StoredType::equal(hid_t mtype) const {
   TypeCaches& c = caches();
   if (library_type) {
     std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.equal.find({enc_, mtype});
+    auto it = c.equal.find(std::pair<std::string_view, hid_t>(enc_, mtype));
     if (it != c.equal.end()) {
       if (eq_cache_.size() < 16) eq_cache_.emplace_back(mtype, it->second);
       return it->second;
     }
   }
-  TypeId mine(*this);
-  htri_t eq = H5Tequal(mtype, mine);
+  htri_t eq;
+  {
+    // Compared with this encoding's decoded type, kept for the process (H5Tequal does not
+    // change it; the lock keeps clear_type_caches from closing it meanwhile).
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.decoded.find(enc_);
+    if (it == c.decoded.end()) {
+      TypeId mine(*this);
+      if (c.decoded.size() >= kMaxCached) close_decoded(c.decoded);
+      it = c.decoded.emplace(enc_, mine.release()).first;
+    }
+    eq = H5Tequal(mtype, it->second);
+  }
   if (eq < 0) fail_arg("invalid memory datatype");
   if (library_type) {
     if (eq_cache_.size() < 16) eq_cache_.emplace_back(mtype, eq > 0);

@@ -517,6 +517,50 @@ static void observe_after_modify(const char *label, hid_t loc, int with_crt) {
 }
 
 /* Runs the whole scenario on `path` with `fapl`; returns the log (caller frees). */
+/* An application's memory type that changes between calls: every H5Aread/H5Awrite must
+ * see its current form (the connector caches type comparisons only for the library's
+ * immutable types, and the stored type's decoded copy, never the application's), and
+ * predefined stored types used again keep their own size and byte order. */
+static void mutable_types(hid_t loc) {
+  hid_t scalar = H5Screate(H5S_SCALAR);
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, 8);
+  hid_t a = H5Acreate2(loc, "mut_str", t, scalar, H5P_DEFAULT, H5P_DEFAULT);
+  char buf[16];
+  LOG_RC("mut_str write as 8", H5Awrite(a, t, "abcdefgh"));
+  memset(buf, 0x5a, sizeof buf);
+  LOG_RC("mut_str read as 8", H5Aread(a, t, buf));
+  log_bytes("mut_str as 8", buf, sizeof buf);
+  H5Tset_size(t, 4); /* the same ID, now a 4-byte string */
+  memset(buf, 0x5a, sizeof buf);
+  LOG_RC("mut_str read as 4", H5Aread(a, t, buf));
+  log_bytes("mut_str as 4", buf, sizeof buf);
+  LOG_RC("mut_str write as 4", H5Awrite(a, t, "wxyz"));
+  H5Tset_size(t, 8);
+  memset(buf, 0x5a, sizeof buf);
+  LOG_RC("mut_str read as 8 again", H5Aread(a, t, buf));
+  log_bytes("mut_str as 8 again", buf, sizeof buf);
+  H5Aclose(a);
+  H5Tclose(t);
+  const hid_t stored[2] = {H5T_STD_I16BE, H5T_STD_I64LE};
+  const char *names[2] = {"i16be", "i64le"};
+  for (int k = 0; k < 2; ++k)
+    for (int rep = 0; rep < 2; ++rep) {
+      char name[32];
+      snprintf(name, sizeof name, "%s_%d", names[k], rep);
+      a = H5Acreate2(loc, name, stored[k], scalar, H5P_DEFAULT, H5P_DEFAULT);
+      int v = -1234 - rep, back = 0;
+      LOG_RC(name, H5Awrite(a, H5T_NATIVE_INT, &v));
+      LOG_RC(name, H5Aread(a, H5T_NATIVE_INT, &back));
+      hid_t at = H5Aget_type(a);
+      logf_("%s back=%d storage=%llu size=%zu order=%d", name, back, (unsigned long long)H5Aget_storage_size(a),
+            H5Tget_size(at), (int)H5Tget_order(at));
+      H5Tclose(at);
+      H5Aclose(a);
+    }
+  H5Sclose(scalar);
+}
+
 static char *run(const char *path, hid_t fapl, const char *expect_connector) {
   g_log = NULL;
   g_len = g_cap = 0;
@@ -575,6 +619,9 @@ static char *run(const char *path, hid_t fapl, const char *expect_connector) {
   hid_t g2 = H5Gcreate2(f, "g2", H5P_DEFAULT, gcpl, H5P_DEFAULT);
   write_all(g2); /* left unmodified: read back whole after reopen */
   H5Gclose(g2);
+  hid_t gm = H5Gcreate2(f, "mutable_types", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  mutable_types(gm);
+  H5Gclose(gm);
 
   /* A dataset created with the committed type, and an attribute of that type. */
   hid_t dc = H5Dcreate2(f, "dc", ct2, s4, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
