@@ -501,8 +501,8 @@ void ReadPlanner::read_jobs() {
     // one synchronous request after another: an 8 MiB tile, cold, took 1.4-1.7x as long
     // that way (docs/benchmarks.md, "Cold partial reads: the blocks hinted job by job").
     // Longer serial reads (contiguous tiles in file order, the 1 GiB full read) are left
-    // to the kernel's readahead, which serves them at the disk's speed: hints there
-    // doubled the read's CPU.  Smaller reads are one request anyway, where a hint would
+    // to the kernel's readahead, which serves them at the disk's speed (hints ahead of
+    // the 1 GiB full read doubled its CPU, benchmarks.md, helper dense3).  Smaller reads are one request anyway, where a hint would
     // only be one syscall more (the metadata workload's 10,000 small datasets).
     if (jobs_.size() >= 2 && cold >= kParallelMinBytes && cold <= kPrefetchWindow) {
       for (const Job& h : jobs_)
