@@ -278,3 +278,51 @@ TEST(ParallelRead, WarmReadNeverWaitsForHelpersThatCannotStart) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A short cold read that stays serial (two tiles' pieces ending in their tiles' last
+// blocks: nothing for readahead to overread) hands its blocks to the kernel first
+// (ReadPlanner::hinted_serial_reads); its cells match the model, a re-read of the
+// verified blocks and a read of more than kPrefetchWindow hint nothing, and a damaged
+// block in the hinted span still fails the read.
+TEST(ParallelRead, ShortSerialColdReadIsHintedAndStillVerified) {
+  Fixture fx;
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  // Band 2 (no overlay), tiles (2,0) and (2,1) but for their last row and column.
+  const uint64_t r0 = 2 * kT, r1 = 3 * kT - 2, c0 = 0, c1 = 2 * kT - 2;
+  uint64_t par = ReadPlanner::parallel_reads(), hinted = ReadPlanner::hinted_serial_reads();
+  fx.check_box(*a, r0, r1, c0, c1);
+  EXPECT_EQ(ReadPlanner::parallel_reads(), par) << "the box should have stayed serial";
+  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1) << "its cold blocks should have been hinted";
+  fx.check_box(*a, r0, r1, c0, c1);
+  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1) << "a re-read of verified blocks hints nothing";
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  hinted = ReadPlanner::hinted_serial_reads();
+  fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // 16 MiB cold: left to the readahead
+  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted) << "a read longer than the window is not hinted";
+
+  // The same box with one byte of tile (2,1) damaged, in a fresh open.
+  std::string frag;
+  uint64_t off = 0;
+  for (const std::string& p : band_fragments(fx.dir)) {
+    auto f = Fragment::open(p);
+    for (const DenseEntry& e : f->meta().dense)
+      if (e.kind == DenseEntry::kData && e.box.lo[0] == r0 && e.box.lo[1] == kT && e.box.hi[0] == r0 + kT - 1)
+        frag = p, off = e.blob.offset + 5 * kCheckBlock + 17;
+  }
+  ASSERT_FALSE(frag.empty()) << "no fragment holds tile (2,1) whole";
+  testutil::flip_byte(frag, off);
+  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  hinted = ReadPlanner::hinted_serial_reads();
+  std::vector<int32_t> out((r1 - r0 + 1) * (c1 - c0 + 1));
+  Status st = a->read(Selection::from_box(Box({r0, c0}, {r1, c1})), out.data());
+  EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
+  EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
+  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1);
+}
+
+}  // namespace
+}  // namespace tessera

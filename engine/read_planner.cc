@@ -295,6 +295,7 @@ bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragm
 
 std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
 std::atomic<uint64_t> ReadPlanner::warm_parallel_reads_{0};
+std::atomic<uint64_t> ReadPlanner::hinted_serial_reads_{0};
 
 // Cuts every run longer than a job at kSplitBytes-aligned block boundaries, so that a
 // whole tile (one run) can be shared between threads like many rows can.
@@ -493,6 +494,21 @@ void ReadPlanner::read_jobs() {
   // for an 8 MiB tile), and the pool's wake-ups cost more on a busy machine.
   const bool warm = cold == 0 && jobs_.size() >= 2 && bytes >= kParallelWarmBytes && !from_memory;
   if (!warm && (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes)) {
+    // A short cold read of several jobs (kParallelMinBytes to kPrefetchWindow of blocks
+    // not verified yet: a tile, a box in one or two tiles) hands its jobs' blocks to the
+    // kernel first, job by job (about kSplitBytes each): the disk then has several ~1 MiB
+    // requests at once.  Left to the 2-4 MiB preadvs, the kernel reads the same bytes as
+    // one synchronous request after another: an 8 MiB tile, cold, took 1.4-1.7x as long
+    // that way (docs/benchmarks.md, "Cold partial reads: the blocks hinted job by job").
+    // Longer serial reads (contiguous tiles in file order, the 1 GiB full read) are left
+    // to the kernel's readahead, which serves them at the disk's speed (hints ahead of
+    // the 1 GiB full read doubled its CPU, benchmarks.md, helper dense3).  Smaller reads are one request anyway, where a hint would
+    // only be one syscall more (the metadata workload's 10,000 small datasets).
+    if (jobs_.size() >= 2 && cold >= kParallelMinBytes && cold <= kPrefetchWindow) {
+      for (const Job& h : jobs_)
+        if (h.cold_span) h.f->prefetch_runs(h.idx, h.runs);
+      ++hinted_serial_reads_;
+    }
     // Consecutive jobs of one tile, in ascending order, go as one call: its preadv
     // windows then span up to Fragment::kReadWindow instead of one job's ~1 MiB.
     std::vector<ByteRun> merged;
