@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "engine/array_files.h"
@@ -129,7 +130,8 @@ Array::~Array() {
   close_share_logs();
 }
 
-bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem) {
+bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem,
+                         std::optional<FragmentId>* unrecorded) {
   all->clear();
   for (auto& u : unpublished_) all->push_back(u.first);  // not in the listing yet
   for (auto& f : unpublished_inline_) all->push_back(f);
@@ -217,6 +219,7 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
         *problem = "fragment '" + path +
                    "' was not published in this container: no catalog record and no publish log names it "
                    "(a file copied in from elsewhere?); move it away to read the array";
+        if (unrecorded) *unrecorded = id;
         return false;
       }
       logged_size = ent->second;
@@ -311,14 +314,32 @@ void Array::load_fragments() {
   // reloaded once, so the epoch's journals give its files.  Still newer after that: a
   // serial writer's flush, committed by its journal, whose records come after.
   bool ahead_checked = writable_;
-  for (int attempt = 0;; ++attempt) {
-    if (list_present(&all, &problem)) {
+  // Listings that failed for a cause the reload did not explain (at most four), and
+  // listings overtaken by a writer: a file neither recorded nor logged that the reloaded
+  // catalog records was renamed by a commit made between the previous reload and the
+  // listing (an MPI job committing epochs back to back renames files at any moment; a
+  // listing of thousands of files is long).  Nothing is lost then, the writer moved on:
+  // that does not count as a lasting inconsistency, only toward kMaxOvertaken, which
+  // stops a reader a writer overtakes every time (PublishVisibility.AReaderOvertaken*).
+  int lasting = 0, overtaken = 0;
+  for (;;) {
+    std::optional<FragmentId> unrecorded;
+    const bool consistent = list_present(&all, &problem, &unrecorded);
+    if (consistent) {
       if (ahead_checked || !store_->schema_ahead_of_records(extent_id_)) break;
       ahead_checked = true;
-    } else if (attempt >= 4) {
+    } else if (lasting >= 4) {
       throw_error(Errc::kCorrupt, problem);
+    } else if (overtaken >= kMaxOvertaken) {
+      throw_error(Errc::kBusy, "array '" + dir_ + "': its files were listed " + std::to_string(overtaken + 1) +
+                                   " times, each time overtaken by a newer commit (a writer committing faster "
+                                   "than this reader lists them); the last listing: " + problem);
     }
     store_->refresh(/*records=*/true);
+    if (!consistent) {
+      if (unrecorded && store_->recorded_files().count(*unrecorded)) ++overtaken;
+      else ++lasting;
+    }
     // The reload may have brought an epoch whose members are still renaming its files
     // (an outside reader of a parallel file): its journals are read again, so the
     // files not renamed yet are read under their temporary names — the epoch whole,

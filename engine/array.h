@@ -193,6 +193,9 @@ struct VacuumResult {
 
 class Array final : public BufferOwner {
  public:
+  // An open or refresh lists the array's files again while a writer's commits overtake
+  // each listing (Array::load_fragments); after this many in a row it gives up (kBusy).
+  static constexpr int kMaxOvertaken = 64;
   // durable = false: nothing is synced (the caller syncs the file system before it
   // records the array anywhere, e.g. at its flush).
   // env: where the files go (the Context's of the arrays that will open it).
@@ -408,8 +411,11 @@ class Array final : public BufferOwner {
   bool complete_records() const { return !opts_.collective && store_->files_complete(); }
   // Every fragment present (published files, inline records, this writer's unpublished
   // and journal-recovered ones), replaced or not; true when the listing was consistent
-  // (no listed file vanished, every recorded file found or replaced).
-  bool list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem);
+  // (no listed file vanished, every recorded file found or replaced).  unrecorded: set
+  // when the problem is a file neither recorded nor logged (the listing may be newer than
+  // the catalog: load_fragments checks it against the reloaded one).
+  bool list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem,
+                    std::optional<FragmentId>* unrecorded = nullptr);
   FragmentId next_id();
   void check_selection(const Selection& sel) const;
   // --- MPI share logs and runs (array_share.cc, docs/parallel.md "Visibility").  A run

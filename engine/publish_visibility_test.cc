@@ -31,8 +31,8 @@ class HookEnv final : public EnvWrapper {
  public:
   HookEnv() : EnvWrapper(Env::posix()) {}
   std::function<void(const std::string&)> after_rename, before_list;
-  // Runs after every rename (not cleared).
-  std::function<void(const std::string&)> on_rename;
+  // Runs after every rename, before every listing (not cleared).
+  std::function<void(const std::string&)> on_rename, on_list;
 
   int rename(const char* from, const char* to) override {
     int r = base_.rename(from, to);
@@ -42,6 +42,7 @@ class HookEnv final : public EnvWrapper {
   }
   int list_dir(const char* p, std::vector<std::string>* names) override {
     if (before_list) std::exchange(before_list, nullptr)(p);
+    if (on_list) on_list(p);
     return base_.list_dir(p, names);
   }
 };
@@ -529,4 +530,97 @@ TEST(PublishVisibility, AnExtentChangeWithoutRankZerosFragmentsIsSeenWithItsEpoc
   const Status st = stale_c->open_array(id, false, ArrayOptions{}, &a);
   EXPECT_EQ(whole(st, a.get()), "");
   EXPECT_EQ(a ? a->schema().extent[0] : 0u, 24u);
+}
+
+namespace {
+
+// A parallel file's array (one member, epoch 1 committed); a reader opens the container,
+// then the array, while the member commits the next epoch inside each of the reader's
+// listings of the array's fragment directory, `overtaking` epochs in all.  Returns the
+// open's status; *committed: the last epoch committed, *listings: the reader's listings.
+Status open_overtaken(const std::string& path, int overtaking, std::unique_ptr<Array>* ra, int32_t* committed,
+                      int* listings) {
+  uint64_t id;
+  {
+    std::unique_ptr<Container> c;
+    EXPECT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+    c->set_file_arrays(true);  // a parallel file's: schema file, epoch journals, publish logs
+    EXPECT_TRUE(c->create_array(int32_schema({16, 32}, {kUnlimited, 32}, {8, 16}), &id).ok());
+    EXPECT_TRUE(guard([&] { c->catalog().sync(); }).ok());
+  }
+  std::unique_ptr<Container> wc;
+  EXPECT_TRUE(Container::open(path, true, &wc).ok());
+  wc->set_file_arrays(true);
+  std::map<uint64_t, std::shared_ptr<Array>> open;
+  {
+    ArrayOptions o = file_writer();
+    o.collective = true;  // a job of one member: it marks the array's files logged
+    std::unique_ptr<Array> a;
+    EXPECT_TRUE(wc->open_array(id, true, o, &a).ok());
+    open[id] = std::move(a);
+  }
+  *committed = 0;
+  auto epoch = [&] {
+    testutil::ThreadGroup::Shared shared(1, /*in_turn=*/true);
+    testutil::ThreadGroup grp(shared, 0);
+    EXPECT_TRUE(write_band(*open[id], 0, 1, *committed + 1));  // two fragment files
+    Status st = commit_epoch(*wc, grp, open, {}, static_cast<uint64_t>(*committed + 1));
+    EXPECT_TRUE(st.ok()) << st.message();
+    ++*committed;
+  };
+  epoch();
+  auto env = std::make_shared<HookEnv>();
+  std::unique_ptr<Container> rc;
+  EXPECT_TRUE(Container::open(path, false, &rc, std::make_shared<Context>(EngineOptions{}, env)).ok());
+  *listings = 0;
+  env->on_list = [&](const std::string& d) {
+    if (!ends_with(d, "/frag")) return;
+    if ((*listings)++ < overtaking) epoch();
+  };
+  Status st = rc->open_array(id, false, ArrayOptions{}, ra);
+  env->on_list = nullptr;
+  return st;
+}
+
+}  // namespace
+
+// Found by scripts/stress_mpi_readers (a fresh open by an outside reader of an `mpirun -n 4`
+// job that commits epochs back to back, about one open in 2,500): every listing of the
+// array's files found files of an epoch that had committed after the reader's catalog
+// was (re)loaded — the reload comes before the listing, and a listing of thousands of
+// files on a busy machine is long enough for the next epoch to rename its files in
+// between.  Four reloads, each overtaken so, and the open failed with "was not published
+// in this container", a foreign file's error, for files every later catalog records.
+// A reload that now records the file is the writer moving on, not a lasting
+// inconsistency: it does not count against the four.  Here the writer commits an epoch
+// inside every one of the reader's listings, a dozen in a row.
+TEST(PublishVisibility, AReaderOvertakenByAnEpochInEveryListingStillOpens) {
+  testutil::TempDir dir("tessera_visibility");
+  std::unique_ptr<Array> ra;
+  int32_t committed = 0;
+  int listings = 0;
+  const Status st = open_overtaken(dir.sub("c"), 12, &ra, &committed, &listings);
+  EXPECT_GT(listings, 12) << "the reader listed the directory only " << listings << " times";
+  ASSERT_TRUE(st.ok()) << st.message();
+  // The last epoch: committed before the listing that found the array consistent.
+  std::vector<int32_t> v(16 * 32, -7);
+  ASSERT_TRUE(ra->read(Selection::from_box(Box({0, 0}, {15, 31})), v.data()).ok());
+  EXPECT_TRUE(all_equal(v, committed)) << "cell 0 holds generation " << v[0] << ", cell 511 " << v[511]
+                                       << "; the last epoch committed is " << committed;
+}
+
+// The bound: a writer that overtakes every listing stops the open after
+// Array::kMaxOvertaken overtaken listings with an error that says so (busy), never a
+// foreign file's error, and never an open that waits for as long as the writer goes on.
+TEST(PublishVisibility, AReaderOvertakenByEveryListingGivesUpSayingSo) {
+  testutil::TempDir dir("tessera_visibility");
+  std::unique_ptr<Array> ra;
+  int32_t committed = 0;
+  int listings = 0;
+  const Status st = open_overtaken(dir.sub("c"), 100000, &ra, &committed, &listings);
+  EXPECT_EQ(st.code(), Errc::kBusy) << st.message();
+  EXPECT_NE(st.message().find("each time overtaken by a newer commit"), std::string::npos) << st.message();
+  // Two listings per retry (the journals', the files'), the open's own, and the last.
+  EXPECT_LE(listings, 2 * (Array::kMaxOvertaken + 2)) << "listed " << listings << " times";
+  EXPECT_GE(listings, Array::kMaxOvertaken) << "listed " << listings << " times";
 }
