@@ -297,6 +297,13 @@ class Array final : public BufferOwner {
   // are added to *into for the caller to commit and sync, instead of a commit per array
   // (flushing 10,000 small datasets is then one catalog batch).
   Status publish_prepared(bool synced, CatalogBatch* into = nullptr);
+  // A serial flush of an array whose records are not complete (a parallel file's array
+  // opened without MPI) whose batch needs a journal commits as an epoch does: the journal
+  // is tagged with the next epoch and the caller's catalog batch — recording the files,
+  // setting sys/epoch — is the commit point, made durable before publish_prepared renames
+  // (docs/format.md, "Publish logs").  After stage_prepared: that epoch, the batch's file
+  // records added to *into; 0: the batch publishes the usual way (renames, then batch).
+  Status record_staged(CatalogBatch* into, uint64_t* epoch);
   // After prepare_flush: fragments (and extent changes) the next publish will make
   // visible; a caller publishing only a few may sync them file by file instead.
   size_t pending_publish() const;
@@ -612,6 +619,17 @@ class Array final : public BufferOwner {
   bool journal_staged_ = false;
   bool single_ = false;  // the staged batch is one fragment: no journal file
   uint64_t staged_epoch_ = 0;  // the staged journal's epoch (0: serial journal)
+  // The staged batch commits with the caller's catalog batch before its renames
+  // (record_staged); first_committed_: that batch is durable, so a batch whose renames
+  // failed is finished from here before a new journal replaces its journal.  The batch
+  // is the first staged_n_ of unpublished_ (a retry's new fragments follow it), and the
+  // schema it publishes is staged_schema_ (a later extent change is not its).
+  bool first_ = false;
+  bool first_committed_ = false;
+  size_t staged_n_ = 0;
+  std::optional<std::pair<Schema, FragmentId>> staged_schema_;
+  bool commits_first_locked() const;
+  void record_first(CatalogBatch& into) const;
   std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
   // Published by publish_own since the last epoch, not yet recorded (files_to_record).
   std::vector<std::pair<FragmentId, uint64_t>> alone_files_;

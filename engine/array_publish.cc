@@ -8,6 +8,7 @@
 #include <set>
 
 #include "engine/array_files.h"
+#include "engine/container.h"
 #include "engine/file_io.h"
 #include "engine/fragment_writer.h"
 #include "engine/publish_log.h"
@@ -162,6 +163,10 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
     sync_dir(env(), frag_dir_);
     alone_unsynced_ = false;
   }
+  // A batch that committed first and then failed to rename: its journal names an epoch
+  // the catalog holds, so it is finished before a new journal replaces it (a new one
+  // with a later epoch would roll back, after a crash, files that epoch records).
+  if (epoch == 0 && first_ && journal_staged_ && first_committed_) finish_publish(false, nullptr);
   // Inline records and a schema record go with the catalog batch (finish_publish).
   if (store_->publishes_with_catalog() && unpublished_.empty()) {
     staged_epoch_ = epoch;
@@ -171,6 +176,18 @@ void Array::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
   }
   if (unpublished_.empty() && !schema_dirty_) return;
   if (!synced && !fragments_synced) sync_unpublished();
+  // A serial flush of a parallel file's array (record_staged): its journal carries the
+  // epoch the caller's catalog batch will set, and its files are recorded by that batch
+  // before their renames — not logged, so a reader never reads some of them on the
+  // strength of a log entry while the others are still to be renamed.
+  first_ = epoch == 0 && commits_first_locked();
+  first_committed_ = false;
+  if (first_) {
+    epoch = store_->committed_epoch().value_or(0) + 1;
+    staged_n_ = unpublished_.size();
+    staged_schema_.reset();
+    if (schema_dirty_) staged_schema_.emplace(schema_, extent_id_);
+  }
   staged_epoch_ = epoch;
   // A serial flush's files are recorded by a catalog batch after their renames (an
   // epoch's: by the epoch record, before them): logged first, before the journal too,
@@ -226,6 +243,30 @@ void Array::sync_unpublished() {
   }
 }
 
+// Journals are needed by a batch of several files or an extent change; one file alone is
+// renamed into place atomically before its batch (logged first), as before.
+bool Array::commits_first_locked() const {
+  return writable_ && !opts_.collective && store_->has_records() && !store_->publishes_with_catalog() &&
+         !complete_records() && (unpublished_.size() > 1 || schema_dirty_);
+}
+
+void Array::record_first(CatalogBatch& into) const {
+  std::vector<std::pair<FragmentId, uint64_t>> files;
+  for (size_t i = 0; i < staged_n_ && i < unpublished_.size(); ++i)
+    files.emplace_back(unpublished_[i].first->meta().id, unpublished_[i].first->file_size());
+  store_->record_files(files, {}, &into, /*sync=*/false);
+}
+
+Status Array::record_staged(CatalogBatch* into, uint64_t* epoch) {
+  std::lock_guard<std::mutex> g(mu_);
+  *epoch = 0;
+  return guard([&] {
+    if (!writable_ || !journal_staged_ || !first_) return;
+    record_first(*into);
+    *epoch = staged_epoch_;
+  });
+}
+
 std::string Array::journal_path() const {
   if (staged_epoch_ == 0) return join_path(frag_dir_, kJournalFile);
   return join_path(frag_dir_, kRankJournalPrefix + std::to_string(opts_.writer_rank) + kJournalSuffix);
@@ -234,35 +275,50 @@ std::string Array::journal_path() const {
 void Array::finish_publish(bool synced, CatalogBatch* into) {
   if (compact_) return compact_->publish(synced, into);
   if (!journal_staged_) return;
-  const bool files = !unpublished_.empty();
+  // A batch that commits first is called here once its catalog batch is durable.
+  if (first_) first_committed_ = true;
+  // Such a batch is the first staged_n_ fragments (after a failed rename: a retry's new
+  // ones follow, and one renamed before the failure is under its final name already).
+  const size_t n = first_ ? std::min(staged_n_, unpublished_.size()) : unpublished_.size();
+  const bool files = n > 0;
   std::vector<std::pair<FragmentId, uint64_t>> published;
   std::vector<std::shared_ptr<Fragment>> to_index;
-  for (auto& [f, final_path] : unpublished_) {
-    FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
+  for (size_t i = 0; i < n; ++i) {
+    auto& [f, final_path] = unpublished_[i];
+    if (f->path() != final_path)
+      FragmentWriter::publish_finished(f->file(), f->path(), final_path, /*already_synced=*/true);
     f->set_path(final_path);
     published.emplace_back(f->meta().id, f->file_size());
     to_index.push_back(f);
   }
-  unpublished_.clear();
+  unpublished_.erase(unpublished_.begin(), unpublished_.begin() + static_cast<ptrdiff_t>(n));
+  staged_n_ = 0;
   if (files && !synced) sync_dir(env(), frag_dir_);
   // Other ranks drop the records of this log the published files now hold (they list
   // the directory after an epoch anyway).
   if (files && share_log_) announce_files();
   // Inline fragments and the schema change: catalog records (into the caller's batch) or
   // the schema file — written before the journal goes: until then a crash replays both.
-  const bool had_schema = schema_dirty_;
+  // A batch that committed first publishes the schema it staged; a later extent change
+  // stays for the next flush.
+  const bool had_schema = first_ ? staged_schema_.has_value() : schema_dirty_;
+  const Schema* schema = first_ ? (staged_schema_ ? &staged_schema_->first : nullptr) : (had_schema ? &schema_ : nullptr);
+  const FragmentId extent_id = first_ && staged_schema_ ? staged_schema_->second : extent_id_;
   // An epoch's files are recorded by the epoch record's batch (commit_epoch), which
-  // names every member's files; a member records none of its own here.
+  // names every member's files; a member records none of its own here.  (So are those of
+  // a batch that committed first: record_staged.)
   if (staged_epoch_ != 0) published.clear();
-  store_->publish(unpublished_inline_, had_schema ? &schema_ : nullptr, extent_id_, published, synced, into);
+  store_->publish(unpublished_inline_, schema, extent_id, published, synced, into);
   unpublished_inline_.clear();
-  schema_dirty_ = false;
+  if (!first_ || (staged_schema_ && staged_schema_->second == extent_id_)) schema_dirty_ = false;
+  staged_schema_.reset();
   // A journal that carried an extent change to a catalog record stays until a later
   // flush replaces it: the record is durable only once the caller syncs the catalog, and
   // a crash before that replays the change from the journal (recover_one_journal takes
   // it only if newer).
   if (!single_ && !(had_schema && store_->publishes_with_catalog())) remove_file(env(), journal_path());
   journal_staged_ = false;
+  first_ = false;
   index_published(to_index);  // index_on_write: once the fragments are in place
 }
 
@@ -378,6 +434,15 @@ void Array::flush_impl() {
   spill();
   materialize_inline();
   stage_publish(false);
+  if (first_ && journal_staged_) {
+    // The commit point, before the renames (record_staged): the files' records and the
+    // epoch, synced.  No commit record (cm/): a flush of one array is not a container
+    // commit (commit_arrays).
+    CatalogBatch b;
+    record_first(b);
+    b.put(Container::kEpochKey, std::to_string(staged_epoch_));
+    store_->commit(std::move(b), /*sync=*/true);
+  }
   finish_publish(false);
 }
 

@@ -67,10 +67,26 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
     // and synced after the renames: the catalog names the arrays, so it must never point
     // at data that is not durable yet.
     CatalogBatch records;
-    auto publish_all = [&](bool synced) {
-      Status first;
+    // Arrays whose staged batch this catalog batch commits before their renames (a serial
+    // flush of a parallel file's arrays: Array::record_staged): their files are recorded
+    // and sys/epoch set here, and they rename only once the batch is durable.
+    std::set<Array*> commit_first;
+    auto record_first = [&] {
+      uint64_t epoch = 0;
       for (Array* a : arrays)
         if (a) {
+          uint64_t e = 0;
+          ok(a->record_staged(&records, &e));
+          if (e) commit_first.insert(a);
+          epoch = std::max(epoch, e);
+        }
+      if (epoch) records.put(Container::kEpochKey, std::to_string(epoch));
+    };
+    auto publish_all = [&](bool synced) {
+      record_first();
+      Status first;
+      for (Array* a : arrays)
+        if (a && !commit_first.count(a)) {
           Status st = a->publish_prepared(synced, &records);
           if (first.ok() && !st.ok()) first = st;
         }
@@ -93,6 +109,14 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
         c.catalog().commit(std::move(records));
         c.catalog().sync();
       }));
+      step(o, "committed", 0);
+      // Committed: those arrays rename now (each syncing its directory and schema file
+      // before it removes its journal, which until then finishes them after a crash).
+      for (Array* a : arrays)
+        if (a && commit_first.count(a)) {
+          Status st = a->publish_prepared(false);
+          if (first.ok() && !st.ok()) first = st;
+        }
       for (Array* a : arrays)
         if (a) a->publish_log_recorded();  // the records are durable: their log entries go
       if (ts)

@@ -94,7 +94,9 @@ struct CommitOptions {
   SyncPolicy sync;
   // Called at each step of a commit (crash tests stop the process there):
   //   serial: "prepared" (fragments written, nothing staged), "staged" (every journal
-  //           durable, nothing renamed), "published" (renamed, catalog not yet synced);
+  //           durable, nothing renamed), "published" (renamed, catalog not yet synced),
+  //           "committed" (catalog synced; a parallel file's arrays that commit first,
+  //           Array::record_staged, not renamed yet);
   //   epoch:  "staged" (this member's journal durable, before the agreement),
   //           "committed" (the epoch record durable, nothing renamed by this member).
   std::function<void(const char* step, uint64_t epoch)> at_step;

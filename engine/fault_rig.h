@@ -125,11 +125,13 @@ inline bool write_all(Writer& w, int g) {
 }
 
 // A fresh container at `path` holding generation 1 of the three arrays, committed.
+// file_arrays: a parallel file's arrays (schema files, publish logs) even when a serial
+// writer commits them (an h5py program opening an MPI job's file without MPI).
 inline void make_committed(const std::shared_ptr<Context>& ctx, const std::string& path, bool epochs, SyncPolicy sync,
-                           uint64_t* ids) {
+                           uint64_t* ids, bool file_arrays = false) {
   std::unique_ptr<Container> c;
   ASSERT_TRUE(Container::create(path, Container::CreateMode::kTruncate, &c, ctx).ok());
-  c->set_file_arrays(epochs);
+  c->set_file_arrays(epochs || file_arrays);
   for (int i = 0; i < kArrays; ++i) ASSERT_TRUE(c->create_array(schema_of(i), &ids[i]).ok());
   ASSERT_TRUE(guard([&] { c->catalog().sync(); }).ok());
   c.reset();

@@ -60,12 +60,12 @@ uint64_t stride() {
 }
 
 // The flush (serial or epoch) of generation 2 with a fault at every point.
-void flush_with_faults(bool epochs, SyncPolicy sync, const char* label) {
+void flush_with_faults(bool epochs, SyncPolicy sync, const char* label, bool file_arrays = false) {
   Rig rig;
   uint64_t ids[kArrays];
   // Count the points of a clean run.
   const std::string count_path = rig.root + "/count";
-  make_committed(rig.ctx, count_path, epochs, sync, ids);
+  make_committed(rig.ctx, count_path, epochs, sync, ids, file_arrays);
   if (::testing::Test::HasFatalFailure()) return;
   uint64_t points = 0;
   {
@@ -82,7 +82,7 @@ void flush_with_faults(bool epochs, SyncPolicy sync, const char* label) {
       SCOPED_TRACE(std::string(label) + ": " + FaultEnv::fault_name(fault) + " at point " + std::to_string(k) +
                    " of " + std::to_string(points));
       const std::string path = rig.root + "/p" + std::to_string(k) + FaultEnv::fault_name(fault);
-      make_committed(rig.ctx, path, epochs, sync, ids);
+      make_committed(rig.ctx, path, epochs, sync, ids, file_arrays);
       if (::testing::Test::HasFatalFailure()) return;
       std::string at;
       {
@@ -164,6 +164,14 @@ TEST(Fault, EnvCountsAndFailsTheArmedPoint) {
 TEST(Fault, SerialFlushPerFileSyncs) { flush_with_faults(false, kPerFile, "serial flush, per-file syncs"); }
 TEST(Fault, SerialFlushSyncfs) { flush_with_faults(false, kSyncfs, "serial flush, syncfs"); }
 TEST(Fault, EpochCommit) { flush_with_faults(true, kPerFile, "epoch commit"); }
+// A serial writer of a parallel file's arrays: a batch of several files or an extent
+// change commits through its catalog batch before its renames (Array::record_staged).
+TEST(Fault, SerialFlushOfParallelFileArraysPerFileSyncs) {
+  flush_with_faults(false, kPerFile, "serial flush of a parallel file's arrays, per-file syncs", true);
+}
+TEST(Fault, SerialFlushOfParallelFileArraysSyncfs) {
+  flush_with_faults(false, kSyncfs, "serial flush of a parallel file's arrays, syncfs", true);
+}
 
 // A consolidation, or (convert) one that rewrites the fragments into another layout and
 // publishes the schema's new order with them (Array::consolidate_layout): after any fault

@@ -52,11 +52,11 @@ std::string pending_str(const PowerLossEnv& env) {
 }
 
 // A serial flush or an epoch of generation 2, the machine stopped after every point.
-void flush_with_power_loss(bool epochs, SyncPolicy sync, const char* label) {
+void flush_with_power_loss(bool epochs, SyncPolicy sync, const char* label, bool file_arrays = false) {
   LossRig rig;
   uint64_t ids[kArrays];
   const std::string count_path = rig.root + "/count";
-  make_committed(rig.ctx, count_path, epochs, sync, ids);
+  make_committed(rig.ctx, count_path, epochs, sync, ids, file_arrays);
   if (::testing::Test::HasFatalFailure()) return;
   rig.env->settle();
   uint64_t points = 0;
@@ -80,7 +80,7 @@ void flush_with_power_loss(bool epochs, SyncPolicy sync, const char* label) {
     SCOPED_TRACE(std::string(label) + ": power loss after point " + std::to_string(k) + " of " +
                  std::to_string(points));
     const std::string path = rig.root + "/p" + std::to_string(k);
-    make_committed(rig.ctx, path, epochs, sync, ids);
+    make_committed(rig.ctx, path, epochs, sync, ids, file_arrays);
     if (::testing::Test::HasFatalFailure()) return;
     rig.env->settle();
     bool ok = false;
@@ -112,11 +112,11 @@ void flush_with_power_loss(bool epochs, SyncPolicy sync, const char* label) {
 // A write, sync or rename of the flush fails with EIO at point k (FaultEnv under the
 // PowerLossEnv); the writer writes generation 2 again and commits until that succeeds;
 // then the power goes.  Generation 2 must be what is left.
-void flush_failing_then_power_loss(bool epochs, SyncPolicy sync, const char* label) {
+void flush_failing_then_power_loss(bool epochs, SyncPolicy sync, const char* label, bool file_arrays = false) {
   LossRig rig;
   uint64_t ids[kArrays];
   const std::string count_path = rig.root + "/count";
-  make_committed(rig.ctx, count_path, epochs, sync, ids);
+  make_committed(rig.ctx, count_path, epochs, sync, ids, file_arrays);
   if (::testing::Test::HasFatalFailure()) return;
   uint64_t points = 0;
   {
@@ -132,7 +132,7 @@ void flush_failing_then_power_loss(bool epochs, SyncPolicy sync, const char* lab
     SCOPED_TRACE(std::string(label) + ": EIO at point " + std::to_string(k) + " of " + std::to_string(points) +
                  ", then a power loss after the retry succeeded");
     const std::string path = rig.root + "/p" + std::to_string(k);
-    make_committed(rig.ctx, path, epochs, sync, ids);
+    make_committed(rig.ctx, path, epochs, sync, ids, file_arrays);
     if (::testing::Test::HasFatalFailure()) return;
     rig.env->settle();
     std::string at, lost;
@@ -320,6 +320,17 @@ TEST(PowerLoss, EnvDropsWhatWasNotSynced) {
 TEST(PowerLoss, SerialFlushPerFileSyncs) { flush_with_power_loss(false, kPerFile, "serial flush, per-file syncs"); }
 TEST(PowerLoss, SerialFlushSyncfs) { flush_with_power_loss(false, kSyncfs, "serial flush, syncfs"); }
 TEST(PowerLoss, EpochCommit) { flush_with_power_loss(true, kPerFile, "epoch commit"); }
+// A serial writer of a parallel file's arrays (Array::record_staged: the catalog batch
+// before the renames).
+TEST(PowerLoss, SerialFlushOfParallelFileArraysPerFileSyncs) {
+  flush_with_power_loss(false, kPerFile, "serial flush of a parallel file's arrays, per-file syncs", true);
+}
+TEST(PowerLoss, SerialFlushOfParallelFileArraysSyncfs) {
+  flush_with_power_loss(false, kSyncfs, "serial flush of a parallel file's arrays, syncfs", true);
+}
+TEST(PowerLoss, AfterAFailedSyncSerialFlushOfParallelFileArrays) {
+  flush_failing_then_power_loss(false, kPerFile, "serial flush of a parallel file's arrays, per-file syncs", true);
+}
 TEST(PowerLoss, NewContainerFirstFlushPerFileSyncs) {
   first_flush_with_power_loss(kPerFile, "new container's first flush, per-file syncs");
 }

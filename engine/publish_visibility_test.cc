@@ -624,3 +624,114 @@ TEST(PublishVisibility, AReaderOvertakenByEveryListingGivesUpSayingSo) {
   EXPECT_LE(listings, 2 * (Array::kMaxOvertaken + 2)) << "listed " << listings << " times";
   EXPECT_GE(listings, Array::kMaxOvertaken) << "listed " << listings << " times";
 }
+
+// A serial writer (an h5py program without MPI) flushing a parallel file's array: two
+// fragment files and an extent change.  A reader looks for a journal (none yet), then the
+// writer flushes and renames its first file, then the reader lists the directory.  The
+// flush published through its publish log, a journal and renames, and the catalog batch
+// recording the files came after: the reader read the renamed, logged file and not the
+// other one — half a flush ("mixes generations").  The flush now commits through its
+// catalog batch first, as an epoch does (Array::record_staged), and renames after: the
+// reader finds a file its catalog neither records nor a log names, reloads its catalog
+// and reads the rest through the journal.  Each reader is paused between its journal
+// look and its listing at each rename of the flush: one opening the array through a
+// container opened before the flush, and one refreshing an array held since then.
+TEST(PublishVisibility, AReaderNeverSeesHalfASerialFlushOfAParallelFilesArray) {
+  testutil::TempDir dir("tessera_visibility");
+  const std::string path = dir.sub("c");
+  uint64_t id;
+  {
+    std::unique_ptr<Container> c;
+    ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+    c->set_file_arrays(true);  // a parallel file's array: schema file, publish logs
+    ASSERT_TRUE(c->create_array(int32_schema({16, 32}, {kUnlimited, 32}, {8, 16}), &id).ok());
+    ASSERT_TRUE(guard([&] { c->catalog().sync(); }).ok());
+  }
+  auto rows_of = [](int32_t g) { return uint64_t{8} + 8 * static_cast<uint64_t>(g); };
+  auto wenv = std::make_shared<HookEnv>();
+  std::unique_ptr<Container> w;
+  ASSERT_TRUE(Container::open(path, true, &w, std::make_shared<Context>(EngineOptions{}, wenv)).ok());
+  std::unique_ptr<Array> wa;
+  ASSERT_TRUE(w->open_array(id, true, file_writer(), &wa).ok());  // serial: not collective
+  // Generation g over rows_of(g) rows, in two fragment files.
+  auto generation = [&](int32_t g) -> Status {
+    Status st = wa->set_extent({rows_of(g), 32});
+    if (st.ok() && !write_band(*wa, 0, 1, g)) st = Status(Errc::kIo, "write");
+    return st.ok() ? commit_arrays(*w, {wa.get()}) : st;
+  };
+  ASSERT_TRUE(generation(1).ok());
+  // "" when the array is one whole generation with its extent.
+  auto whole = [&](Status st, Array* a, int32_t* g) -> std::string {
+    if (!st.ok()) return "error: " + st.message();
+    const Coords e = a->schema().extent;
+    std::vector<int32_t> v(e[0] * e[1], -7);
+    st = a->read(Selection::from_box(Box({0, 0}, {e[0] - 1, e[1] - 1})), v.data());
+    if (!st.ok()) return "read error: " + st.message();
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] != v[0])
+        return "mixes generations " + std::to_string(v[0]) + " and " + std::to_string(v[i]) + " (row " +
+               std::to_string(i / 32) + " of " + std::to_string(e[0]) + ")";
+    if (e[0] != rows_of(v[0])) return "generation " + std::to_string(v[0]) + " with " + std::to_string(e[0]) + " rows";
+    *g = v[0];
+    return "";
+  };
+  auto renv = std::make_shared<HookEnv>();
+  auto rctx = std::make_shared<Context>(EngineOptions{}, renv);
+  std::unique_ptr<Container> stale_c, held_c;
+  std::unique_ptr<Array> held;
+  ASSERT_TRUE(Container::open(path, false, &stale_c, rctx).ok());
+  ASSERT_TRUE(Container::open(path, false, &held_c, rctx).ok());
+  ASSERT_TRUE(held_c->open_array(id, false, ArrayOptions{}, &held).ok());
+
+  int32_t g = 1, held_g = 1;
+  size_t paused = 0;
+  for (int at = 1; at <= 2; ++at)
+    for (bool refresh : {false, true}) {
+      ++g;
+      const std::string who = std::string(refresh ? "a reader refreshing an array held since generation 1"
+                                                  : "a reader opening the array through a container opened before") +
+                              ", its listing after rename " + std::to_string(at) + " of generation " +
+                              std::to_string(g) + "'s flush: ";
+      Gate looked, renamed, done;
+      std::string result;
+      int32_t seen = 0;
+      std::thread reader([&] {
+        int lists = 0;
+        // The reader's first listing of frag/ looks for journals; its second lists the
+        // fragments: between the two, the writer flushes up to rename `at`.
+        renv->on_list = [&](const std::string& p) {
+          if (!ends_with(p, "/frag") || ++lists != 2) return;
+          looked.signal();
+          if (!renamed.wait()) result = "the writer never reached rename " + std::to_string(at) + "; ";
+        };
+        std::unique_ptr<Array> a;
+        Status st = refresh ? held->refresh() : stale_c->open_array(id, false, ArrayOptions{}, &a);
+        result += whole(st, refresh ? held.get() : a.get(), &seen);
+        renv->on_list = nullptr;
+        done.signal();
+      });
+      ASSERT_TRUE(looked.wait());
+      int renames = 0;
+      wenv->on_rename = [&](const std::string& to) {
+        if (!ends_with(to, ".tfr") || ++renames != at) return;
+        ++paused;
+        renamed.signal();
+        done.wait();
+      };
+      Status st = generation(g);
+      wenv->on_rename = nullptr;
+      renamed.signal();  // if the flush renamed fewer files
+      reader.join();
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_EQ(renames, 2) << "the flush renames two fragment files";
+      EXPECT_EQ(result, "") << who;
+      if (result.empty() && refresh) {
+        EXPECT_GE(seen, held_g) << who << "went back";
+        held_g = seen;
+      }
+    }
+  EXPECT_EQ(paused, 4u);
+  int32_t last = 0;
+  EXPECT_EQ(whole(held->refresh(), held.get(), &last), "");
+  EXPECT_EQ(last, g);
+}
