@@ -69,6 +69,10 @@ struct ArrayOptions {
   // logs (share_log.h; 0 or 1: every shared write ends a fragment file, and every
   // refresh lists the directory).
   uint32_t share_ranks = 0;
+  // The bound of this rank's share log (share_log.h): once it holds this many bytes, the
+  // next small write is shared through a file (a kShared record) and the log restarts.
+  // On disk it stays below this plus one write's record (docs/parallel.md).
+  uint64_t share_log_bytes = 4 << 20;
   // No other writer can be at work on the array (the opener holds the container's writer
   // lock, or is MPI rank 0 opening before the others): temporary fragment files left in
   // it after journal recovery are a crashed writer's garbage and are removed.

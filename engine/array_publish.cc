@@ -580,8 +580,10 @@ Status Array::share_own() {
     // Only small box writes since the last share: appended to the share log, and kept
     // in the write buffer (the run) until an epoch, H5Dclose or the run's end spills them.
     if (share_logging() && !share_broken_) {
-      if (!share_pending_.empty()) log_pending_shares();
-      return;
+      if (share_pending_.empty()) return;
+      if (!share_log_ || share_log_->size() < opts_.share_log_bytes) return log_pending_shares();
+      // The log is full: this write and the run before it go to a file, whose kShared
+      // record retires the log's records so the log can restart (announce_shared).
     }
     share_broken_ = false;
     share_pending_.clear();

@@ -40,6 +40,8 @@ constexpr uint64_t kShareLogMaxBytes = 256 << 10;
 // Foreign fragments a run remembers before it ends on its own (each write is checked
 // against them all).
 constexpr size_t kMaxFence = 4096;
+// A share log larger than this restarts after a kList record (ShareLogWriter::restart).
+constexpr uint64_t kRestartAfterList = 64 << 10;
 
 }  // namespace
 
@@ -132,6 +134,9 @@ void Array::log_pending_shares() {
 void Array::announce_files() {
   open_share_log();
   share_log_->append(ShareRecord::kList, nullptr, 0);
+  // The readers list the directory now anyway (an epoch, H5Dclose): past a small size
+  // the log restarts, so what epochs committed does not stay in it.
+  if (share_log_->size() > kRestartAfterList) share_log_->restart();
 }
 
 void Array::announce_shared(const std::vector<std::string>& names) {
@@ -139,6 +144,9 @@ void Array::announce_shared(const std::vector<std::string>& names) {
   std::string payload;
   for (const std::string& n : names) payload += (payload.empty() ? "" : "\n") + n;
   share_log_->append(ShareRecord::kShared, reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
+  // Readers open just the named files after a kShared; a restart costs each of them a
+  // listing, so only a full log restarts here (share_own sends a write to a file then).
+  if (share_log_->size() >= opts_.share_log_bytes) share_log_->restart();
 }
 
 bool Array::poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh,

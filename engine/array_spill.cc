@@ -7,7 +7,9 @@
 // the blob pieces in arrival order, then the cells, into one buffer with a coverage mask —
 // n rewrites of a tile cost one tile write, and a tile the writes cover whole (an ROI, a
 // frame) becomes one dense piece; one they cover in part, a few disjoint dense pieces
-// (cover_boxes.h) — sparse cells only when the covered cells are scattered.
+// (cover_boxes.h) — sparse cells only when the covered cells are scattered.  A tile only
+// box writes touch, and which they leave partly uncovered, is not painted: the visible
+// part of each write goes out as it is (visible_boxes.h).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -16,6 +18,7 @@
 #include "engine/cover_boxes.h"
 #include "engine/layout.h"
 #include "engine/strided_copy.h"
+#include "engine/visible_boxes.h"
 
 namespace tessera {
 
@@ -26,6 +29,46 @@ namespace {
 // before compression, against a footer entry per box).
 constexpr size_t kMaxTileBoxes = 64;
 constexpr uint64_t kMinBoxCells = 32;
+
+using TilePieces = std::vector<std::pair<const Blob*, Box>>;
+
+// A tile that only blob pieces touch, and which they do not cover whole: the visible part
+// of each piece as a dense box copied from its blob — the cost of the written cells, not
+// of their bounding box (which, for a few small writes far apart in a large tile, is most
+// of the tile).  False when the tile is not that, or takes too many or too small boxes:
+// the caller paints it.
+bool spill_visible(const Layout& layout, size_t es, const uint64_t* tile, const TilePieces& pieces,
+                   FragmentWriter& w) {
+  std::vector<Box> in;
+  in.reserve(pieces.size());
+  BoundingBox bound;
+  for (const auto& p : pieces) {
+    in.push_back(p.second);
+    bound.add(p.second);
+  }
+  std::vector<VisibleBox> vis;
+  if (!visible_boxes(in, kMaxTileBoxes, &vis)) return false;
+  uint64_t cells = 0;
+  for (const VisibleBox& v : vis) cells += v.box.cells();
+  // Covered whole: one dense box of the bounding box (painting costs what is written).
+  if (cells == bound.box.cells() || cells / vis.size() < kMinBoxCells) return false;
+  const int r = layout.rank();
+  uint64_t shape[kMaxRank], sstride[kMaxRank], dstride[kMaxRank];
+  for (const VisibleBox& v : vis) {
+    const Blob& b = *pieces[v.src].first;
+    layout.cell_strides(b.box, sstride);
+    layout.cell_strides(v.box, dstride);
+    uint64_t soff = 0;
+    for (int d = 0; d < r; ++d) {
+      shape[d] = v.box.hi[d] - v.box.lo[d] + 1;
+      soff += (v.box.lo[d] - b.box.lo[d]) * sstride[d];
+    }
+    std::vector<uint8_t> data(v.box.cells() * es);
+    strided_copy(r, shape, b.cells.data() + soff * es, sstride, data.data(), dstride, es);
+    w.add_dense_tile(tile, v.box, std::move(data));
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -42,7 +85,7 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
   const int r = schema_.rank();
   auto tile_less = [&](const Coords& a, const Coords& b) { return layout.compare_tiles(a.data(), b.data()) < 0; };
   // Per tile, the blob pieces in arrival order.
-  std::map<Coords, std::vector<std::pair<const Blob*, Box>>, decltype(tile_less)> tiles(tile_less);
+  std::map<Coords, TilePieces, decltype(tile_less)> tiles(tile_less);
   for (const Blob& b : blobs.blobs())
     layout.for_each_tile(b.box, [&](const Coords& t) {
       Box piece;
@@ -87,6 +130,7 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
       else w.add_dense_tile(tile.data(), b.box, b.cells);
       continue;
     }
+    if (cursor == c0 && spill_visible(layout, es, tile.data(), pieces, w)) continue;
     BoundingBox bound;
     for (const auto& p : pieces) bound.add(p.second);
     for (size_t k = c0; k < cursor; ++k) bound.add(cs + k * r, r);

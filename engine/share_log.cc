@@ -2,7 +2,9 @@
 #include "engine/share_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "engine/checksum.h"
@@ -38,6 +40,10 @@ ShareLogWriter::ShareLogWriter(Env& env, const std::string& path) : path_(path) 
 }
 
 void ShareLogWriter::append(ShareRecord kind, const uint8_t* payload, size_t n) {
+  append_to(f_, &off_, kind, payload, n);
+}
+
+void ShareLogWriter::append_to(File& f, uint64_t* off, ShareRecord kind, const uint8_t* payload, size_t n) {
   uint8_t h[kHeader];
   put_u64(h, n);
   put_u64(h + 8, checksum64(payload, n));
@@ -45,9 +51,25 @@ void ShareLogWriter::append(ShareRecord kind, const uint8_t* payload, size_t n) 
   put_u32(h + 20, kMagic);
   // Payload first, then the header (magic last): a reader never takes a record whose
   // payload is still being written.
-  if (n) f_.pwrite_all(payload, n, off_ + kHeader);
-  f_.pwrite_all(h, kHeader, off_);
-  off_ += kHeader + n;
+  if (n) f.pwrite_all(payload, n, *off + kHeader);
+  f.pwrite_all(h, kHeader, *off);
+  *off += kHeader + n;
+}
+
+void ShareLogWriter::restart() {
+  Env& env = f_.env();
+  // ".r<rank>.share.tmp" -> ".r<rank>.share.next.tmp": a temporary too (crash recovery).
+  const std::string next = path_.substr(0, path_.size() - 4) + ".next.tmp";
+  File nf = File::open_rw(env, next, /*create=*/true);
+  nf.truncate(0);
+  uint64_t noff = 0;
+  append_to(nf, &noff, ShareRecord::kList, nullptr, 0);
+  // Atomic: the name is always one whole log.  Not synced: the log is never durable.
+  if (env.rename(next.c_str(), path_.c_str()) != 0) throw_errno("cannot rename '" + next + "' to", path_, errno);
+  // Only now: a reader that reads this kClosed and reopens the name finds the new log.
+  append(ShareRecord::kClosed, nullptr, 0);
+  f_ = std::move(nf);
+  off_ = noff;
 }
 
 void ShareLogWriter::close_and_remove() {
@@ -59,17 +81,35 @@ void ShareLogWriter::close_and_remove() {
 }
 
 void ShareLogReader::poll(Env& env, const std::string& path, std::vector<Record>* out) {
+  // After kClosed, the name is opened again at once: a restarted log's records were
+  // appended to the new file before the old one was closed, so a read ordered after them
+  // must see them now, not at the next poll.
+  while (poll_file(env, path, out)) {
+  }
+}
+
+bool ShareLogReader::poll_file(Env& env, const std::string& path, std::vector<Record>* out) {
   if (!f_.is_open()) {
     try {
       f_ = File::open_read(env, path);
     } catch (const Error& e) {
-      if (e.code() == Errc::kNotFound) return;  // this rank has shared nothing (yet)
+      if (e.code() == Errc::kNotFound) return false;  // this rank has shared nothing (yet)
       throw;
+    }
+    if (closed_.is_open()) {
+      struct stat a, b;
+      if (env.fstat(f_.fd(), &a) != 0 || env.fstat(closed_.fd(), &b) != 0) throw_errno("cannot stat", path, errno);
+      if (a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        // The log read to its kClosed, not yet removed by its closing writer: nothing new.
+        f_ = File();
+        return false;
+      }
+      closed_ = File();
     }
     off_ = 0;
   }
   const uint64_t size = f_.size();
-  if (size < off_ + kHeader) return;
+  if (size < off_ + kHeader) return false;
   std::vector<uint8_t> tail(size - off_);
   size_t got = f_.pread_some(tail.data(), tail.size(), off_);
   size_t at = 0;
@@ -101,12 +141,13 @@ void ShareLogReader::poll(Env& env, const std::string& path, std::vector<Record>
       throw_error(Errc::kCorrupt, "share log '" + path + "': unknown record kind at byte " + std::to_string(r.offset));
     out->push_back(std::move(r));
     if (closed) {
-      f_ = File();
+      closed_ = std::move(f_);  // held open: its inode cannot be reused meanwhile
       off_ = 0;
-      return;
+      return true;
     }
   }
   off_ += at;
+  return false;
 }
 
 }  // namespace tessera

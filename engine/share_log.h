@@ -19,6 +19,14 @@
 // read torn while it is written) is damage and an error.  The log is a temporary file (a
 // dot, ".tmp"): never committed, removed by its writer when the array closes and by
 // crash recovery otherwise.
+//
+// Bounded (issue 19): once a record has retired everything before it (kList, kShared)
+// the writer may restart the log — a new file whose first record is kList is renamed
+// over the name, then kClosed is appended to the old one.  A reader that follows the old
+// file reads kClosed and reopens the name (as after a closed array): it finds the new
+// log.  One that opens the name for the first time gets the new log, whose kList makes
+// it list the directory: what the old log showed is in files by then.  The byte format
+// is the same; a restart is a kClosed followed by a new log under the name.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -47,9 +55,14 @@ class ShareLogWriter {
   void append(ShareRecord kind, const uint8_t* payload, size_t n);
   // Appends kClosed, closes and removes the log.
   void close_and_remove();
+  // Starts a new log under the name (see above).  Only right after a record that retired
+  // every earlier one (kList, kShared).
+  void restart();
+  uint64_t size() const { return off_; }
   const std::string& path() const { return path_; }
 
  private:
+  void append_to(File& f, uint64_t* off, ShareRecord kind, const uint8_t* payload, size_t n);
   std::string path_;
   File f_;
   uint64_t off_ = 0;
@@ -63,13 +76,18 @@ class ShareLogReader {
     std::vector<uint8_t> payload;
   };
   // The complete records appended since the last call (none while the log does not
-  // exist).  After kClosed the log is closed; the next call opens the path afresh (a new
-  // log of a writer that reopened the array).
+  // exist).  After kClosed the log is closed and the path opened afresh (a restarted
+  // log, or a new log of a writer that reopened the array) in the same call.
   void poll(Env& env, const std::string& path, std::vector<Record>* out);
 
  private:
+  // One file's new records; true when it ended with kClosed (the name is opened again).
+  bool poll_file(Env& env, const std::string& path, std::vector<Record>* out);
   File f_;
   uint64_t off_ = 0;
+  // The last log read to its kClosed, held open (so its inode is not reused): a reopen
+  // that finds it again (its writer has not removed it yet) reads nothing.
+  File closed_;
 };
 
 }  // namespace tessera

@@ -6,7 +6,10 @@
 // the cells of every earlier write, the later write winning where they overlap — before
 // and after the writes are published (H5Dclose's publish_own, an epoch).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,8 +39,9 @@ Schema schema() {
   return s;
 }
 
-ArrayOptions rank_opts(uint32_t rank, uint32_t ranks) {
+ArrayOptions rank_opts(uint32_t rank, uint32_t ranks, uint64_t log_bytes = ArrayOptions().share_log_bytes) {
   ArrayOptions o;
+  o.share_log_bytes = log_bytes;
   o.durable_writes = false;
   o.collective = true;
   o.writer_rank = rank;
@@ -51,10 +55,10 @@ struct Job {
   std::vector<std::unique_ptr<Array>> ranks;
   std::vector<int32_t> model = std::vector<int32_t>(N * N, 0);
 
-  explicit Job(uint32_t n) : dir(tmpdir() + "/a") {
+  explicit Job(uint32_t n, uint64_t log_bytes = ArrayOptions().share_log_bytes) : dir(tmpdir() + "/a") {
     EXPECT_TRUE(Array::create(dir, schema()).ok());
     ranks.resize(n);
-    for (uint32_t r = 0; r < n; ++r) EXPECT_TRUE(Array::open(dir, true, rank_opts(r, n), &ranks[r]).ok());
+    for (uint32_t r = 0; r < n; ++r) EXPECT_TRUE(Array::open(dir, true, rank_opts(r, n, log_bytes), &ranks[r]).ok());
   }
   // Rank r writes value v into box [lo, hi] (one H5Dwrite as the connector makes it).
   void write_box(uint32_t r, Box b, int32_t v) {
@@ -199,6 +203,76 @@ TEST(ShareLog, RandomInterleavingsMatchTheModel) {
     }
     j.epoch(++e);
     for (uint32_t r = 0; r < 3; ++r) ASSERT_EQ(j.check(r, "seed " + std::to_string(seed) + " at the end"), 0);
+  }
+}
+
+// Share logs are bounded (issue 19): a long run of small writes over many epochs, with
+// H5Dclose-style publishes, large writes and points in between, keeps every rank's log
+// below the bound plus one write's record — it restarts (a new file under the name,
+// seen here as a new inode) — while every read of every rank still matches the model,
+// including those of a rank that did not look at the logs for a long while.
+TEST(ShareLog, LogsStayBoundedAndReadersFollowRestarts) {
+  constexpr uint64_t kBound = 6 << 10;
+  // One write's record: a box of at most 12 x 12 int32 cells (576 bytes) as an in-memory
+  // fragment (header, footer, a dense entry per tile it meets), plus the 24-byte header;
+  // measured independently of the writer's code below (the largest growth of a log).
+  constexpr uint64_t kSlack = 4 << 10;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    Job j(3, kBound);
+    std::mt19937_64 rng(seed);
+    int32_t v = 1;
+    uint64_t e = 0, largest = 0, largest_step = 0;
+    ino_t inode[3] = {0, 0, 0};
+    uint64_t last_size[3] = {0, 0, 0};
+    int restarts = 0;
+    auto look = [&](int step) {
+      for (uint32_t k = 0; k < 3; ++k) {
+        struct stat st;
+        if (::stat((j.dir + "/frag/" + share_log_name(k)).c_str(), &st) != 0) continue;
+        const uint64_t size = static_cast<uint64_t>(st.st_size);
+        if (inode[k] && st.st_ino != inode[k]) ++restarts;
+        else if (size > last_size[k]) largest_step = std::max(largest_step, size - last_size[k]);
+        inode[k] = st.st_ino;
+        last_size[k] = size;
+        largest = std::max(largest, size);
+        EXPECT_LE(size, kBound + kSlack) << "seed " << seed << " step " << step << ": rank " << k << "'s log";
+      }
+    };
+    // Rank 2 looks only at the end of each quarter: rank 0's and 1's logs restart in
+    // between, more than once.
+    for (int step = 0; step < 1600; ++step) {
+      const uint32_t r = static_cast<uint32_t>(rng() % (step % 400 == 399 ? 3 : 2));
+      const int what = static_cast<int>(rng() % 100);
+      if (step % 400 == 399) {
+        ASSERT_EQ(j.check(2, "seed " + std::to_string(seed) + " step " + std::to_string(step) + ", rank 2"), 0);
+      } else if (what < 80) {
+        const uint64_t h = 1 + rng() % 12, w = 1 + rng() % 12;
+        const uint64_t i = rng() % (N - h + 1), c = rng() % (N - w + 1);
+        j.write_box(r, Box({i, c}, {i + h - 1, c + w - 1}), v++);
+      } else if (what < 82) {
+        const uint64_t i = rng() % (N - 20), c = rng() % (N - 20);
+        j.write_box(r, Box({i, c}, {i + 19, c + 19}), v++);
+      } else if (what < 84) {
+        j.write_point(r, rng() % N, rng() % N, v++);
+      } else if (what < 97) {
+        ASSERT_EQ(j.check(r, "seed " + std::to_string(seed) + " step " + std::to_string(step)), 0);
+      } else if (what < 99) {
+        size_t n = 0;
+        ASSERT_TRUE(j.ranks[r]->publish_own(&n).ok());
+      } else {
+        j.epoch(++e);
+      }
+      look(step);
+    }
+    j.epoch(++e);
+    for (uint32_t r = 0; r < 3; ++r) ASSERT_EQ(j.check(r, "seed " + std::to_string(seed) + " at the end"), 0);
+    EXPECT_GT(restarts, 10) << "seed " << seed;
+    EXPECT_GT(largest, kBound / 2) << "seed " << seed;  // the logs did fill up to near the bound
+    EXPECT_LE(largest_step, kSlack) << "seed " << seed;
+    // Without the bound a log would have held every small write since the last restart
+    // at an epoch or H5Dclose (~1,000 records here).
+    std::cout << "seed " << seed << ": largest log " << largest << " bytes (bound " << kBound << " + one record <= "
+              << largest_step << "), " << restarts << " restarts, " << e << " epochs\n";
   }
 }
 
