@@ -197,9 +197,9 @@ bool write_band(Array& a, uint32_t r, uint32_t n, int32_t g) {
          a.write(Selection::from_box(Box({lo, 0}, {mid - 1, 31})), v.data()).ok();
 }
 
-// What a reader outside the job saw: "" for one whole committed epoch (generation g over
-// the extent of g: 16 rows for 1, 24 for 2), else what was wrong.
-std::string whole_epoch(Status st, Array* a, int32_t* g) {
+// What a reader saw: "" for one whole generation g of an array 32 columns wide, with the
+// extent of g (rows_of(g) rows), else what was wrong.
+std::string whole_generation(Status st, Array* a, int32_t* g, const std::function<uint64_t(int32_t)>& rows_of) {
   if (!st.ok()) return "error: " + st.message();
   const Coords e = a->schema().extent;
   std::vector<int32_t> v(e[0] * e[1], -7);
@@ -207,19 +207,19 @@ std::string whole_epoch(Status st, Array* a, int32_t* g) {
   if (!st.ok()) return "read error: " + st.message();
   for (size_t i = 0; i < v.size(); ++i)
     if (v[i] != v[0])
-      return "mixes generations " + std::to_string(v[0]) + " and " + std::to_string(v[i]) + " (cell " +
-             std::to_string(i) + ")";
-  if (e[0] != (v[0] == 2 ? 24u : 16u))
-    return "generation " + std::to_string(v[0]) + " with " + std::to_string(e[0]) + " rows";
+      return "mixes generations " + std::to_string(v[0]) + " and " + std::to_string(v[i]) + " (row " +
+             std::to_string(i / e[1]) + " of " + std::to_string(e[0]) + ")";
+  if (e[0] != rows_of(v[0])) return "generation " + std::to_string(v[0]) + " with " + std::to_string(e[0]) + " rows";
   *g = v[0];
   return "";
 }
 
-// n members (threads, in turn) commit epoch 1 (generation 1, 16 rows) and then epoch 2
-// (generation 2, the extent grown to 24 rows) of a parallel file's array; after each of
-// epoch 2's renames of a fragment into place, readers outside the job read the array:
-// one that held it open since epoch 1 refreshes it, one that opened the container at
-// epoch 1 opens the array now, and a new one opens both.  Each must read one whole epoch.
+// A reader outside the job: one whole committed epoch (the extent of epoch 1 is 16 rows,
+// of epoch 2 24).
+std::string whole_epoch(Status st, Array* a, int32_t* g) {
+  return whole_generation(st, a, g, [](int32_t gen) { return gen == 2 ? uint64_t{24} : uint64_t{16}; });
+}
+
 void outside_readers_see_whole_epochs(uint32_t n) {
   testutil::TempDir dir("tessera_visibility");
   const std::string path = dir.sub("c");
@@ -660,21 +660,7 @@ TEST(PublishVisibility, AReaderNeverSeesHalfASerialFlushOfAParallelFilesArray) {
     return st.ok() ? commit_arrays(*w, {wa.get()}) : st;
   };
   ASSERT_TRUE(generation(1).ok());
-  // "" when the array is one whole generation with its extent.
-  auto whole = [&](Status st, Array* a, int32_t* g) -> std::string {
-    if (!st.ok()) return "error: " + st.message();
-    const Coords e = a->schema().extent;
-    std::vector<int32_t> v(e[0] * e[1], -7);
-    st = a->read(Selection::from_box(Box({0, 0}, {e[0] - 1, e[1] - 1})), v.data());
-    if (!st.ok()) return "read error: " + st.message();
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i] != v[0])
-        return "mixes generations " + std::to_string(v[0]) + " and " + std::to_string(v[i]) + " (row " +
-               std::to_string(i / 32) + " of " + std::to_string(e[0]) + ")";
-    if (e[0] != rows_of(v[0])) return "generation " + std::to_string(v[0]) + " with " + std::to_string(e[0]) + " rows";
-    *g = v[0];
-    return "";
-  };
+  auto whole = [&](Status st, Array* a, int32_t* g) { return whole_generation(st, a, g, rows_of); };
   auto renv = std::make_shared<HookEnv>();
   auto rctx = std::make_shared<Context>(EngineOptions{}, renv);
   std::unique_ptr<Container> stale_c, held_c;
