@@ -414,6 +414,12 @@ class Array final : public BufferOwner {
   size_t buffered_cells() const;
 
  private:
+  // opts_.context, or the process's.  The first member, so the last destroyed: the files
+  // the other members hold (the store's catalog, share logs, writers) close through its
+  // Env, and an array may hold the last reference to its Context (its container closed
+  // first).
+  std::shared_ptr<Context> ctx_;
+
   Array() = default;
   void open_impl(bool writable, const Schema* known = nullptr);
   void load_fragments();
@@ -590,7 +596,6 @@ class Array final : public BufferOwner {
   std::vector<std::shared_ptr<Fragment>> unpublished_inline_;  // deferred mode
 
   mutable std::mutex mu_;
-  std::shared_ptr<Context> ctx_;  // opts_.context, or the process's
   Env& env() const { return ctx_->env(); }  // every file-system call of the array
   std::string dir_, frag_dir_;
   bool writable_ = false;

@@ -154,11 +154,13 @@ class Fragment {
   bool verified(size_t i, uint64_t b0, uint64_t b1) const;  // blocks [b0, b1]
   mutable std::mutex path_mu_;
   std::string path_;  // guarded by path_mu_ (set_path runs while tiles are read)
+  // Before src_, so destroyed after it: src_'s file closes through ctx_'s Env, and a
+  // fragment may hold the last reference to its Context.
+  std::shared_ptr<Context> ctx_;
   std::unique_ptr<ByteSource> src_;
   MemorySource* inline_ = nullptr;  // src_ when inline
   uint64_t file_size_ = 0;
   uint64_t serial_ = 0;  // process-unique, keys the tile cache
-  std::shared_ptr<Context> ctx_;
   TileCache* cache_ = nullptr;  // ctx_'s
   mutable std::atomic<bool> cached_{false};  // put anything into cache_ (the destructor drops it)
   FragmentMeta meta_;
