@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <vector>
 
@@ -23,6 +24,12 @@ class ByteSource {
   virtual void pread_exact(void* buf, size_t n, uint64_t off) const = 0;
   // Hint that [off, off + n) will be read soon (posix_fadvise WILLNEED on a file).
   virtual void will_need(uint64_t /*off*/, uint64_t /*n*/) const {}
+  // A file's device and inode number, mixed into 64 bits: the same file the next time it
+  // is opened (a file written after it was deleted may reuse them: Fragment adds its
+  // name).  0: none (an inline record).
+  virtual uint64_t identity() const { return 0; }
+  // Whether a read of [off, off + n) would find every byte in memory (File::resident).
+  virtual bool resident(uint64_t /*off*/, uint64_t /*n*/) const { return false; }
   // Consecutive bytes from `off` scattered over iov (partial tile reads).
   virtual void preadv_exact(struct iovec* iov, int iovcnt, uint64_t off) const {
     for (int i = 0; i < iovcnt; ++i) {
@@ -34,8 +41,20 @@ class ByteSource {
 
 class FileSource : public ByteSource {
  public:
-  explicit FileSource(File f) : f_(std::move(f)), size_(f_.size()) {}
+  explicit FileSource(File f) : f_(std::move(f)) {
+    struct stat st;
+    f_.stat(&st);
+    size_ = static_cast<uint64_t>(st.st_size);
+    // splitmix64's finalizer over (dev, ino); 0 is kept for "none".
+    uint64_t h = static_cast<uint64_t>(st.st_ino) ^ (static_cast<uint64_t>(st.st_dev) * 0x9e3779b97f4a7c15ULL);
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    identity_ = h ? h : 1;
+  }
   uint64_t size() const override { return size_; }
+  uint64_t identity() const override { return identity_; }
+  bool resident(uint64_t off, uint64_t n) const override { return f_.resident(off, n); }
   void pread_exact(void* buf, size_t n, uint64_t off) const override { f_.pread_exact(buf, n, off); }
   void preadv_exact(struct iovec* iov, int iovcnt, uint64_t off) const override {
     f_.preadv_exact(iov, iovcnt, off);
@@ -45,7 +64,7 @@ class FileSource : public ByteSource {
 
  private:
   File f_;
-  uint64_t size_;
+  uint64_t size_, identity_;
 };
 
 class MemorySource : public ByteSource {

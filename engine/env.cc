@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -12,6 +13,8 @@ namespace tessera {
 
 namespace {
 
+constexpr long kCachestat = 451;
+
 class PosixEnv final : public Env {
  public:
   int open(const char* path, int flags, mode_t mode) override { return ::open(path, flags, mode); }
@@ -19,6 +22,19 @@ class PosixEnv final : public Env {
   ssize_t pread(int fd, void* buf, size_t n, off_t off) override { return ::pread(fd, buf, n, off); }
   ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) override {
     return ::preadv(fd, iov, cnt, off);
+  }
+  int64_t cached_pages(int fd, uint64_t off, uint64_t n) override {
+    // cachestat(2): newer than this system's headers, so declared here (its number is
+    // the same on every architecture: the generic syscall table's).
+    struct Range {
+      uint64_t off, len;
+    } range{off, n};
+    struct Stat {
+      uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+    } st{};
+    if (n == 0) return 0;
+    if (::syscall(kCachestat, fd, &range, &st, 0u) != 0) return -1;
+    return static_cast<int64_t>(st.nr_cache);
   }
   ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) override { return ::pwrite(fd, buf, n, off); }
   ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) override {
@@ -55,6 +71,11 @@ class PosixEnv final : public Env {
 };
 
 }  // namespace
+
+int64_t Env::cached_pages(int, uint64_t, uint64_t) {
+  errno = EOPNOTSUPP;
+  return -1;
+}
 
 const std::shared_ptr<Env>& Env::posix_shared() {
   // Leaked on purpose: pool threads may still do I/O while static destructors run.

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +30,11 @@ class Env {
   virtual int close(int fd) = 0;
   virtual ssize_t pread(int fd, void* buf, size_t n, off_t off) = 0;
   virtual ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) = 0;
+  // How many pages of [off, off + n) are in the page cache (cachestat(2), Linux 6.5+),
+  // without reading any or starting a read; -1 with errno when it cannot tell (ENOSYS on
+  // an older kernel; EOPNOTSUPP from this default: test Envs model the file, not the
+  // page cache).  A hint for what a read would cost, never for what it returns.
+  virtual int64_t cached_pages(int /*fd*/, uint64_t /*off*/, uint64_t /*n*/);
   virtual ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) = 0;
   virtual ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) = 0;
   virtual int fdatasync(int fd) = 0;
@@ -53,7 +60,9 @@ class Env {
 };
 
 // An Env that passes every call on to another (LevelDB's EnvWrapper): a test Env derives
-// from it and overrides only the calls it watches or fails.
+// from it and overrides only the calls it watches or fails.  cached_pages is not passed
+// on (a wrapper that models a file's bytes, power_loss_env.h, has no page cache to ask
+// about); a wrapper that wants it overrides it.
 class EnvWrapper : public Env {
  public:
   explicit EnvWrapper(Env& base) : base_(base) {}

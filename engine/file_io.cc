@@ -62,8 +62,19 @@ File File::open_rw(Env& env, const std::string& path, bool create, bool exclusiv
 
 uint64_t File::size() const {
   struct stat st;
-  if (env_->fstat(fd_, &st) != 0) throw_errno("cannot stat", path_, errno);
+  stat(&st);
   return static_cast<uint64_t>(st.st_size);
+}
+
+void File::stat(struct stat* st) const {
+  if (env_->fstat(fd_, st) != 0) throw_errno("cannot stat", path_, errno);
+}
+
+bool File::resident(uint64_t off, uint64_t n) const {
+  if (n == 0) return true;
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t pages = (off + n - 1) / page - off / page + 1;
+  return env_->cached_pages(fd_, off, n) == static_cast<int64_t>(pages);
 }
 
 void File::will_need(uint64_t off, uint64_t n) const {

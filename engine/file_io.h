@@ -34,6 +34,10 @@ class File {
   const std::string& path() const { return path_; }
   Env& env() const { return *env_; }
   uint64_t size() const;                                        // fstat
+  void stat(struct stat* st) const;                             // fstat; throws
+  // True when every page of [off, off + n) is in the page cache now (Env::cached_pages);
+  // false when some is not or it cannot tell.  A hint: a read after it may still wait.
+  bool resident(uint64_t off, uint64_t n) const;
   void pread_exact(void* buf, size_t n, uint64_t off) const;   // throws kCorrupt on EOF
   // Scatters the n = sum of lens bytes at off over the buffers (preadv; modifies iov).
   void preadv_exact(struct iovec* iov, int cnt, uint64_t off) const;

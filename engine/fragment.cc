@@ -50,6 +50,13 @@ std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::un
   f->cache_ = &f->ctx_->tiles();
   f->src_ = std::move(src);
   f->file_size_ = f->src_->size();
+  // Read times outlive the open (reread_recently): keyed by the file's device and inode
+  // and its name, which holds the fragment id (a nanosecond timestamp): an inode reused
+  // by a later fragment, as files are deleted and written, is not taken for this one.
+  if (const uint64_t id = f->src_->identity())
+    f->stamp_id_ = id ^ (std::hash<std::string>()(path.substr(path.find_last_of('/') + 1)) * 0x9e3779b97f4a7c15ULL);
+  else
+    f->stamp_id_ = f->serial_;
   if (f->file_size_ < kFragHeaderSize + kFragTrailerSize) corrupt(path, "file truncated");
   uint8_t header[kFragHeaderSize], trailer[kFragTrailerSize];
   f->src_->pread_exact(header, sizeof header, 0);
@@ -246,7 +253,7 @@ bool Fragment::tile_cached(size_t i) const {
 bool Fragment::reread_recently(size_t i) const {
   const DenseEntry& e = meta_.dense.at(i);
   cached_.store(true, std::memory_order_relaxed);  // its stamp goes with the fragment too
-  return cache_->reread_recently(TileCache::Key{serial_, e.blob.offset}, e.blob.stored_size);
+  return cache_->reread_recently(TileCache::Key{stamp_id_, e.blob.offset}, e.blob.stored_size);
 }
 
 bool Fragment::cache_tile(size_t i) const {
@@ -257,6 +264,13 @@ bool Fragment::cache_tile(size_t i) const {
     return false;
   }
   return tile_cached(i);
+}
+
+bool Fragment::cache_resident_tile(size_t i) const {
+  if (!partial_reads(i) || meta_.dense[i].blob.stored_size > cache_->max_entry()) return false;
+  const DenseEntry& e = meta_.dense[i];
+  if (!src_->resident(e.blob.offset, e.blob.stored_size)) return false;
+  return cache_tile(i);  // one pread of the tile, every block verified
 }
 
 std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const {

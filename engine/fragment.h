@@ -101,9 +101,15 @@ class Fragment {
   // the read or a check failed (the caller's own read of the blocks it needs then reports
   // that, and reads of other blocks still work).
   bool cache_tile(size_t i) const;
+  // The same for a tile whose blocks this open has not verified yet but whose bytes are
+  // all in the page cache (File::resident); false, reading nothing, when some are not.  A re-read after a reopen: its first read is then one
+  // copy from the page cache and the checksums, and the reads after it copy from memory.
+  bool cache_resident_tile(size_t i) const;
   bool tile_cached(size_t i) const;
   // Records a read of most of dense tile i and says whether the tile was read recently
   // enough for the cache to hold it until its next read (TileCache::reread_recently).
+  // Reads are stamped by the file (ByteSource::identity and its name), not the open: a
+  // tile read, closed, reopened and read again was read recently.
   bool reread_recently(size_t i) const;
   uint64_t cache_budget() const { return cache_->budget(); }
   uint64_t cache_max_entry() const { return cache_->max_entry(); }
@@ -161,6 +167,7 @@ class Fragment {
   MemorySource* inline_ = nullptr;  // src_ when inline
   uint64_t file_size_ = 0;
   uint64_t serial_ = 0;  // process-unique, keys the tile cache
+  uint64_t stamp_id_ = 0;  // keys its read times (reread_recently): the file, or serial_
   TileCache* cache_ = nullptr;  // ctx_'s
   mutable std::atomic<bool> cached_{false};  // put anything into cache_ (the destructor drops it)
   FragmentMeta meta_;

@@ -419,18 +419,19 @@ bool ReadPlanner::admit_warm_tiles() {
     size_t idx;
     uint64_t copied;  // bytes this read copies out of it
     bool most = false, cached = false;  // this read copies most of it; in the tile cache
+    bool cold = false;                  // blocks of it not verified in this open
   };
   std::vector<Tile> tiles;
-  bool cold = false;  // blocks to read from the file anyway: stamp the tiles, cache none
+  bool cold = false;  // blocks to read from the file: stamp the tiles, cache only resident ones
   for (const Job& j : jobs_) {
     cold |= j.cold_span != 0;
     uint64_t copied = 0;
     for (const ByteRun& r : j.runs) copied += r.len;
     auto t = std::find_if(tiles.rbegin(), tiles.rend(), [&](const Tile& x) { return x.f == j.f && x.idx == j.idx; });
     if (t != tiles.rend())
-      t->copied += copied;
+      t->copied += copied, t->cold |= j.cold_span != 0;
     else
-      tiles.push_back({j.f, j.idx, copied});
+      tiles.push_back({j.f, j.idx, copied, false, false, j.cold_span != 0});
   }
   // A read that would add more than a quarter of the cache caches nothing: not worth
   // its stamps.
@@ -446,7 +447,7 @@ bool ReadPlanner::admit_warm_tiles() {
     return false;
   }
   bool all = true;  // every tile of the read is in the cache
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, resident = 0;  // resident: bytes cached by cache_resident_tile
   size_t n = 0;
   for (const Tile& t : tiles) {
     const uint64_t size = t.f->meta().dense[t.idx].blob.stored_size;
@@ -456,6 +457,16 @@ bool ReadPlanner::admit_warm_tiles() {
     }
     if (!cold && t.cached) continue;
     const bool recent = t.f->reread_recently(t.idx);
+    // Read recently but not verified in this open: a re-read after a reopen.  Cached
+    // now if its bytes are all in the page cache (a tile from the disk is left to the
+    // cold path, whose requests overlap).  Its jobs then copy from memory.
+    if (t.cold && recent && admitted_ != UINT64_MAX && size <= t.f->cache_max_entry() &&
+        admitted_ + resident + size <= t.f->cache_budget() / 4 && t.f->cache_resident_tile(t.idx)) {
+      resident += size;
+      for (Job& j : jobs_)
+        if (j.f == t.f && j.idx == t.idx) j.cold_span = 0, j.overread = 0;
+      continue;
+    }
     if (cold || admitted_ == UINT64_MAX || !recent) {
       all = false;
       continue;
@@ -467,7 +478,12 @@ bool ReadPlanner::admit_warm_tiles() {
     bytes += size;
     tiles[n++] = t;
   }
-  if (cold) return false;
+  admitted_ += resident;
+  if (cold) {  // unless every cold tile was cached from the page cache just now
+    cold = false;
+    for (const Job& j : jobs_) cold |= j.cold_span != 0;
+    return !cold && all;  // (no warm tile was admitted while the read looked cold)
+  }
   admitted_ += bytes;
   for (size_t k = 0; k < n; ++k) all &= tiles[k].f->cache_tile(tiles[k].idx);
   return all;

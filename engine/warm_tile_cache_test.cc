@@ -3,8 +3,14 @@
 // tile cache and later reads return it from there — the model's bytes; a tile read once,
 // a small part of a tile, or a read larger than a quarter of the cache is not kept; the
 // cache stays within its budget; a closed or consolidated fragment's entries go and are
-// never served; a byte damaged in the file is detected again once the copy is gone.
+// never served; a byte damaged in the file is detected again once the copy is gone; a
+// tile read in an earlier open of the file is cached at its first read after the reopen
+// when its bytes are in the page cache (and verified), and read from the file when not.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <memory>
@@ -229,6 +235,101 @@ TEST(WarmTileCache, ConsolidatedFragmentsAreNeverServed) {
   }
   a.reset();
   EXPECT_EQ(fx.used(), 0u) << "closed fragments left entries in the cache";
+}
+
+// Whether every page of [off, off + n) of `path` is in the page cache, asked of the kernel
+// directly (mincore of a mapping: it starts no read, as a probing read could).
+bool resident(const std::string& path, uint64_t off, uint64_t n) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)), lo = off / page * page;
+  const size_t len = static_cast<size_t>(off + n - lo);
+  int fd = ::open(path.c_str(), O_RDONLY);
+  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(lo));
+  ::close(fd);
+  if (m == MAP_FAILED) return false;
+  std::vector<unsigned char> in((len + page - 1) / page);
+  const bool ok = ::mincore(m, len, in.data()) == 0;
+  ::munmap(m, len);
+  for (unsigned char c : in)
+    if (!(c & 1)) return false;
+  return ok;
+}
+
+// Whether this kernel answers cachestat(2) (Linux 6.5+), asked directly: without it
+// the engine cannot tell a resident tile from one on the disk and caches neither.
+bool kernel_has_cachestat(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  uint64_t range[2] = {0, 4096}, st[5] = {};
+  const long r = ::syscall(451, fd, range, st, 0u);
+  ::close(fd);
+  return r == 0;
+}
+
+// Drops the file's pages from the page cache (written back first: only clean pages go).
+void evict(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fdatasync(fd), 0);
+  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  ::close(fd);
+}
+
+// A script that opens a file, reads a tile, closes it and does it again (or h5py code that
+// opens the file inside a function): the reopened file's first read of a tile read before
+// is one copy from the page cache plus the checksums, and the reads after it come from
+// the tile cache, as the same reads would in one open.  The copy is verified as it is
+// made (a byte damaged between the opens is found), and a tile whose bytes are not in
+// the page cache is read from the file as any first read.
+TEST(WarmTileCache, AReopenedFilesRecentTilesAreCachedFromThePageCache) {
+  Fixture fx;
+  const std::string frag = fx.fragment_paths().at(0);
+  const uint64_t off2 = fx.tile_offset(2), off4 = fx.tile_offset(4);
+  auto a = fx.open(false);
+  std::vector<int32_t> out;
+  for (int k = 0; k < 2; ++k) ASSERT_TRUE(read(*a, tile_box(2), &out).ok());
+  ASSERT_TRUE(read(*a, tile_box(4), &out).ok());  // read once: stamped, not cached
+  EXPECT_EQ(fx.used(), kTileBytes);
+  a.reset();
+  EXPECT_EQ(fx.used(), 0u);
+  ASSERT_TRUE(resident(frag, off2, kTileBytes) && resident(frag, off4, kTileBytes));
+  // Without cachestat the reopened file's tiles are read as first reads (not cached).
+  const uint64_t one = kernel_has_cachestat(frag) ? kTileBytes : 0;
+
+  a = fx.open(false);
+  ASSERT_TRUE(read(*a, tile_box(0), &out).ok());  // never read before: not cached
+  EXPECT_EQ(out, expected(fx.truth, tile_box(0)));
+  EXPECT_EQ(fx.used(), 0u);
+  ASSERT_TRUE(read(*a, tile_box(2), &out).ok());
+  EXPECT_EQ(out, expected(fx.truth, tile_box(2)));
+  EXPECT_EQ(fx.used(), one) << "the reopened file's first read of a recent tile";
+  ASSERT_TRUE(read(*a, tile_box(4), &out).ok());
+  EXPECT_EQ(out, expected(fx.truth, tile_box(4)));
+  EXPECT_EQ(fx.used(), 2 * one);
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_TRUE(read(*a, tile_box(2), &out).ok());
+    EXPECT_EQ(out, expected(fx.truth, tile_box(2)));
+  }
+  EXPECT_EQ(fx.used(), one + kTileBytes);  // tile 2 re-read in this open: cached either way
+  a.reset();
+
+  // A byte of tile 2 damaged between the opens (in the page cache too): the copy is not
+  // kept and the read fails, every time.
+  testutil::flip_byte(frag, off2 + 4321);
+  a = fx.open(false);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(read(*a, tile_box(2), &out).code(), Errc::kCorrupt);
+  EXPECT_EQ(fx.used(), 0u);
+  a.reset();
+
+  // Tile 4's pages evicted: its first read after the reopen comes from the file, as a
+  // cold read, and caches nothing; its second read is a warm re-read again (cached).
+  evict(frag);
+  ASSERT_FALSE(resident(frag, off4, kTileBytes)) << "the kernel kept the pages: the case is not tested";
+  a = fx.open(false);
+  ASSERT_TRUE(read(*a, tile_box(4), &out).ok());
+  EXPECT_EQ(out, expected(fx.truth, tile_box(4)));
+  EXPECT_EQ(fx.used(), 0u) << "a tile read from the disk was cached";
+  ASSERT_TRUE(read(*a, tile_box(4), &out).ok());
+  EXPECT_EQ(out, expected(fx.truth, tile_box(4)));
+  EXPECT_EQ(fx.used(), kTileBytes);
 }
 
 }  // namespace
