@@ -143,8 +143,8 @@ std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view 
   std::lock_guard<std::mutex> g(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
-    if (!it->second.dead) out.emplace_back(it->first, it->second.value);
+    if (it->first.view().compare(0, prefix.size(), prefix) != 0) break;
+    if (!it->second.dead) out.emplace_back(it->first.view(), it->second.value);
   }
   return out;
 }
@@ -153,7 +153,7 @@ uint64_t Catalog::count(std::string_view prefix, uint64_t limit) const {
   std::lock_guard<std::mutex> g(mu_);
   uint64_t n = 0;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end() && n < limit; ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    if (it->first.view().compare(0, prefix.size(), prefix) != 0) break;
     if (!it->second.dead) ++n;
   }
   return n;
@@ -163,7 +163,7 @@ uint64_t Catalog::value_bytes(std::string_view prefix) const {
   std::lock_guard<std::mutex> g(mu_);
   uint64_t n = 0;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    if (it->first.view().compare(0, prefix.size(), prefix) != 0) break;
     n += it->second.value.size();
   }
   return n;

@@ -195,7 +195,40 @@ class Catalog {
     }
     return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
   }
-  using Map = std::pmr::map<std::pmr::string, Entry, KeyLess>;
+  // A map key with its bytes inside the map node when they fit (36 bytes: every key the
+  // connector builds for ids, "a/" + 16 hex digits + "/" + a name of up to 17 bytes): the
+  // tree walk then reads one node per level instead of a node and, elsewhere in the pool,
+  // its key (std::pmr::string keeps 15 bytes inline; the connector's keys are 18-30).
+  // Longer keys live in the pool.  Keys in a map node never change.
+  class Key {
+   public:
+    using allocator_type = std::pmr::polymorphic_allocator<char>;
+    static constexpr uint32_t kInline = 36;
+    Key(std::string_view s, const allocator_type& a) : mr_(a.resource()), size_(static_cast<uint32_t>(s.size())) {
+      char* d = in_;
+      if (size_ > kInline) d = heap_ = static_cast<char*>(mr_->allocate(size_, 1));
+      if (size_) std::memcpy(d, s.data(), size_);
+    }
+    Key(const Key& o, const allocator_type& a) : Key(o.view(), a) {}
+    Key(const Key& o) : Key(o.view(), allocator_type(o.mr_)) {}
+    Key& operator=(const Key&) = delete;
+    ~Key() {
+      if (size_ > kInline) mr_->deallocate(heap_, size_, 1);
+    }
+    const char* data() const { return size_ > kInline ? heap_ : in_; }
+    size_t size() const { return size_; }
+    std::string_view view() const { return {data(), size_}; }
+    operator std::string_view() const { return view(); }
+
+   private:
+    std::pmr::memory_resource* mr_;
+    uint32_t size_;
+    union {
+      char in_[kInline];
+      char* heap_;
+    };
+  };
+  using Map = std::pmr::map<Key, Entry, KeyLess>;
   std::pmr::unsynchronized_pool_resource pool_;  // before kv_: outlives it
   // The map is never destroyed: the pool's destructor releases its memory in a few large
   // chunks, where destroying the map would return each of ~100,000 nodes and strings to

@@ -462,5 +462,64 @@ TEST_F(CatalogTest, KeyOrderIsBytewiseForEveryLengthAndByte) {
   EXPECT_EQ(ro()->scan(""), KV(model.begin(), model.end()));  // replayed in the same order
 }
 
+// Keys live inside the map's nodes up to 36 bytes and in the pool beyond (catalog.h
+// Catalog::Key): keys of every length around that boundary (and long ones), rewritten,
+// deleted as kOnSync tombstones and as kEachCommit erasures, compacted, replayed, and
+// followed by a reader across the compaction's rename: always the model's pairs and order.
+TEST_F(CatalogTest, KeysOfEveryLengthAroundTheInlineLimit) {
+  std::map<std::string, std::string> model;
+  testutil::Rng rng(0x1A71);
+  auto key_of = [&](size_t len, int salt) {
+    std::string k = "k" + std::to_string(salt) + "/";
+    while (k.size() < len) k += static_cast<char>('a' + rng.below(3));
+    return k.substr(0, len);
+  };
+  std::vector<std::string> keys;
+  for (size_t len = 3; len <= 48; ++len)
+    for (int salt = 0; salt < 4; ++salt) keys.push_back(key_of(len, salt));
+  keys.push_back(key_of(200, 5));
+  keys.push_back(key_of(5000, 6));
+  keys.push_back(std::string(36, '\xff'));
+  keys.push_back(std::string(37, '\xff'));
+  keys.push_back(std::string(37, '\0'));
+  auto r = [&] {
+    auto c = rw(true);
+    put(*c, "first", "1");
+    model["first"] = "1";
+    return ro();
+  }();
+  for (int round = 0; round < 6; ++round) {
+    auto c = rw();
+    if (round % 2 == 1) c->set_durability(Catalog::Durability::kOnSync);
+    for (int i = 0; i < 400; ++i) {
+      const std::string& k = keys[rng.below(keys.size())];
+      CatalogBatch b;
+      if (rng.below(4) == 0) {
+        b.del(k);
+        model.erase(k);
+      } else {
+        std::string v(rng.below(64), static_cast<char>('A' + round));
+        b.put(k, v);
+        model[k] = v;
+      }
+      c->commit(b);
+    }
+    ASSERT_EQ(c->scan(""), KV(model.begin(), model.end())) << "round " << round;
+    for (const std::string& k : keys) {
+      auto m = model.find(k);
+      EXPECT_EQ(c->get(k), m == model.end() ? std::nullopt : std::optional<std::string>(m->second));
+      EXPECT_EQ(c->contains(k), m != model.end());
+    }
+    c->sync();
+    r->reload();  // across compactions (a renamed log) as well as appends
+    ASSERT_EQ(r->scan(""), KV(model.begin(), model.end())) << "reader, round " << round;
+    KV want;
+    for (const auto& kv : model)
+      if (kv.first.compare(0, 3, "k2/") == 0) want.push_back(kv);
+    EXPECT_EQ(r->scan("k2/"), want);
+  }
+  EXPECT_EQ(ro()->scan(""), KV(model.begin(), model.end()));
+}
+
 }  // namespace
 }  // namespace tessera
