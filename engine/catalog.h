@@ -240,12 +240,34 @@ class Catalog {
   // are written as one net record at sync.  Deleted entries stay as tombstones until then,
   // so these iterators stay valid.
   std::vector<Map::iterator> dirty_;
-  // Applies one op; returns its entry (end() when it erased or skipped it).  hint: the
-  // entry the previous op of the same record returned: a compacted log is one record in
-  // key order (maybe_compact), whose replay then finds each key right after the previous
-  // one instead of searching the map (other records fall back to the search).
-  Map::iterator apply_one(bool put, std::string_view key, std::string_view value, bool track,
-                          Map::iterator hint);
+  // Applies one op; returns its entry (end() when it erased or skipped it).
+  Map::iterator apply_one(bool put, std::string_view key, std::string_view value, bool track);
+  // Where a key goes without a tree walk, most of the time (issue 20).  The connector's
+  // keys come in a few kinds ("o/", "a/", "arr/", "l/": told apart by their first two
+  // bytes), and within a kind a run of creations adds keys in rising order, a few at a
+  // time: "a/<oid>/units", "a/<oid>/scale", "a/<oid>/index" for one object, then the next
+  // object's.  A sync's net record lists keys in that order and a compacted log in key
+  // order, so a replay, and the commits themselves, find most keys next to the last or
+  // the greatest key written of their kind.  Each slot keeps those two entries; seek()
+  // checks the key against them and their neighbours (two or three comparisons) before
+  // it falls back to lower_bound().  Only hints; an erase drops them all (iterators).
+  struct Hint {
+    Map::iterator last, max;
+    bool set = false;
+  };
+  static constexpr size_t kHintSlots = 16;
+  Hint hints_[kHintSlots];
+  static size_t hint_slot(std::string_view k) {
+    const unsigned a = k.size() > 0 ? static_cast<unsigned char>(k[0]) : 0;
+    const unsigned b = k.size() > 1 ? static_cast<unsigned char>(k[1]) : 0;
+    return (a * 31 + b) % kHintSlots;
+  }
+  // The first entry not below key: lower_bound(key), found through the hints if they can.
+  Map::iterator seek(std::string_view key) const;
+  void note_hint(Map::iterator it);
+  void drop_hints() {
+    for (Hint& h : hints_) h.set = false;
+  }
   uint64_t dirty_bytes_ = 0;
   std::atomic<uint64_t> version_{0};
 };

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -503,6 +504,9 @@ TEST_F(CatalogTest, KeysOfEveryLengthAroundTheInlineLimit) {
         model[k] = v;
       }
       c->commit(b);
+      const std::string& probe = keys[rng.below(keys.size())];  // right after the commit
+      auto m = model.find(probe);
+      ASSERT_EQ(c->get(probe), m == model.end() ? std::nullopt : std::optional<std::string>(m->second));
     }
     ASSERT_EQ(c->scan(""), KV(model.begin(), model.end())) << "round " << round;
     for (const std::string& k : keys) {
@@ -519,6 +523,67 @@ TEST_F(CatalogTest, KeysOfEveryLengthAroundTheInlineLimit) {
     EXPECT_EQ(r->scan("k2/"), want);
   }
   EXPECT_EQ(ro()->scan(""), KV(model.begin(), model.end()));
+}
+
+// The position hints (catalog.h Catalog::seek): keys of a few kinds, each kind rising
+// in runs that go down inside an object (as the connector writes "a/<oid>/units",
+// ".../scale", ".../index"), some deleted, some rewritten, lookups of absent keys
+// between hinted neighbours; committed one by one and in one kOnSync record, then
+// replayed: the model's pairs, and every present and absent key answered as the model.
+TEST_F(CatalogTest, HintedPositionsForInterleavedRisingRuns) {
+  std::map<std::string, std::string> model;
+  testutil::Rng rng(0x5EE4);
+  auto hex = [](uint64_t id) {
+    char b[17];
+    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(id));
+    return std::string(b);
+  };
+  auto check = [&](Catalog& c, const std::string& what) {
+    ASSERT_EQ(c.scan(""), KV(model.begin(), model.end())) << what;
+    for (int id = 0; id <= 301; ++id) {
+      for (const char* k : {"o/", "a/", "arr/", "b/"}) {
+        for (const char* tail : {"", "/units", "/scale", "/index", "/cells", "/files", "/schema", "/zz"}) {
+          std::string key = std::string(k) + hex(static_cast<uint64_t>(id)) + tail;
+          auto m = model.find(key);
+          ASSERT_EQ(c.get(key), m == model.end() ? std::nullopt : std::optional<std::string>(m->second))
+              << what << " " << key;
+          ASSERT_EQ(c.contains(key), m != model.end()) << what << " " << key;
+        }
+      }
+    }
+  };
+  for (int durable = 0; durable < 2; ++durable) {
+    model.clear();
+    remove_tree(Env::posix(), dir_);
+    auto c = rw(true);
+    if (durable == 1) c->set_durability(Catalog::Durability::kOnSync);
+    for (int id = 1; id <= 300; ++id) {
+      const std::string h = hex(static_cast<uint64_t>(id));
+      std::vector<std::pair<std::string, std::string>> ops = {
+          {"o/" + h, "obj"},          {"arr/" + h + "/schema", "s"}, {"arr/" + h + "/files", "1"},
+          {"a/" + h + "/units", "u"}, {"a/" + h + "/scale", "c"},    {"a/" + h + "/index", "i"},
+          {"a/" + h + "/units", "U"}, {"arr/" + h + "/cells", "x"}};
+      for (auto& [k, v] : ops) {
+        CatalogBatch b;
+        b.put(k, v);
+        model[k] = v;
+        if (rng.below(10) == 0) {  // now and then a deletion of an earlier key
+          std::string gone = "a/" + hex(rng.below(static_cast<uint64_t>(id)) + 1) + "/scale";
+          b.del(gone);
+          model.erase(gone);
+        }
+        c->commit(b);
+        std::string probe = "a/" + hex(rng.below(static_cast<uint64_t>(id) + 2)) + "/scale";
+        auto m = model.find(probe);
+        ASSERT_EQ(c->get(probe), m == model.end() ? std::nullopt : std::optional<std::string>(m->second));
+      }
+    }
+    check(*c, durable ? "kOnSync writer" : "writer");
+    c->sync();
+    check(*c, "after sync");
+    c.reset();
+    check(*ro(), durable ? "replayed kOnSync record" : "replayed commits");
+  }
 }
 
 }  // namespace
