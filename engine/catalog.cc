@@ -128,23 +128,23 @@ Catalog::~Catalog() {
 
 std::optional<std::string> Catalog::get(std::string_view key) const {
   std::lock_guard<std::mutex> g(mu_);
-  auto it = kv_.find(key);
-  if (it == kv_.end() || it->second.dead) return std::nullopt;
+  auto it = seek(key);
+  if (it == kv_.end() || it->first.view() != key || it->second.dead) return std::nullopt;
   return std::string(it->second.value);
 }
 
 bool Catalog::contains(std::string_view key) const {
   std::lock_guard<std::mutex> g(mu_);
-  auto it = kv_.find(key);
-  return it != kv_.end() && !it->second.dead;
+  auto it = seek(key);
+  return it != kv_.end() && it->first.view() == key && !it->second.dead;
 }
 
 std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view prefix) const {
   std::lock_guard<std::mutex> g(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
-    if (!it->second.dead) out.emplace_back(it->first, it->second.value);
+    if (it->first.view().compare(0, prefix.size(), prefix) != 0) break;
+    if (!it->second.dead) out.emplace_back(it->first.view(), it->second.value);
   }
   return out;
 }
@@ -153,7 +153,7 @@ uint64_t Catalog::count(std::string_view prefix, uint64_t limit) const {
   std::lock_guard<std::mutex> g(mu_);
   uint64_t n = 0;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end() && n < limit; ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    if (it->first.view().compare(0, prefix.size(), prefix) != 0) break;
     if (!it->second.dead) ++n;
   }
   return n;
@@ -163,7 +163,7 @@ uint64_t Catalog::value_bytes(std::string_view prefix) const {
   std::lock_guard<std::mutex> g(mu_);
   uint64_t n = 0;
   for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
-    if (it->first.compare(0, prefix.size(), prefix) != 0) break;
+    if (it->first.view().compare(0, prefix.size(), prefix) != 0) break;
     n += it->second.value.size();
   }
   return n;
@@ -268,8 +268,7 @@ void Catalog::replay() {
   parse_records(buf.get(), n, base, log_path_, /*tail_ok=*/true,
                 [&](const std::vector<OpView>& batch, uint64_t end) {
                   version_.fetch_add(1, std::memory_order_acq_rel);
-                  Map::iterator hint = kv_.end();
-                  for (const OpView& op : batch) hint = apply_one(op.put, op.key, op.value, track, hint);
+                  for (const OpView& op : batch) apply_one(op.put, op.key, op.value, track);
                   log_end_ = end;
                   return true;
                 });
@@ -331,8 +330,12 @@ void Catalog::encode_dirty() {
     for (const auto& it : dirty_) emit(!it->second.dead, it->first, it->second.value);
   });
   for (const auto& it : dirty_) {
-    if (it->second.dead) kv_.erase(it);
-    else it->second.dirty = false;
+    if (it->second.dead) {
+      drop_hints();
+      kv_.erase(it);
+    } else {
+      it->second.dirty = false;
+    }
   }
   dirty_.clear();
   dirty_bytes_ = 0;
@@ -432,24 +435,46 @@ void Catalog::write_queued() {
 void Catalog::apply(const CatalogBatch& batch) {
   version_.fetch_add(1, std::memory_order_acq_rel);
   const bool track = tracking();
-  for (const auto& op : batch.ops()) apply_one(op.put, op.key, op.value, track, kv_.end());
+  for (const auto& op : batch.ops()) apply_one(op.put, op.key, op.value, track);
 }
 
-Catalog::Map::iterator Catalog::apply_one(bool put, std::string_view key, std::string_view value, bool track,
-                                          Map::iterator hint) {
-  // The first entry not below key (also the insertion hint): right after `hint` when
-  // hint < key <= its successor, as for consecutive keys of a sorted record.
-  Map::iterator it;
-  if (hint != kv_.end() && std::string_view(hint->first) < key &&
-      (std::next(hint) == kv_.end() || key <= std::string_view(std::next(hint)->first)))
-    it = std::next(hint);
-  else
-    it = kv_.lower_bound(key);
+Catalog::Map::iterator Catalog::seek(std::string_view key) const {
+  const Hint& h = hints_[hint_slot(key)];
+  if (h.set) {
+    for (const Map::iterator& c : {h.last, h.max}) {
+      const int r = key_compare(key, c->first);
+      if (r == 0) return c;
+      if (r > 0) {
+        Map::iterator n = std::next(c);
+        if (n == kv_.end() || key_compare(key, n->first) <= 0) return n;
+      } else if (c == kv_.begin() || key_compare(key, std::prev(c)->first) > 0) {
+        return c;
+      }
+    }
+  }
+  return kv_.lower_bound(key);
+}
+
+void Catalog::note_hint(Map::iterator it) {
+  Hint& h = hints_[hint_slot(it->first)];
+  if (!h.set) {
+    h.last = h.max = it;
+    h.set = true;
+    return;
+  }
+  h.last = it;
+  if (key_compare(it->first, h.max->first) > 0) h.max = it;
+}
+
+Catalog::Map::iterator Catalog::apply_one(bool put, std::string_view key, std::string_view value, bool track) {
+  // The first entry not below key (also the insertion hint).
+  Map::iterator it = seek(key);
   if (it != kv_.end() && std::string_view(it->first) == key) {
     Entry& e = it->second;
     if (!e.dead) live_bytes_ -= entry_bytes(it->first, e.value);
     if (!put) {
       if (!track) {
+        drop_hints();
         kv_.erase(it);
         return kv_.end();
       }
@@ -465,6 +490,7 @@ Catalog::Map::iterator Catalog::apply_one(bool put, std::string_view key, std::s
       e.dirty = true;
       dirty_.push_back(it);
     }
+    note_hint(it);
     return it;
   }
   if (!put) return kv_.end();  // not in the map: not in the log either
@@ -474,6 +500,7 @@ Catalog::Map::iterator Catalog::apply_one(bool put, std::string_view key, std::s
     it->second.dirty = true;
     dirty_.push_back(it);
   }
+  note_hint(it);
   return it;
 }
 
@@ -489,6 +516,7 @@ void Catalog::reload() {
   if (path_st.st_ino != fd_st.st_ino || path_st.st_dev != fd_st.st_dev) {
     File f = File::open_read(*env_, log_path_);
     Map old_kv(&pool_);
+    drop_hints();  // they point into the map being set aside
     old_kv.swap(kv_);
     version_.fetch_add(1, std::memory_order_acq_rel);
     uint64_t old_end = log_end_, old_live = live_bytes_;
@@ -499,6 +527,7 @@ void Catalog::reload() {
     try {
       replay();
     } catch (...) {  // keep the last good view rather than a half-loaded one
+      drop_hints();
       kv_.swap(old_kv);
       log_ = std::move(old_log);
       log_end_ = old_end;
@@ -662,9 +691,8 @@ std::unique_ptr<Catalog> Catalog::open_as_of(const std::string& dir, uint64_t co
       throw_error(Errc::kUnsupported, "catalog '" + files[i] + "': format version " + std::to_string(version));
     parse_records(buf.data() + kFileHeaderSize, buf.size() - kFileHeaderSize, kFileHeaderSize, files[i],
                   /*tail_ok=*/live, [&](const std::vector<OpView>& batch, uint64_t) {
-                    Map::iterator hint = c->kv_.end();
                     for (const OpView& op : batch) {
-                      hint = c->apply_one(op.put, op.key, op.value, false, hint);
+                      c->apply_one(op.put, op.key, op.value, false);
                       if (op.put && op.key == kCommitKey && op.value == want) found = true;
                     }
                     return !found;

@@ -195,7 +195,40 @@ class Catalog {
     }
     return a.size() < b.size() ? -1 : (a.size() > b.size() ? 1 : 0);
   }
-  using Map = std::pmr::map<std::pmr::string, Entry, KeyLess>;
+  // A map key with its bytes inside the map node when they fit (36 bytes: every key the
+  // connector builds for ids, "a/" + 16 hex digits + "/" + a name of up to 17 bytes): the
+  // tree walk then reads one node per level instead of a node and, elsewhere in the pool,
+  // its key (std::pmr::string keeps 15 bytes inline; the connector's keys are 18-30).
+  // Longer keys live in the pool.  Keys in a map node never change.
+  class Key {
+   public:
+    using allocator_type = std::pmr::polymorphic_allocator<char>;
+    static constexpr uint32_t kInline = 36;
+    Key(std::string_view s, const allocator_type& a) : mr_(a.resource()), size_(static_cast<uint32_t>(s.size())) {
+      char* d = in_;
+      if (size_ > kInline) d = heap_ = static_cast<char*>(mr_->allocate(size_, 1));
+      if (size_) std::memcpy(d, s.data(), size_);
+    }
+    Key(const Key& o, const allocator_type& a) : Key(o.view(), a) {}
+    Key(const Key& o) : Key(o.view(), allocator_type(o.mr_)) {}
+    Key& operator=(const Key&) = delete;
+    ~Key() {
+      if (size_ > kInline) mr_->deallocate(heap_, size_, 1);
+    }
+    const char* data() const { return size_ > kInline ? heap_ : in_; }
+    size_t size() const { return size_; }
+    std::string_view view() const { return {data(), size_}; }
+    operator std::string_view() const { return view(); }
+
+   private:
+    std::pmr::memory_resource* mr_;
+    uint32_t size_;
+    union {
+      char in_[kInline];
+      char* heap_;
+    };
+  };
+  using Map = std::pmr::map<Key, Entry, KeyLess>;
   std::pmr::unsynchronized_pool_resource pool_;  // before kv_: outlives it
   // The map is never destroyed: the pool's destructor releases its memory in a few large
   // chunks, where destroying the map would return each of ~100,000 nodes and strings to
@@ -207,12 +240,34 @@ class Catalog {
   // are written as one net record at sync.  Deleted entries stay as tombstones until then,
   // so these iterators stay valid.
   std::vector<Map::iterator> dirty_;
-  // Applies one op; returns its entry (end() when it erased or skipped it).  hint: the
-  // entry the previous op of the same record returned: a compacted log is one record in
-  // key order (maybe_compact), whose replay then finds each key right after the previous
-  // one instead of searching the map (other records fall back to the search).
-  Map::iterator apply_one(bool put, std::string_view key, std::string_view value, bool track,
-                          Map::iterator hint);
+  // Applies one op; returns its entry (end() when it erased or skipped it).
+  Map::iterator apply_one(bool put, std::string_view key, std::string_view value, bool track);
+  // Where a key goes without a tree walk, most of the time (issue 20).  The connector's
+  // keys come in a few kinds ("o/", "a/", "arr/", "l/": told apart by their first two
+  // bytes), and within a kind a run of creations adds keys in rising order, a few at a
+  // time: "a/<oid>/units", "a/<oid>/scale", "a/<oid>/index" for one object, then the next
+  // object's.  A sync's net record lists keys in that order and a compacted log in key
+  // order, so a replay, and the commits themselves, find most keys next to the last or
+  // the greatest key written of their kind.  Each slot keeps those two entries; seek()
+  // checks the key against them and their neighbours (two or three comparisons) before
+  // it falls back to lower_bound().  Only hints; an erase drops them all (iterators).
+  struct Hint {
+    Map::iterator last, max;
+    bool set = false;
+  };
+  static constexpr size_t kHintSlots = 16;
+  Hint hints_[kHintSlots];
+  static size_t hint_slot(std::string_view k) {
+    const unsigned a = k.size() > 0 ? static_cast<unsigned char>(k[0]) : 0;
+    const unsigned b = k.size() > 1 ? static_cast<unsigned char>(k[1]) : 0;
+    return (a * 31 + b) % kHintSlots;
+  }
+  // The first entry not below key: lower_bound(key), found through the hints if they can.
+  Map::iterator seek(std::string_view key) const;
+  void note_hint(Map::iterator it);
+  void drop_hints() {
+    for (Hint& h : hints_) h.set = false;
+  }
   uint64_t dirty_bytes_ = 0;
   std::atomic<uint64_t> version_{0};
 };
