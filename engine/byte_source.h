@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <vector>
 
+#include "engine/checksum.h"
 #include "engine/error.h"
 #include "engine/file_io.h"
 
@@ -45,12 +46,9 @@ class FileSource : public ByteSource {
     struct stat st;
     f_.stat(&st);
     size_ = static_cast<uint64_t>(st.st_size);
-    // splitmix64's finalizer over (dev, ino); 0 is kept for "none".
-    uint64_t h = static_cast<uint64_t>(st.st_ino) ^ (static_cast<uint64_t>(st.st_dev) * 0x9e3779b97f4a7c15ULL);
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    h ^= h >> 31;
-    identity_ = h ? h : 1;
+    const uint64_t file[2] = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    identity_ = checksum64(file, sizeof file);
+    identity_ += identity_ == 0;  // 0 is kept for "none"
   }
   uint64_t size() const override { return size_; }
   uint64_t identity() const override { return identity_; }

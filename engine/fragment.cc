@@ -53,10 +53,13 @@ std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::un
   // Read times outlive the open (reread_recently): keyed by the file's device and inode
   // and its name, which holds the fragment id (a nanosecond timestamp): an inode reused
   // by a later fragment, as files are deleted and written, is not taken for this one.
-  if (const uint64_t id = f->src_->identity())
-    f->stamp_id_ = id ^ (std::hash<std::string>()(path.substr(path.find_last_of('/') + 1)) * 0x9e3779b97f4a7c15ULL);
-  else
+  if (const uint64_t id = f->src_->identity()) {
+    const std::string_view name = std::string_view(path).substr(path.find_last_of('/') + 1);
+    const ByteSpan key[2] = {{&id, sizeof id}, {name.data(), name.size()}};
+    f->stamp_id_ = checksum64_spans(key, 2);
+  } else {
     f->stamp_id_ = f->serial_;
+  }
   if (f->file_size_ < kFragHeaderSize + kFragTrailerSize) corrupt(path, "file truncated");
   uint8_t header[kFragHeaderSize], trailer[kFragTrailerSize];
   f->src_->pread_exact(header, sizeof header, 0);
@@ -267,10 +270,10 @@ bool Fragment::cache_tile(size_t i) const {
 }
 
 bool Fragment::cache_resident_tile(size_t i) const {
-  if (!partial_reads(i) || meta_.dense[i].blob.stored_size > cache_->max_entry()) return false;
-  const DenseEntry& e = meta_.dense[i];
-  if (!src_->resident(e.blob.offset, e.blob.stored_size)) return false;
-  return cache_tile(i);  // one pread of the tile, every block verified
+  // cache_tile's own checks (size, partial reads) come first: the probe is a syscall.
+  const BlobRef& b = meta_.dense.at(i).blob;
+  return partial_reads(i) && b.stored_size <= cache_->max_entry() && src_->resident(b.offset, b.stored_size) &&
+         cache_tile(i);  // one pread of the tile, every block verified
 }
 
 std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const {

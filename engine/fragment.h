@@ -102,8 +102,9 @@ class Fragment {
   // that, and reads of other blocks still work).
   bool cache_tile(size_t i) const;
   // The same for a tile whose blocks this open has not verified yet but whose bytes are
-  // all in the page cache (File::resident); false, reading nothing, when some are not.  A re-read after a reopen: its first read is then one
-  // copy from the page cache and the checksums, and the reads after it copy from memory.
+  // all in the page cache (File::resident); false, reading nothing, when some are not.
+  // A re-read after a reopen: its first read is then one copy from the page cache and
+  // the checksums, and the reads after it copy from memory.
   bool cache_resident_tile(size_t i) const;
   bool tile_cached(size_t i) const;
   // Records a read of most of dense tile i and says whether the tile was read recently
