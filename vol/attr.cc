@@ -166,6 +166,7 @@ DatasetObj* clone_dataset(const DatasetObj& d) {
   c->dcpl = d.dcpl;
   if (H5Iinc_ref(d.dapl) < 0) return nullptr;
   c->dapl = d.dapl;
+  c->kept_access = d.kept_access;
   return c.release();
 }
 

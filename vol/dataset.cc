@@ -85,21 +85,61 @@ void set_virtual_extent(DatasetObj& d, const hsize_t* size) {
   d.file->commit(b);
 }
 
-// External storage (external_storage.h): the files and the prefix their names resolve
-// against; H5Dget_access_plist reports the expanded prefix, as native does.
-void setup_external(DatasetObj& d) {
-  if (!ExternalStorage::used(d.dcpl)) return;
-  if (d.ftype.has_vlen() || d.ftype.has_std_ref())
-    fail_unsupported("variable-length data or references in external files are not supported by tessera containers");
-  d.external = std::make_shared<ExternalStorage>(d.dcpl, d.space, d.ftype.size());
-  d.efile_prefix = ExternalStorage::prefix(d.dapl, d.file->name());
-  ssize_t n = H5Pget_efile_prefix(d.dapl, nullptr, 0);
-  if (n > 0 && !d.efile_prefix.empty()) {
-    hid_t own = H5Pcopy(d.dapl);
-    if (own < 0 || H5Pset_efile_prefix(own, d.efile_prefix.c_str()) < 0) fail_arg("cannot record the efile prefix");
-    H5Pclose(d.dapl);
-    d.dapl = own;
+// A handle's dapl (objects.h KeptAccess): what native keeps from the dapl of the open,
+// and the dapl itself only where it is read after the open (a virtual dataset's view,
+// printf gap and prefix: its own copy).  Other handles share the library's default dapl:
+// five H5Pget calls cost a third of an H5Pcopy + H5Pclose, which was ~10 % of reopening
+// 10,000 datasets (issue 20).  dapl_id: the dapl of the open or create (H5P_DEFAULT: the
+// default).  Needs the handle's dcpl, space and type (external storage).
+void set_access(DatasetObj& d, hid_t dapl_id) {
+  if (dapl_id == H5P_DEFAULT) dapl_id = H5P_DATASET_ACCESS_DEFAULT;
+  auto k = std::make_shared<DatasetObj::KeptAccess>();
+  auto text = [&](ssize_t (*get)(hid_t, char*, size_t)) {
+    ssize_t n = get(dapl_id, nullptr, 0);
+    if (n < 0) fail_arg("cannot read the dataset access property list");
+    std::string v(static_cast<size_t>(n) + 1, '\0');
+    if (n > 0 && get(dapl_id, v.data(), v.size()) < 0) fail_arg("cannot read the dataset access property list");
+    v.resize(static_cast<size_t>(n));
+    return v;
+  };
+  if (H5Pget_chunk_cache(dapl_id, &k->nslots, &k->nbytes, &k->w0) < 0 ||
+      H5Pget_virtual_view(dapl_id, &k->view) < 0 || H5Pget_virtual_printf_gap(dapl_id, &k->gap) < 0)
+    fail_arg("cannot read the dataset access property list");
+  k->vds_prefix = text(H5Pget_virtual_prefix);
+  k->efile_prefix = text(H5Pget_efile_prefix);
+  hid_t keep = d.vds ? H5Pcopy(dapl_id) : H5P_DATASET_ACCESS_DEFAULT;
+  if (keep < 0 || (!d.vds && H5Iinc_ref(keep) < 0)) fail_arg("cannot copy the dataset access property list");
+  if (d.dapl >= 0) H5Pclose(d.dapl);
+  d.dapl = keep;
+  // External storage (external_storage.h): the files and the prefix their names resolve
+  // against; H5Dget_access_plist reports the expanded prefix, as native does.
+  if (ExternalStorage::used(d.dcpl)) {
+    if (d.ftype.has_vlen() || d.ftype.has_std_ref())
+      fail_unsupported("variable-length data or references in external files are not supported by tessera containers");
+    d.external = std::make_shared<ExternalStorage>(d.dcpl, d.space, d.ftype.size());
+    d.efile_prefix = ExternalStorage::prefix(dapl_id, d.file->name());
+    if (!k->efile_prefix.empty() && !d.efile_prefix.empty()) k->efile_prefix = d.efile_prefix;
   }
+  d.kept_access = std::move(k);
+}
+
+// H5Dget_access_plist, as native builds it: the default dapl as it is now, with the
+// chunk cache of a chunked dataset, the view and printf gap of a virtual one, and the
+// VDS and external file prefixes from the dapl of the open.
+hid_t access_plist(const DatasetObj& d) {
+  hid_t p = H5Pcopy(H5P_DATASET_ACCESS_DEFAULT);
+  if (p < 0) fail_arg("cannot copy the dapl");
+  const DatasetObj::KeptAccess* k = d.kept_access.get();
+  bool ok = k != nullptr;
+  if (ok && H5Pget_layout(d.dcpl) == H5D_CHUNKED) ok = H5Pset_chunk_cache(p, k->nslots, k->nbytes, k->w0) >= 0;
+  if (ok && d.vds) ok = H5Pset_virtual_view(p, k->view) >= 0 && H5Pset_virtual_printf_gap(p, k->gap) >= 0;
+  ok = ok && H5Pset_virtual_prefix(p, k->vds_prefix.c_str()) >= 0 &&
+       H5Pset_efile_prefix(p, k->efile_prefix.c_str()) >= 0;
+  if (!ok) {
+    H5Pclose(p);
+    fail_arg("cannot build the dataset access property list");
+  }
+  return p;
 }
 
 // The selected cells, packed in selection order: from the engine array, or from the
@@ -122,12 +162,6 @@ bool intermediate_groups(hid_t lcpl) {
 // SharedFile::require_writable prefixes the operation, which report() adds already.
 void require_write_intent(SharedFile& f) {
   if (!f.writable()) fail_arg("file '" + f.name() + "' is open read-only (no write intent)");
-}
-
-hid_t copy_plist(hid_t p, hid_t dflt) {
-  hid_t c = H5Pcopy(p == H5P_DEFAULT ? dflt : p);
-  if (c < 0) fail_arg("cannot copy property list");
-  return c;
 }
 
 // Memory side of one transfer.  `block`: H5S_BLOCK, a contiguous buffer.
@@ -453,15 +487,13 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
     hid_t cached = f->decoded_plist(rec.cpl);
     d->dcpl = cached >= 0 && H5Iinc_ref(cached) >= 0 ? cached : H5I_INVALID_HID;
   }
-  hid_t dapl = f->shared_default_dapl();
-  d->dapl = dapl >= 0 && H5Iinc_ref(dapl) >= 0 ? dapl : H5I_INVALID_HID;
-  if (d->space < 0 || d->dcpl < 0 || d->dapl < 0)
+  if (d->space < 0 || d->dcpl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
   d->array = f->open_array(rec.array_id);  // parallel: sees what other ranks published
   d->array_id = rec.array_id;
   if (H5Pget_layout(d->dcpl) == H5D_VIRTUAL) d->vds = std::make_shared<VirtualDataset>(d->dcpl);
+  set_access(*d, H5P_DEFAULT);  // dataset_open sets the caller's
   sync_space(*d);
-  setup_external(*d);
   return d.release();
 }
 
@@ -504,14 +536,6 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       if (force_early && H5Pset_alloc_time(d->dcpl, H5D_ALLOC_TIME_EARLY) < 0)
         fail_arg("cannot set the allocation time");
     }
-    if (dapl_id == H5P_DEFAULT || dapl_id == H5P_DATASET_ACCESS_DEFAULT) {
-      // The shared default dapl, as dataset_open: one H5Pcopy less per dataset.
-      hid_t dapl = f->shared_default_dapl();
-      d->dapl = dapl >= 0 && H5Iinc_ref(dapl) >= 0 ? dapl : H5I_INVALID_HID;
-      if (d->dapl < 0) fail_arg("cannot copy property list");
-    } else {
-      d->dapl = copy_plist(dapl_id, H5P_DATASET_ACCESS_DEFAULT);
-    }
     if (d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
     if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {  // virtual_dataset.h
       if (f->parallel()) fail_unsupported("virtual datasets in parallel files");
@@ -547,7 +571,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       d->value_filters = std::make_shared<ValueFilters>(type_id, d->dcpl, schema.tile_extent);
     }
     d->value_filters_checked = true;
-    setup_external(*d);
+    set_access(*d, dapl_id);
 
     ObjectRecord rec;
     rec.type = ObjType::kDataset;
@@ -606,14 +630,9 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* n
     uint64_t oid = o->file->resolve(start, n);
     auto* d = static_cast<DatasetObj*>(dataset_open_oid(o->file, oid, join(base, n)));
     d->handle = o->handle;
-    if (dapl_id != H5P_DEFAULT) {
-      hid_t c = H5Pcopy(dapl_id);
-      if (c >= 0) {
-        H5Pclose(d->dapl);
-        d->dapl = c;
-      }
-      setup_external(*d);  // the prefix comes from this dapl
-    }
+    // dataset_open_oid kept the default's; the library's default dapl is what H5Dopen2
+    // passes for H5P_DEFAULT.
+    if (dapl_id != H5P_DEFAULT && dapl_id != H5P_DATASET_ACCESS_DEFAULT) set_access(*d, dapl_id);
     return d;
   });
 }
@@ -669,7 +688,7 @@ herr_t dataset_get(void* obj, H5VL_dataset_get_args_t* args, hid_t, void**) {
         if ((args->args.get_dcpl.dcpl_id = H5Pcopy(d.dcpl)) < 0) fail_arg("cannot copy the dcpl");
         return;
       case H5VL_DATASET_GET_DAPL:
-        if ((args->args.get_dapl.dapl_id = H5Pcopy(d.dapl)) < 0) fail_arg("cannot copy the dapl");
+        args->args.get_dapl.dapl_id = access_plist(d);
         return;
       case H5VL_DATASET_GET_STORAGE_SIZE:  // as native reports it (allocation.h)
         *args->args.get_storage_size.storage_size = storage_size(d);

@@ -258,7 +258,7 @@ class SharedFile {
   // owned here: callers H5Pcopy it or query it, never close it.  Opening 10,000 datasets
   // with the same dcpl then decodes it once.  H5I_INVALID_HID if it does not decode.
   hid_t decoded_plist(const std::string& enc);
-  // A default dapl shared by dataset handles (each holds a reference: H5Iinc_ref).
+  // The default dapl dataset handles share (each holds a reference: H5Iinc_ref).
   hid_t shared_default_dapl();
   // An acpl with only the character encoding set, shared by attribute handles.
   hid_t shared_acpl(H5T_cset_t cset);
@@ -305,7 +305,6 @@ class SharedFile {
   // path walk asks; the catalog changes between the walks of a write, not of a read).
   uint64_t ud_version_ = UINT64_MAX;
   bool ud_links_ = true;
-  hid_t default_dapl_ = H5I_INVALID_HID;
   uint64_t fileno_ = 0;
   std::unique_ptr<Parallel> par_;
   uint64_t epoch_ = 0;  // parallel: the last committed epoch

@@ -62,6 +62,18 @@ struct DatasetObj : Obj {
   hid_t space = H5I_INVALID_HID;  // current dataspace
   hid_t dcpl = H5I_INVALID_HID;
   hid_t dapl = H5I_INVALID_HID;
+  // Handles opened or created with the library's default dapl share it (`dapl` is then
+  // H5P_DATASET_ACCESS_DEFAULT, one reference held) instead of copying it, and keep here
+  // what native keeps from the dapl of the open: H5Dget_access_plist reports these over
+  // a copy of the default as it is then (dataset.cc access_plist), as native does.
+  struct KeptAccess {
+    size_t nslots = 0, nbytes = 0;
+    double w0 = 0;
+    H5D_vds_view_t view = H5D_VDS_LAST_AVAILABLE;
+    hsize_t gap = 0;
+    std::string vds_prefix, efile_prefix;
+  };
+  std::shared_ptr<const KeptAccess> kept_access;  // null: `dapl` is the handle's own copy
   std::shared_ptr<tessera::Array> array;
   uint64_t array_id = 0;  // the id SharedFile::array knows it by (0: not known)
   // Variable-length datasets with a user fill value: the value as a vlen.h stream of the

@@ -212,7 +212,6 @@ SharedFile::~SharedFile() {
   par_.reset();
   for (auto& [enc, id] : plists_)
     if (id >= 0) H5Pclose(id);
-  if (default_dapl_ >= 0) H5Pclose(default_dapl_);
   for (auto& [cset, acpl] : acpls_) H5Pclose(acpl);
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
