@@ -69,6 +69,29 @@ class Catalog {
   ~Catalog();
 
   std::optional<std::string> get(std::string_view key) const;
+  // Without copies: fn(value) for the key's value, under the catalog's lock (fn must not
+  // call the catalog; the view is valid during the call).  False when the key is absent.
+  // The connector decodes its records straight from the map this way: copying each value
+  // out first was a large part of the string copies of reopening 10,000 datasets (issue 20).
+  template <class F>
+  bool read(std::string_view key, F&& fn) const {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = seek(key);
+    if (it == kv_.end() || it->first.view() != key || it->second.dead) return false;
+    fn(std::string_view(it->second.value));
+    return true;
+  }
+  // Without copies: fn(key, value) for every pair whose key starts with prefix, in key
+  // order, under the catalog's lock (as read()).
+  template <class F>
+  void scan_each(std::string_view prefix, F&& fn) const {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
+      const std::string_view k = it->first.view();
+      if (k.compare(0, prefix.size(), prefix) != 0) break;
+      if (!it->second.dead) fn(k, std::string_view(it->second.value));
+    }
+  }
   bool contains(std::string_view key) const;
   // All pairs whose key starts with prefix, sorted by key.
   std::vector<std::pair<std::string, std::string>> scan(std::string_view prefix) const;

@@ -21,6 +21,7 @@
 #include "vol/h5_runtime.h"
 #include "vol/objects.h"
 #include "vol/reference.h"
+#include "vol/stored_space.h"
 #include "vol/tessera_vol.h"
 #include "vol/vlen.h"
 #include "vol/vlen_convert.h"
@@ -57,8 +58,8 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
                    const AttrRecord& r, const StoredType* created_type = nullptr, hid_t created_space = -1) {
   auto a = std::make_unique<CreatedAttr>(H5I_ATTR, loc->file, owner, owner_path);
   a->name = name;
-  a->ftype = created_type ? *created_type : StoredType(r.type_enc, "attribute '" + name + "'");
-  a->space = created_space >= 0 ? H5Scopy(created_space) : H5Sdecode(r.space_enc.data());
+  a->ftype = created_type ? *created_type : StoredType(r.type_enc, "attribute", name);
+  a->space = created_space >= 0 ? H5Scopy(created_space) : decode_space(r.space_enc);
   if (a->space < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
   a->acpl = make_acpl(*loc->file, r.cset);
   return a.release();
@@ -111,19 +112,13 @@ void fill_info(SharedFile& f, uint64_t owner, const std::string& name, const Att
                const int64_t* corder = nullptr) {
   // The type's file size from StoredType's process-wide cache (decoded once per distinct
   // encoding), not an H5Tdecode + H5Tclose per attribute of an H5Aiterate.
-  const StoredType type(r.type_enc, "attribute '" + name + "'");
-  hid_t s = H5Sdecode(r.space_enc.data());
-  try {
-    if (s < 0) fail_arg("attribute '" + name + "' has an unreadable dataspace");
-    info->corder_valid = true;
-    info->corder = corder ? *corder : reported_corder(f, owner, name, r);
-    info->cset = r.cset;
-    info->data_size = npoints(s) * type.file_size();
-  } catch (...) {
-    if (s >= 0) H5Sclose(s);
-    throw;
-  }
-  H5Sclose(s);
+  const StoredType type(r.type_enc, "attribute", name);
+  const hssize_t n = space_npoints(r.space_enc);
+  if (n < 0) fail_arg("attribute '" + name + "' has an unreadable dataspace");
+  info->corder_valid = true;
+  info->corder = corder ? *corder : reported_corder(f, owner, name, r);
+  info->cset = r.cset;
+  info->data_size = static_cast<size_t>(n) * type.file_size();
 }
 
 // (owner, attribute name) for a by-index location: loc_by_idx names the owner.

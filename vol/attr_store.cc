@@ -31,8 +31,9 @@ std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner
   std::string prefix = id_key("a/", owner, "/");
   std::vector<std::pair<std::string, AttrRecord>> out;
   check(tessera::guard([&] {
-    for (auto& kv : container_->catalog().scan(prefix))
-      out.emplace_back(kv.first.substr(prefix.size()), AttrRecord::deserialize(kv.second));
+    container_->catalog().scan_each(prefix, [&](std::string_view k, std::string_view v) {
+      out.emplace_back(std::string(k.substr(prefix.size())), AttrRecord::deserialize(v));
+    });
   }));
   return out;
 }
@@ -47,10 +48,12 @@ std::shared_ptr<const AttrRecord> SharedFile::find_attr(uint64_t owner, const st
   const uint64_t version = container_->catalog().version();
   if (last_attr_ && last_attr_->version == version && last_attr_->owner == owner && last_attr_->name == name)
     return last_attr_->rec;
-  auto v = container_->catalog().get(attr_key(owner, name));
-  if (!v) return nullptr;
-  auto r = std::make_shared<AttrRecord>();
-  check(tessera::guard([&] { *r = AttrRecord::deserialize(*v); }));
+  std::shared_ptr<AttrRecord> r;
+  check(tessera::guard([&] {
+    container_->catalog().read(attr_key(owner, name),
+                               [&](std::string_view v) { r = std::make_shared<AttrRecord>(AttrRecord::deserialize(v)); });
+  }));
+  if (!r) return nullptr;
   last_attr_ = LastAttr{version, owner, name, r};
   return r;
 }

@@ -10,6 +10,7 @@
 #include "vol/query.h"
 #include "vol/region_store.h"
 #include "vol/sparse.h"
+#include "vol/stored_space.h"
 #include "vol/stored_type.h"
 #include "vol/tessera_vol.h"
 
@@ -30,6 +31,7 @@ herr_t connector_initialize(hid_t /*vipl_id*/) {
 // Called when the connector is unregistered, at the latest at library shutdown.
 herr_t connector_terminate() {
   clear_type_caches();
+  clear_space_caches();
   unregister_region_ops();
   unregister_sparse_ops();
   unregister_query_ops();

@@ -25,6 +25,7 @@
 #include "vol/objects.h"
 #include "vol/reference.h"
 #include "vol/selection.h"
+#include "vol/stored_space.h"
 #include "vol/query.h"
 #include "vol/sparse.h"
 #include "vol/tessera_vol.h"
@@ -102,9 +103,11 @@ void set_access(DatasetObj& d, hid_t dapl_id) {
     v.resize(static_cast<size_t>(n));
     return v;
   };
-  if (H5Pget_chunk_cache(dapl_id, &k->nslots, &k->nbytes, &k->w0) < 0 ||
-      H5Pget_virtual_view(dapl_id, &k->view) < 0 || H5Pget_virtual_printf_gap(dapl_id, &k->gap) < 0)
-    fail_arg("cannot read the dataset access property list");
+  // Only what access_plist reports (the rest comes from the default as it is then).
+  bool ok = true;
+  if (H5Pget_layout(d.dcpl) == H5D_CHUNKED) ok = H5Pget_chunk_cache(dapl_id, &k->nslots, &k->nbytes, &k->w0) >= 0;
+  if (ok && d.vds) ok = H5Pget_virtual_view(dapl_id, &k->view) >= 0 && H5Pget_virtual_printf_gap(dapl_id, &k->gap) >= 0;
+  if (!ok) fail_arg("cannot read the dataset access property list");
   k->vds_prefix = text(H5Pget_virtual_prefix);
   k->efile_prefix = text(H5Pget_efile_prefix);
   hid_t keep = d.vds ? H5Pcopy(dapl_id) : H5P_DATASET_ACCESS_DEFAULT;
@@ -469,9 +472,9 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   ObjectRecord rec = f->object(oid);
   if (rec.type != ObjType::kDataset) fail_arg("object '" + path + "' is not a dataset");
   auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, oid, path);
-  d->ftype = StoredType(rec.type_enc, "dataset '" + path + "'");
+  d->ftype = StoredType(rec.type_enc, "dataset", path);
   d->committed_type = rec.committed_type;
-  d->space = H5Sdecode(rec.space_enc.data());
+  d->space = decode_space(rec.space_enc);
   if (rec.cpl.empty()) {
     d->dcpl = H5Pcopy(H5P_DATASET_CREATE_DEFAULT);
   } else if (!rec.vlen_fill.empty()) {

@@ -40,7 +40,7 @@ void* datatype_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::
   ObjectRecord rec = f->object(oid);
   if (rec.type != ObjType::kDatatype) fail_arg("object '" + path + "' is not a committed datatype");
   auto d = std::make_unique<DatatypeObj>(H5I_DATATYPE, f, oid, path);
-  d->ftype = StoredType(rec.type_enc, "committed datatype '" + path + "'");
+  d->ftype = StoredType(rec.type_enc, "committed datatype", path);
   d->tcpl = rec.cpl.empty() ? H5Pcreate(H5P_DATATYPE_CREATE) : H5Pdecode(rec.cpl.data());
   if (d->tcpl < 0) fail_arg("committed datatype '" + path + "' has an unreadable creation property list");
   return d.release();

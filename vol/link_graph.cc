@@ -41,10 +41,10 @@ bool SharedFile::may_have_ud_links() {
 }
 
 std::optional<LinkRecord> SharedFile::find_link(uint64_t group, const std::string& name) {
-  auto v = container_->catalog().get(link_key(group, name));
-  if (!v) return std::nullopt;
-  LinkRecord r;
-  check(tessera::guard([&] { r = LinkRecord::deserialize(*v); }));
+  std::optional<LinkRecord> r;
+  check(tessera::guard([&] {
+    container_->catalog().read(link_key(group, name), [&](std::string_view v) { r = LinkRecord::deserialize(v); });
+  }));
   return r;
 }
 
@@ -52,8 +52,9 @@ std::vector<std::pair<std::string, LinkRecord>> SharedFile::links(uint64_t group
   std::string prefix = id_key("l/", group, "/");
   std::vector<std::pair<std::string, LinkRecord>> out;
   check(tessera::guard([&] {
-    for (auto& kv : container_->catalog().scan(prefix))
-      out.emplace_back(kv.first.substr(prefix.size()), LinkRecord::deserialize(kv.second));
+    container_->catalog().scan_each(prefix, [&](std::string_view k, std::string_view v) {
+      out.emplace_back(std::string(k.substr(prefix.size())), LinkRecord::deserialize(v));
+    });
   }));
   return out;
 }

@@ -30,10 +30,10 @@ namespace tessera_vol {
 // ---------------------------------------------------------------- objects
 
 std::optional<ObjectRecord> SharedFile::find_object(uint64_t oid) {
-  auto v = container_->catalog().get(id_key("o/", oid));
-  if (!v) return std::nullopt;
-  ObjectRecord r;
-  check(tessera::guard([&] { r = ObjectRecord::deserialize(*v); }));
+  std::optional<ObjectRecord> r;
+  check(tessera::guard([&] {
+    container_->catalog().read(id_key("o/", oid), [&](std::string_view v) { r = ObjectRecord::deserialize(v); });
+  }));
   return r;
 }
 

@@ -72,7 +72,7 @@ struct ObjectRecord {
   // and H5Gget_objinfo's mtime, as native sets them at creation.
   int64_t times = 0;
   std::string serialize() const;
-  static ObjectRecord deserialize(const std::string& s);
+  static ObjectRecord deserialize(std::string_view s);
   // Sets `times` from the creation plist (H5P_DEFAULT: tracked, as native's default).
   void stamp_times(hid_t cpl);
 };
@@ -90,7 +90,7 @@ struct LinkRecord {
   // groups), and H5Lget_info reports it.  `corder` then holds that order.
   bool corder_kept = false;
   std::string serialize() const;
-  static LinkRecord deserialize(const std::string& s);
+  static LinkRecord deserialize(std::string_view s);
   // A hard link to `target`, with the name encoding an lcpl asks for (H5P_DEFAULT: ASCII).
   static LinkRecord hard(uint64_t target, hid_t lcpl = H5P_DEFAULT);
 };
@@ -102,7 +102,7 @@ struct AttrRecord {
   H5T_cset_t cset = H5T_CSET_ASCII;
   uint64_t committed_type = 0;  // object id of the committed type it was created with, 0: none
   std::string serialize() const;
-  static AttrRecord deserialize(const std::string& s);
+  static AttrRecord deserialize(std::string_view s);
 };
 
 // Thrown inside the connector; callbacks catch it and push it onto the error stack.

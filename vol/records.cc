@@ -33,7 +33,7 @@ constexpr uint8_t kRecordVersion = 1;
 
 // `what`: a literal naming the record ("catalog record (object)"), copied only when an
 // error message needs it.
-tessera::ByteReader reader(const std::string& s, const char* what) {
+tessera::ByteReader reader(std::string_view s, const char* what) {
   return tessera::ByteReader(s.data(), s.size(), what);
 }
 
@@ -141,7 +141,7 @@ void ObjectRecord::stamp_times(hid_t cpl) {
   times = track ? static_cast<int64_t>(std::time(nullptr)) : 0;
 }
 
-ObjectRecord ObjectRecord::deserialize(const std::string& s) {
+ObjectRecord ObjectRecord::deserialize(std::string_view s) {
   auto r = reader(s, "catalog record (object)");
   ObjectRecord o;
   if (r.u8() != kRecordVersion) r.fail("unknown record version");
@@ -183,7 +183,7 @@ LinkRecord LinkRecord::hard(uint64_t target, hid_t lcpl) {
   return l;
 }
 
-LinkRecord LinkRecord::deserialize(const std::string& s) {
+LinkRecord LinkRecord::deserialize(std::string_view s) {
   auto r = reader(s, "catalog record (link)");
   LinkRecord l;
   if (r.u8() != kRecordVersion) r.fail("unknown record version");
@@ -210,7 +210,7 @@ std::string AttrRecord::serialize() const {
   return w.take();
 }
 
-AttrRecord AttrRecord::deserialize(const std::string& s) {
+AttrRecord AttrRecord::deserialize(std::string_view s) {
   auto r = reader(s, "catalog record (attribute)");
   AttrRecord a;
   if (r.u8() != kRecordVersion) r.fail("unknown record version");

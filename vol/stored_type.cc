@@ -23,6 +23,7 @@ namespace {
 struct Learned {
   size_t size, file_size;
   bool vlen, std_ref;
+  std::shared_ptr<const std::string> enc;  // the interned encoding
 };
 // (encoding, memory type ID), looked up by a view of the encoding: a lookup builds no key
 // string (one malloc and copy per H5Aread/H5Awrite/H5Dread before; issue 20).
@@ -36,7 +37,6 @@ struct EqualKeyLess {
 };
 // What StoredType::of learned from a library-owned datatype ID (below).
 struct OfType {
-  std::string enc;
   Learned learned;
 };
 struct TypeCaches {
@@ -76,23 +76,36 @@ void clear_type_caches() {
   close_decoded(c.decoded);
 }
 
-StoredType::StoredType(std::string enc, const std::string& what) : enc_(std::move(enc)) {
-  if (enc_.empty()) fail_arg(what + " has no stored datatype");
+const std::string& StoredType::empty() {
+  static const std::string* e = new std::string;  // leaked: used until the last static destructor
+  return *e;
+}
+
+StoredType::StoredType(std::string_view enc, const std::string& what) { load(enc, what.c_str(), {}); }
+
+StoredType::StoredType(std::string_view enc, const char* kind, std::string_view name) { load(enc, kind, name); }
+
+void StoredType::load(std::string_view enc, const char* kind, std::string_view name) {
+  auto what = [&] { return name.empty() ? std::string(kind) : std::string(kind) + " '" + std::string(name) + "'"; };
+  if (enc.empty()) fail_arg(what() + " has no stored datatype");
   TypeCaches& c = caches();
   {
     std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.learned.find(enc_);
+    auto it = c.learned.find(enc);
     if (it != c.learned.end()) {
-      size_ = it->second.size, file_size_ = it->second.file_size, vlen_ = it->second.vlen;
-      std_ref_ = it->second.std_ref;
+      const Learned& l = it->second;
+      size_ = l.size, file_size_ = l.file_size, vlen_ = l.vlen, std_ref_ = l.std_ref, enc_ = l.enc;
       return;
     }
   }
-  TypeId id(*this);  // validates the encoding once
-  learn(id);
+  enc_ = std::make_shared<const std::string>(enc);
+  {
+    TypeId id(*this);  // validates the encoding once
+    learn(id);
+  }
   std::lock_guard<std::mutex> g(c.mu);
   if (c.learned.size() >= kMaxCached) c.learned.clear();
-  c.learned.emplace(enc_, Learned{size_, file_size_, vlen_, std_ref_});
+  c.learned.emplace(*enc_, Learned{size_, file_size_, vlen_, std_ref_, enc_});
 }
 
 StoredType StoredType::of(hid_t type) {
@@ -107,21 +120,21 @@ StoredType StoredType::of(hid_t type) {
     std::lock_guard<std::mutex> g(c.mu);
     auto it = c.of.find(type);
     if (it != c.of.end()) {
-      t.enc_ = it->second.enc;
       const Learned& l = it->second.learned;
-      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref;
+      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref, t.enc_ = l.enc;
       return t;
     }
   }
   size_t sz = 0;
   if (H5Tencode(type, nullptr, &sz) < 0 || sz == 0) fail_arg("cannot encode the datatype");
-  t.enc_.resize(sz);
-  if (H5Tencode(type, t.enc_.data(), &sz) < 0) fail_arg("cannot encode the datatype");
+  std::string enc(sz, '\0');
+  if (H5Tencode(type, enc.data(), &sz) < 0) fail_arg("cannot encode the datatype");
+  t.enc_ = std::make_shared<const std::string>(std::move(enc));
   t.learn(type);
   if (library_type) {
     std::lock_guard<std::mutex> g(c.mu);
     if (c.of.size() >= kMaxCached) c.of.clear();
-    c.of.emplace(type, OfType{t.enc_, Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_}});
+    c.of.emplace(type, OfType{Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_, t.enc_}});
   }
   return t;
 }
@@ -144,7 +157,7 @@ bool StoredType::equal(hid_t mtype) const {
   TypeCaches& c = caches();
   if (library_type) {
     std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.equal.find(std::pair<std::string_view, hid_t>(enc_, mtype));
+    auto it = c.equal.find(std::pair<std::string_view, hid_t>(*enc_, mtype));
     if (it != c.equal.end()) {
       if (eq_cache_.size() < 16) eq_cache_.emplace_back(mtype, it->second);
       return it->second;
@@ -155,11 +168,11 @@ bool StoredType::equal(hid_t mtype) const {
     // Compared with this encoding's decoded type, kept for the process (H5Tequal does not
     // change it; the lock keeps clear_type_caches from closing it meanwhile).
     std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.decoded.find(enc_);
+    auto it = c.decoded.find(*enc_);
     if (it == c.decoded.end()) {
       TypeId mine(*this);
       if (c.decoded.size() >= kMaxCached) close_decoded(c.decoded);
-      it = c.decoded.emplace(enc_, mine.release()).first;
+      it = c.decoded.emplace(*enc_, mine.release()).first;
     }
     eq = H5Tequal(mtype, it->second);
   }
@@ -168,7 +181,7 @@ bool StoredType::equal(hid_t mtype) const {
     if (eq_cache_.size() < 16) eq_cache_.emplace_back(mtype, eq > 0);
     std::lock_guard<std::mutex> g(c.mu);
     if (c.equal.size() >= kMaxCached) c.equal.clear();
-    c.equal.emplace(std::make_pair(enc_, mtype), eq > 0);
+    c.equal.emplace(std::make_pair(*enc_, mtype), eq > 0);
   }
   return eq > 0;
 }

@@ -1,0 +1,26 @@
+// stored_space.h — dataspaces kept as their H5Sencode2 bytes (object and attribute
+// records), decoded once per distinct encoding for the whole process.
+//
+// Reopening a file of 10,000 small datasets with three attributes each decodes the same
+// few encodings ~70,000 times (a handle's space, an attribute's space, H5Aiterate's
+// sizes); every H5Sdecode builds and zeroes a scratch file structure inside HDF5, most
+// of its cost.  The cache keeps one decoded ID per encoding; callers get an H5Scopy of
+// it (the same extent, selection and encoding version) or just its number of elements.
+// Bounded; cleared when the connector terminates (IDs die with the library).
+#pragma once
+
+#include <hdf5.h>
+
+#include <string_view>
+
+namespace tessera_vol {
+
+// A new dataspace ID decoded from `enc`, owned by the caller; H5I_INVALID_HID if `enc`
+// does not decode.
+hid_t decode_space(std::string_view enc);
+// The number of elements of the dataspace `enc` encodes; -1 if it does not decode.
+hssize_t space_npoints(std::string_view enc);
+// Closes the cached IDs (connector terminate).
+void clear_space_caches();
+
+}  // namespace tessera_vol
