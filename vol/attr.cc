@@ -36,14 +36,6 @@ struct CreatedAttr : AttrObj {
   bool corder_unknown = false;
 };
 
-std::string encode_space(hid_t space) {
-  size_t sz = 0;
-  if (H5Sencode2(space, nullptr, &sz, H5P_DEFAULT) < 0 || sz == 0) fail_arg("cannot encode the dataspace");
-  std::string enc(sz, '\0');
-  if (H5Sencode2(space, enc.data(), &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode the dataspace");
-  return enc;
-}
-
 // The acpl a handle reports: only the character encoding is stored, so handles share one
 // acpl per encoding (each holds a reference; H5Aget_create_plist hands out a copy).
 hid_t make_acpl(SharedFile& f, H5T_cset_t cset) {

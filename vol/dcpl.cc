@@ -91,14 +91,6 @@ std::string encode_type(hid_t type) {
   return s;
 }
 
-std::string encode_space(hid_t space) {
-  size_t sz = 0;
-  if (H5Sencode2(space, nullptr, &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode dataspace");
-  std::string s(sz, '\0');
-  if (H5Sencode2(space, s.data(), &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode dataspace");
-  return s;
-}
-
 void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* s) {
   std::string name = file_default, from = "the connector's layout= setting";
   htri_t have = H5Pexist(dcpl, TESSERA_LAYOUT_PROP);

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "vol/stored_space.h"
+
 #include "engine/schema.h"
 
 namespace tessera_vol {
@@ -34,9 +36,9 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl);
 // no tiles to order).
 void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* s);
 
-// Encodes a property list / type / space (H5Pencode2, H5Tencode, H5Sencode2) to bytes.
+// Encodes a property list / type (H5Pencode2, H5Tencode) to bytes; dataspaces:
+// stored_space.h encode_space.
 std::string encode_plist(hid_t plist);
 std::string encode_type(hid_t type);
-std::string encode_space(hid_t space);
 
 }  // namespace tessera_vol

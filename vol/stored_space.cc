@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include "vol/object_model.h"  // fail_arg
+
 namespace tessera_vol {
 
 namespace {
@@ -14,9 +16,28 @@ struct Decoded {
   hssize_t npoints;
 };
 
+// What an ID's encoding was made from: an encoding stays valid while these are the same.
+struct Extent {
+  H5S_class_t cls = H5S_NO_CLASS;
+  int rank = -1;
+  hsize_t dims[H5S_MAX_RANK], maxdims[H5S_MAX_RANK];
+  bool operator==(const Extent& o) const {
+    if (cls != o.cls || rank != o.rank) return false;
+    for (int i = 0; i < rank; ++i)
+      if (dims[i] != o.dims[i] || maxdims[i] != o.maxdims[i]) return false;
+    return true;
+  }
+};
+
+struct Encoded {
+  Extent extent;
+  std::string enc;
+};
+
 struct SpaceCache {
   std::mutex mu;
   std::map<std::string, Decoded, std::less<>> decoded;
+  std::map<hid_t, Encoded> encoded;
 };
 
 SpaceCache& cache() {
@@ -70,10 +91,45 @@ hssize_t space_npoints(std::string_view enc) {
   return d ? d->npoints : -1;
 }
 
+std::string encode_space(hid_t space) {
+  Extent x;
+  x.cls = H5Sget_simple_extent_type(space);
+  x.rank = x.cls == H5S_NO_CLASS ? -1 : H5Sget_simple_extent_dims(space, x.dims, x.maxdims);
+  const bool cacheable = x.rank >= 0 && H5Sget_select_type(space) == H5S_SEL_ALL;
+  SpaceCache& c = cache();
+  if (cacheable) {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.encoded.find(space);
+    if (it != c.encoded.end() && it->second.extent == x) return it->second.enc;
+  }
+  // A null dataspace made by H5Sset_extent_none keeps its extent's old encoding version,
+  // in which HDF5 1.14 writes it as a scalar (H5Sdecode then returns one element where
+  // native, which raises the version when it stores the space, has none): a new null
+  // dataspace is encoded instead — a null extent has nothing else to keep.
+  hid_t null_space = x.cls == H5S_NULL ? H5Screate(H5S_NULL) : H5I_INVALID_HID;
+  const hid_t what = x.cls == H5S_NULL ? null_space : space;
+  size_t sz = 0;
+  std::string enc;
+  bool ok = what >= 0 && H5Sencode2(what, nullptr, &sz, H5P_DEFAULT) >= 0 && sz > 0;
+  if (ok) {
+    enc.assign(sz, '\0');
+    ok = H5Sencode2(what, enc.data(), &sz, H5P_DEFAULT) >= 0;
+  }
+  if (null_space >= 0) H5Sclose(null_space);
+  if (!ok) fail_arg("cannot encode the dataspace");
+  if (cacheable) {
+    std::lock_guard<std::mutex> g(c.mu);
+    if (c.encoded.size() >= 256) c.encoded.clear();
+    c.encoded[space] = Encoded{x, enc};
+  }
+  return enc;
+}
+
 void clear_space_caches() {
   SpaceCache& c = cache();
   std::lock_guard<std::mutex> g(c.mu);
   close_all(c.decoded);
+  c.encoded.clear();
 }
 
 }  // namespace tessera_vol

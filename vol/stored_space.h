@@ -11,6 +11,7 @@
 
 #include <hdf5.h>
 
+#include <string>
 #include <string_view>
 
 namespace tessera_vol {
@@ -20,6 +21,12 @@ namespace tessera_vol {
 hid_t decode_space(std::string_view enc);
 // The number of elements of the dataspace `enc` encodes; -1 if it does not decode.
 hssize_t space_npoints(std::string_view enc);
+// H5Sencode2 of `space` (the records' form); throws VolError if it cannot be encoded.
+// Remembered per dataspace ID for IDs selecting everything, checked against the ID's
+// extent on every use: an application creating attributes with one scalar space encodes
+// it once (the encoding is a third of H5Acreate; IDs are never reused while the library
+// runs, and an extent changed since is encoded again).
+std::string encode_space(hid_t space);
 // Closes the cached IDs (connector terminate).
 void clear_space_caches();
 

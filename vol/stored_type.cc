@@ -65,6 +65,19 @@ void close_decoded(std::map<std::string, hid_t, std::less<>>& decoded) {
   H5E_END_TRY
   decoded.clear();
 }
+// The decoded ID of an encoding, kept for the process (decoded now if new); called with
+// c.mu held.  TypeId hands out copies of it: an H5Tcopy costs half an H5Tdecode, which
+// builds and zeroes a scratch file structure inside HDF5 (issue 20).
+hid_t decode_type_ref_fixed(const std::string& enc);
+hid_t decoded_template(TypeCaches& c, const std::string& enc) {
+  auto it = c.decoded.find(enc);
+  if (it != c.decoded.end()) return it->second;
+  hid_t id = decode_type_ref_fixed(enc);
+  if (id < 0) return id;
+  if (c.decoded.size() >= kMaxCached) close_decoded(c.decoded);
+  c.decoded.emplace(enc, id);
+  return id;
+}
 }  // namespace
 
 void clear_type_caches() {
@@ -168,13 +181,9 @@ bool StoredType::equal(hid_t mtype) const {
     // Compared with this encoding's decoded type, kept for the process (H5Tequal does not
     // change it; the lock keeps clear_type_caches from closing it meanwhile).
     std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.decoded.find(*enc_);
-    if (it == c.decoded.end()) {
-      TypeId mine(*this);
-      if (c.decoded.size() >= kMaxCached) close_decoded(c.decoded);
-      it = c.decoded.emplace(*enc_, mine.release()).first;
-    }
-    eq = H5Tequal(mtype, it->second);
+    hid_t mine = decoded_template(c, *enc_);
+    if (mine < 0) fail_arg("unreadable stored datatype encoding");
+    eq = H5Tequal(mtype, mine);
   }
   if (eq < 0) fail_arg("invalid memory datatype");
   if (library_type) {
@@ -239,17 +248,32 @@ hid_t rebuild_refs(hid_t t) {
 
 }  // namespace
 
-TypeId::TypeId(const StoredType& t) {
-  if (!t.valid()) fail_arg("no datatype stored");
-  id_ = decode_type(t.encoding().data(), t.encoding().size());
-  if (id_ < 0) fail_arg("unreadable stored datatype encoding");
-  if (H5Tget_class(id_) != H5T_REFERENCE) {  // a plain reference type decodes equal
-    hid_t fixed = rebuild_refs(id_);
+namespace {
+// A new ID decoded from enc, reference types nested in it rebuilt (above); -1 if enc
+// does not decode.
+hid_t decode_type_ref_fixed(const std::string& enc) {
+  hid_t id = decode_type(enc.data(), enc.size());
+  if (id < 0) return id;
+  if (H5Tget_class(id) != H5T_REFERENCE) {  // a plain reference type decodes equal
+    hid_t fixed = rebuild_refs(id);
     if (fixed >= 0) {
-      H5Tclose(id_);
-      id_ = fixed;
+      H5Tclose(id);
+      id = fixed;
     }
   }
+  return id;
+}
+}  // namespace
+
+TypeId::TypeId(const StoredType& t) {
+  if (!t.valid()) fail_arg("no datatype stored");
+  TypeCaches& c = caches();
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    hid_t tmpl = decoded_template(c, t.encoding());
+    id_ = tmpl >= 0 ? H5Tcopy(tmpl) : H5I_INVALID_HID;
+  }
+  if (id_ < 0) fail_arg("unreadable stored datatype encoding");
 }
 
 TypeId::~TypeId() {
