@@ -57,7 +57,7 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
   return a.release();
 }
 
-bool tracks_attr_corder(SharedFile& f, uint64_t owner) { return f.tracks_attr_corder(owner, f.object(owner)); }
+bool tracks_attr_corder(SharedFile& f, uint64_t owner) { return f.tracks_attr_corder(owner, *f.object_ref(owner)); }
 
 using AttrList = std::vector<std::pair<std::string, AttrRecord>>;
 

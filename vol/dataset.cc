@@ -469,7 +469,8 @@ void dataset_sync_space(DatasetObj& d) { sync_space(d); }
 
 void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::string& path) {
   std::lock_guard<std::recursive_mutex> g(f->mu());
-  ObjectRecord rec = f->object(oid);
+  const auto rp = f->object_ref(oid);
+  const ObjectRecord& rec = *rp;
   if (rec.type != ObjType::kDataset) fail_arg("object '" + path + "' is not a dataset");
   auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, oid, path);
   d->ftype = StoredType(rec.type_enc, "dataset", path);

@@ -206,7 +206,7 @@ std::optional<uint64_t> SharedFile::try_resolve(uint64_t start, const std::strin
       return std::nullopt;  // external links are not followed
     }
     if (!last) {
-      auto o = find_object(cur);
+      auto o = find_object_ref(cur);
       if (!o || o->type != ObjType::kGroup) return std::nullopt;
     }
   }

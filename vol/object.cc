@@ -68,7 +68,8 @@ uint64_t locate_checked(Obj* o, const H5VL_loc_params_t* lp, std::string* path) 
 }
 
 void fill_info(SharedFile& f, uint64_t oid, unsigned fields, H5O_info2_t* info) {
-  ObjectRecord r = f.object(oid);
+  const auto rp = f.object_ref(oid);
+  const ObjectRecord& r = *rp;
   std::memset(info, 0, sizeof *info);
   info->fileno = static_cast<unsigned long>(f.fileno());
   oid_to_token(oid, &info->token);

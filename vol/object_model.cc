@@ -29,19 +29,38 @@ namespace tessera_vol {
 
 // ---------------------------------------------------------------- objects
 
-std::optional<ObjectRecord> SharedFile::find_object(uint64_t oid) {
-  std::optional<ObjectRecord> r;
+std::shared_ptr<const ObjectRecord> SharedFile::find_object_ref(uint64_t oid) {
+  tessera::Catalog& cat = container_->catalog();
+  const uint64_t version = cat.version();  // before the read: the record is at least this new
+  {
+    std::lock_guard<std::mutex> g(objects_mu_);
+    for (const CachedObject& c : objects_)
+      if (c.oid == oid && c.version == version) return c.rec;
+  }
+  std::shared_ptr<const ObjectRecord> r;
   check(tessera::guard([&] {
-    container_->catalog().read(id_key("o/", oid), [&](std::string_view v) { r = ObjectRecord::deserialize(v); });
+    cat.read(id_key("o/", oid), [&](std::string_view v) { r = std::make_shared<ObjectRecord>(ObjectRecord::deserialize(v)); });
   }));
+  if (r) {
+    std::lock_guard<std::mutex> g(objects_mu_);
+    objects_[next_object_++ % (sizeof objects_ / sizeof *objects_)] = CachedObject{version, oid, r};
+  }
   return r;
 }
 
-ObjectRecord SharedFile::object(uint64_t oid) {
-  auto r = find_object(oid);
+std::shared_ptr<const ObjectRecord> SharedFile::object_ref(uint64_t oid) {
+  auto r = find_object_ref(oid);
   if (!r) fail_arg("object " + std::to_string(oid) + " does not exist in '" + name_ + "'");
-  return std::move(*r);
+  return r;
 }
+
+std::optional<ObjectRecord> SharedFile::find_object(uint64_t oid) {
+  auto r = find_object_ref(oid);
+  if (!r) return std::nullopt;
+  return *r;
+}
+
+ObjectRecord SharedFile::object(uint64_t oid) { return *object_ref(oid); }
 
 void SharedFile::put_object(tessera::CatalogBatch& b, uint64_t oid, const ObjectRecord& r) {
   b.put(id_key("o/", oid), r.serialize());

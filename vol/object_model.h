@@ -147,6 +147,13 @@ class SharedFile {
   // --- objects
   std::optional<ObjectRecord> find_object(uint64_t oid);
   ObjectRecord object(uint64_t oid);  // throws if missing
+  // The same record without a copy (null / throws if missing): a read-only view, valid
+  // as long as the caller holds it.  A few recently decoded records are kept per catalog
+  // version: reopening a dataset asks for its record five times (the listing, H5Oget_info,
+  // the path walk, H5Dopen, H5Aiterate), and each lookup was a tree walk and a decode
+  // (issue 20).
+  std::shared_ptr<const ObjectRecord> find_object_ref(uint64_t oid);
+  std::shared_ptr<const ObjectRecord> object_ref(uint64_t oid);
   void put_object(tessera::CatalogBatch& b, uint64_t oid, const ObjectRecord& r);
   // A dataset or attribute created with committed type `oid` references it (native: the
   // type's object header refcount): +1 now, -1 when the user goes; a type whose count
@@ -301,6 +308,13 @@ class SharedFile {
     std::shared_ptr<const AttrRecord> rec;
   };
   std::optional<LastAttr> last_attr_;
+  struct CachedObject {  // find_object_ref's recent records
+    uint64_t version = UINT64_MAX, oid = 0;
+    std::shared_ptr<const ObjectRecord> rec;
+  };
+  std::mutex objects_mu_;
+  CachedObject objects_[8];
+  unsigned next_object_ = 0;
   // may_have_ud_links' answer, valid while the catalog's version is ud_version_ (every
   // path walk asks; the catalog changes between the walks of a write, not of a read).
   uint64_t ud_version_ = UINT64_MAX;

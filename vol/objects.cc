@@ -71,7 +71,7 @@ herr_t walk_links(SharedFile& f, uint64_t group, H5_index_t idx, H5_iter_order_t
     herr_t rc = fn(path, l, tracked);
     if (rc != 0) return rc;
     if (l.type != H5L_TYPE_HARD || descended.count(l.target)) continue;
-    auto rec = f.find_object(l.target);
+    auto rec = f.find_object_ref(l.target);
     if (!rec || rec->type != ObjType::kGroup) continue;
     descended.insert(l.target);
     rc = walk_links(f, l.target, idx, order, descended, fn, path, depth + 1);

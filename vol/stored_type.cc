@@ -161,6 +161,7 @@ void StoredType::learn(hid_t id) {
 }
 
 bool StoredType::equal(hid_t mtype) const {
+  if (!valid()) fail_arg("no datatype stored");
   for (auto& [id, eq] : eq_cache_)
     if (id == mtype) return eq;
   // IDs are never reused while the library runs, and one without application references
