@@ -425,6 +425,8 @@ TEST(CatalogFault, FaultsAtEveryChunkOfALargeSyncKeepItPending) {
       if (HasFatalFailure()) return;
     }
   EXPECT_TRUE(hit.count("pwrite") && hit.count("fdatasync")) << "faults hit no write or no sync";
+  std::printf("[ faults   ] catalog sync of a %zu-chunk record: %llu points x %zu faults\n",
+              static_cast<size_t>(points - 2), static_cast<unsigned long long>(points), std::size(kFaults));
 }
 
 // A process that dies during a large sync leaves whatever it wrote so far: an image of the
