@@ -551,3 +551,38 @@ TEST(CatalogFault, AFailedCutBackIsCutByTheNextSync) {
   (void)Catalog::open(d2, Catalog::Mode::kReadWrite, false);
   EXPECT_EQ(file_size(join_path(d2, "catalog.log")), end) << "bytes of the failed record follow the last record";
 }
+
+// kOnSync's early write, past 64 MiB of commits, goes through the same buffer: it makes
+// them durable before any sync(); when it fails (EIO at its first point), the commit still
+// returns, every commit stays pending and sync() writes them all.
+TEST(CatalogFault, TheEarlyWritePast64MiBFailsIntoTheNextSync) {
+  testutil::TempDir tmp("tessera_catearly");
+  for (bool fail : {false, true}) {
+    SCOPED_TRACE(fail ? "EIO at the early write" : "no fault");
+    FaultEnv env;
+    const std::string d = tmp.path() + (fail ? "/fail" : "/ok");
+    auto c = Catalog::open(d, Catalog::Mode::kReadWrite, true, env);
+    c->set_durability(Catalog::Durability::kOnSync);
+    Model model;
+    if (fail) env.arm(1, Fault::kIo);
+    for (int i = 0; i < 66; ++i) {
+      CatalogBatch b;
+      std::string k = "v/" + std::to_string(i), v(1 << 20, static_cast<char>('a' + i % 26));
+      b.put(k, v);
+      model[k] = v;
+      ASSERT_TRUE(guard([&] { c->commit(std::move(b)); }).ok()) << "commit " << i;
+    }
+    EXPECT_TRUE(c->has_pending());
+    const size_t durable = read_model(d).size();
+    if (fail) {
+      EXPECT_TRUE(env.fired());
+      EXPECT_EQ(durable, 0u) << "the failed early write left commits in the log";
+    } else {
+      EXPECT_TRUE(durable >= 63 && durable < 66) << durable << " commits durable before sync()";
+    }
+    env.disarm();
+    ASSERT_TRUE(guard([&] { c->sync(); }).ok());
+    EXPECT_FALSE(c->has_pending());
+    EXPECT_TRUE(read_model(d) == model);
+  }
+}
