@@ -443,9 +443,9 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
     dirty_bytes_ += len;
     apply(batch);
     // The batch is committed now (durable at the next sync).  The pending commits cost no
-    // memory of their own (their net effect is the map's dirty entries, encoded at sync),
-    // so writing them early only bounds the record sync builds: past 64 MiB of committed
-    // bytes.  (It was 4 MiB while queued commits were kept as framed records: then a file
+    // memory of their own (their net effect is the map's dirty entries, written at sync
+    // through the chunk buffer), so writing them early only bounds the record a sync
+    // writes and what a crash loses: past 64 MiB of committed bytes.  (It was 4 MiB while queued commits were kept as framed records: then a file
     // of 10,000 small datasets paid four mid-run fdatasyncs; issue 20.)  A failure to
     // write early is not this commit's — the next sync() writes it again and reports what
     // fails.  (Throwing here would tell the caller its batch failed while it stays

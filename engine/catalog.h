@@ -90,7 +90,7 @@ class Catalog {
   // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
   // a read-only catalog.  A commit that throws changed nothing (kEachCommit: the record
   // is written and synced before the batch is applied); one that returns is applied, even
-  // when kOnSync's early write of the queue failed (the next sync() reports that).
+  // when kOnSync's early write of the pending commits failed (the next sync() reports that).
   void commit(const CatalogBatch& batch);
   void commit(CatalogBatch&& batch);  // same, and the batch is left empty
   void sync();
