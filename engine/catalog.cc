@@ -35,18 +35,15 @@ uint32_t header_check(const uint8_t* first12) {
   return static_cast<uint32_t>(checksum64(first12, 12));
 }
 
-// Fills in the header of a record whose `len` payload bytes follow it at h (framing below).
-void seal_record(uint8_t* h, uint64_t len) {
+// A record is framed as [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))]
+// followed by the payload (Catalog::write_record).  Fills in that header at h.
+void make_header(uint8_t* h, uint64_t len, uint64_t sum) {
   uint32_t len32 = static_cast<uint32_t>(len);
-  uint64_t sum = checksum64(h + kRecordHeaderSize, len);
   std::memcpy(h, &len32, 4);
   std::memcpy(h + 4, &sum, 8);
   uint32_t check = header_check(h);
   std::memcpy(h + 12, &check, 4);
 }
-
-// A record is framed as [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))]
-// followed by the payload (commit_impl, maybe_compact).
 
 // Bytes one live pair costs in a compacted log (op byte + two length-prefixed strings).
 uint64_t entry_bytes(std::string_view k, std::string_view v) {
@@ -102,7 +99,7 @@ std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool c
       throw_error(Errc::kBusy, "container '" + dir + "' is open for writing by another process");
     bool existed = path_exists(env, c->log_path_);
     c->log_ = File::open_rw(env, c->log_path_, create);
-    // The new name is made durable before the first record is appended (write_queued):
+    // The new name is made durable before the first record is appended (append):
     // until then a power loss loses an empty catalog, which held nothing committed.
     if (!existed) c->pending_->add_dir(dir);
   } else {
@@ -289,17 +286,60 @@ void Catalog::commit(CatalogBatch&& batch) {
   batch.ops_.clear();
 }
 
-// Appends one framed record of `ops` (op, key, value) to queued_; `n` ops, `len` bytes.
+uint8_t* Catalog::chunk(uint64_t want) {
+  if (want > kChunkBytes) want = kChunkBytes;
+  if (chunk_cap_ < want) {
+    size_t cap = 4096;
+    while (cap < want) cap *= 2;
+    chunk_.reset();
+    chunk_cap_ = 0;
+    chunk_.reset(new uint8_t[cap]);  // not zero-filled: write_record fills what it writes
+    chunk_cap_ = cap;
+  }
+  return chunk_.get();
+}
+
+// A record that fits the chunk buffer is framed there whole and written with one pwrite.
+// A larger one is written in order: the first chunk holds 16 zero bytes where the header
+// goes and the payload's start, every later chunk the next payload bytes (the checksum
+// updated over each chunk just before it is written, while it is in cache), and then the
+// 16 header bytes.  Until the header is written the record's place reads as zeros — never
+// a header left by an earlier failed attempt — so its header check fails, and a crash
+// there leaves a torn tail (docs/format.md, "Replay and damage").  The memory is the
+// chunk buffer, whatever the record's size.
 template <class ForEach>
-void Catalog::frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each) {
+uint64_t Catalog::write_record(File& f, uint64_t at, uint32_t nops, uint64_t len, ForEach for_each) {
   if (len > UINT32_MAX)
     throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
-  const size_t base = queued_.size();
-  queued_.resize(base + kRecordHeaderSize + len);
-  uint8_t* q = queued_.data() + base + kRecordHeaderSize;
+  const uint64_t total = kRecordHeaderSize + len;
+  uint8_t* const buf = chunk(total);
+  const size_t cap = chunk_cap_;
+  std::memset(buf, 0, kRecordHeaderSize);
+  size_t fill = kRecordHeaderSize;
+  uint64_t pos = at;  // the file offset of buf[0]
+  Checksum64Stream sum;
+  auto flush = [&] {
+    const size_t from = pos == at ? kRecordHeaderSize : 0;
+    sum.update(buf + from, fill - from);
+    f.pwrite_all(buf, fill, pos);
+    pos += fill;
+    fill = 0;
+  };
   auto put = [&](const void* p, size_t n) {
-    if (n) std::memcpy(q, p, n);
-    q += n;
+    if (n <= cap - fill) {
+      if (n) std::memcpy(buf + fill, p, n);
+      fill += n;
+      return;
+    }
+    const auto* s = static_cast<const uint8_t*>(p);
+    while (n) {
+      if (fill == cap) flush();
+      const size_t k = std::min(n, cap - fill);
+      std::memcpy(buf + fill, s, k);
+      fill += k;
+      s += k;
+      n -= k;
+    }
   };
   auto put_str = [&](std::string_view v) {
     uint32_t n = static_cast<uint32_t>(v.size());
@@ -313,22 +353,66 @@ void Catalog::frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each) {
     put_str(key);
     if (is_put) put_str(value);
   });
-  seal_record(queued_.data() + base, len);
+  if (pos + fill != at + total)  // the length computed apart disagrees: write no header
+    throw_error(Errc::kInternal, "catalog '" + log_path_ + "': record length mismatch");
+  if (pos == at) {  // whole in the buffer
+    make_header(buf, len, checksum64(buf + kRecordHeaderSize, len));
+    f.pwrite_all(buf, fill, at);
+    return at + total;
+  }
+  if (fill) flush();
+  uint8_t h[kRecordHeaderSize];
+  make_header(h, len, sum.digest());
+  f.pwrite_all(h, sizeof h, at);
+  return at + total;
+}
+
+template <class Write>
+void Catalog::append(Write write) {
+  if (!log_.is_open())
+    throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
+  if (name_unsynced_) {  // before any record goes to the new log (see catalog.h)
+    sync_dir(*env_, dir_);
+    name_unsynced_ = false;
+  }
+  // Names a record may depend on (the container's, a new array's directory): durable
+  // before the record is (pending_names.h).
+  pending_->sync(*env_);
+  uint64_t end = log_end_;
+  try {
+    end = write(log_end_);
+    if (tail_unknown_) log_.truncate(end);  // bytes of a failed append may lie beyond
+    log_.sync();
+  } catch (...) {
+    // Leave no partial record behind (best effort; replay would treat it as torn anyway).
+    try {
+      log_.truncate(log_end_);
+      tail_unknown_ = false;
+    } catch (...) {
+      tail_unknown_ = true;
+    }
+    throw;
+  }
+  tail_unknown_ = false;
+  log_end_ = end;
 }
 
 // kOnSync: the commits since the last sync become ONE record holding their net effect
-// (the current value of every key they touched, or its deletion).  A crash loses queued
+// (the current value of every key they touched, or its deletion).  A crash loses pending
 // commits anyway, so merging them keeps the rule "the log holds a prefix of the commits,
 // each whole"; and a key rewritten many times between syncs (a group's record as links
 // are added, an object's as attributes are) is written once, not once per commit.
-void Catalog::encode_dirty() {
-  if (dirty_.empty()) return;
+uint64_t Catalog::write_dirty(uint64_t at) {
   uint64_t len = 4;
   for (const auto& it : dirty_)
     len += 1 + 4 + it->first.size() + (it->second.dead ? 0 : 4 + it->second.value.size());
-  frame_into_queue(static_cast<uint32_t>(dirty_.size()), len, [&](auto emit) {
+  return write_record(log_, at, static_cast<uint32_t>(dirty_.size()), len, [&](auto emit) {
     for (const auto& it : dirty_) emit(!it->second.dead, it->first, it->second.value);
   });
+}
+
+// After the net record is durable: tombstones go, the rest is clean.
+void Catalog::settle_dirty() {
   for (const auto& it : dirty_) {
     if (it->second.dead) {
       drop_hints();
@@ -359,9 +443,9 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
     dirty_bytes_ += len;
     apply(batch);
     // The batch is committed now (durable at the next sync).  The pending commits cost no
-    // memory of their own (their net effect is the map's dirty entries, encoded at sync),
-    // so writing them early only bounds the record sync builds: past 64 MiB of committed
-    // bytes.  (It was 4 MiB while queued commits were kept as framed records: then a file
+    // memory of their own (their net effect is the map's dirty entries, written at sync
+    // through the chunk buffer), so writing them early only bounds the record a sync
+    // writes and what a crash loses: past 64 MiB of committed bytes.  (It was 4 MiB while queued commits were kept as framed records: then a file
     // of 10,000 small datasets paid four mid-run fdatasyncs; issue 20.)  A failure to
     // write early is not this commit's — the next sync() writes it again and reports what
     // fails.  (Throwing here would tell the caller its batch failed while it stays
@@ -371,23 +455,22 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
       try {
         sync_locked();
       } catch (const Error&) {
+        dirty_bytes_ = 0;  // still dirty: tried again after another 64 MiB, or at sync()
       }
     }
     return;
   }
-  encode_dirty();  // commits queued before a switch to kEachCommit come first
   // Durable before it is applied: a commit that throws leaves no trace of its batch, in
-  // the file or in memory.
-  const size_t mark = queued_.size();
-  frame_into_queue(static_cast<uint32_t>(batch.ops().size()), len, [&](auto emit) {
-    for (const auto& op : batch.ops()) emit(op.put, op.key, op.value);
+  // the file or in memory.  Commits pending from before a switch to kEachCommit (or a
+  // failed sync) go first, in the same append.
+  const bool pending = !dirty_.empty();
+  append([&](uint64_t at) {
+    if (pending) at = write_dirty(at);
+    return write_record(log_, at, static_cast<uint32_t>(batch.ops().size()), len, [&](auto emit) {
+      for (const auto& op : batch.ops()) emit(op.put, op.key, op.value);
+    });
   });
-  try {
-    write_queued();
-  } catch (...) {
-    queued_.resize(mark);
-    throw;
-  }
+  if (pending) settle_dirty();
   apply(batch);
   maybe_compact();
 }
@@ -398,40 +481,14 @@ void Catalog::sync() {
 }
 
 void Catalog::sync_locked() {
-  if (mode_ != Mode::kReadWrite) return;
-  encode_dirty();
-  if (queued_.empty()) return;
-  write_queued();
+  if (mode_ != Mode::kReadWrite || dirty_.empty()) return;
+  append([&](uint64_t at) { return write_dirty(at); });
+  settle_dirty();
   maybe_compact();
 }
 
-// Appends and syncs the queued records; on failure they stay queued and the file ends
-// where it did.
-void Catalog::write_queued() {
-  if (!log_.is_open())
-    throw_error(Errc::kIo, "catalog '" + log_path_ + "' is unusable after a failed compaction");
-  if (name_unsynced_) {  // before any record goes to the new log (see catalog.h)
-    sync_dir(*env_, dir_);
-    name_unsynced_ = false;
-  }
-  // Names a record may depend on (the container's, a new array's directory): durable
-  // before the record is (pending_names.h).
-  pending_->sync(*env_);
-  try {
-    log_.pwrite_all(queued_.data(), queued_.size(), log_end_);
-    log_.sync();
-  } catch (...) {
-    // Leave no partial record behind (best effort; replay would treat it as torn anyway).
-    // The queued records stay queued: the in-memory state already includes them.
-    try { log_.truncate(log_end_); } catch (...) {}
-    throw;
-  }
-  log_end_ += queued_.size();
-  queued_.clear();
-}
-
 // kOnSync (not a shadow): changed entries are flagged dirty and listed once; a delete
-// leaves a tombstone until the next sync writes it (encode_dirty).
+// leaves a tombstone until the next sync writes it durably (settle_dirty).
 void Catalog::apply(const CatalogBatch& batch) {
   version_.fetch_add(1, std::memory_order_acq_rel);
   const bool track = tracking();
@@ -545,36 +602,20 @@ void Catalog::reload() {
 void Catalog::maybe_compact() {
   if (log_end_ <= 2 * live_bytes_ + kCompactSlack) return;
   std::string tmp = log_path_ + ".tmp";
-  // File header + one framed record of every live pair, built in one buffer (the catalog
-  // can hold megabytes of inline fragments: no intermediate copies).
+  // File header + one record of every live pair (no tombstones here: maybe_compact runs
+  // right after the dirty entries are settled), streamed through the chunk buffer (the
+  // catalog can hold megabytes of inline fragments).
   uint64_t len = 4;
   for (const auto& [k, e] : kv_) len += 1 + 4 + k.size() + 4 + e.value.size();
   if (len > UINT32_MAX) return;  // cannot be framed as one record; keep appending
   try {
-    std::vector<uint8_t> data = file_header();
-    const size_t base = data.size();
-    data.resize(base + kRecordHeaderSize + len);
-    uint8_t* q = data.data() + base + kRecordHeaderSize;
-    auto put = [&](const void* p, size_t n) {
-      if (n) std::memcpy(q, p, n);
-      q += n;
-    };
-    uint32_t n = static_cast<uint32_t>(kv_.size());
-    put(&n, 4);
-    for (const auto& [k, e] : kv_) {
-      const std::pmr::string& v = e.value;
-      uint8_t one = 1;
-      uint32_t kl = static_cast<uint32_t>(k.size()), vl = static_cast<uint32_t>(v.size());
-      put(&one, 1);
-      put(&kl, 4);
-      put(k.data(), kl);
-      put(&vl, 4);
-      put(v.data(), vl);
-    }
-    seal_record(data.data() + base, len);
     remove_file(*env_, tmp);  // a leftover from a crash
     File f = File::open_rw(*env_, tmp, /*create=*/true, /*exclusive=*/true);
-    f.pwrite_all(data.data(), data.size(), 0);
+    const std::vector<uint8_t> head = file_header();
+    f.pwrite_all(head.data(), head.size(), 0);
+    write_record(f, kFileHeaderSize, static_cast<uint32_t>(kv_.size()), len, [&](auto emit) {
+      for (const auto& [k, e] : kv_) emit(true, k, e.value);
+    });
     f.sync();
     f.close();
   } catch (const Error&) {
@@ -611,7 +652,7 @@ void Catalog::maybe_compact() {
 
 bool Catalog::has_pending() const {
   std::lock_guard<std::mutex> g(mu_);
-  return !dirty_.empty() || !queued_.empty();
+  return !dirty_.empty();
 }
 
 namespace {

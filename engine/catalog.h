@@ -103,15 +103,17 @@ class Catalog {
   // When commits become durable.  kEachCommit: commit() appends and fdatasyncs.
   // kOnSync (HDF5's rule: metadata is durable after a flush or close): commit() applies
   // the batch in memory; sync() appends ONE record with the net effect of every commit
-  // since the last sync (one write, one fdatasync).  A crash loses those commits whole —
-  // the log still holds a prefix of the commits, each batch entire or absent.  Pending
-  // commits are synced by themselves past 64 MiB, and by the destructor.
+  // since the last sync (one fdatasync; written through a bounded buffer, see
+  // kChunkBytes).  A crash loses those commits whole — the log still holds a prefix of
+  // the commits, each batch entire or absent.  Pending commits are synced by themselves
+  // past 64 MiB, and by the destructor.  A sync that fails leaves them pending (the next
+  // sync writes them again).
   enum class Durability { kEachCommit, kOnSync };
   void set_durability(Durability d) { durability_ = d; }
   // Atomic; durable now (kEachCommit) or at the next sync(); throws kInvalidArgument on
   // a read-only catalog.  A commit that throws changed nothing (kEachCommit: the record
   // is written and synced before the batch is applied); one that returns is applied, even
-  // when kOnSync's early write of the queue failed (the next sync() reports that).
+  // when kOnSync's early write of the pending commits failed (the next sync() reports that).
   void commit(const CatalogBatch& batch);
   void commit(CatalogBatch&& batch);  // same, and the batch is left empty
   void sync();
@@ -134,6 +136,10 @@ class Catalog {
   // Names (and header files) not durable yet that a record may depend on: synced before
   // the next record is appended, or taken by a caller whose syncfs covers them.
   PendingNames& pending_names() { return *pending_; }
+  // The most a record write buffers (and so the largest single write to the log): a
+  // larger record, such as a sync's net record of thousands of objects or a compacted
+  // log, is written through this much memory a chunk at a time (catalog.cc).
+  static constexpr size_t kChunkBytes = size_t{1} << 20;
   // True when dir's catalog log is missing or holds no record (at most its header):
   // nothing was ever committed there.  Does not lock or replay.
   static bool holds_no_record(Env& env, const std::string& dir);
@@ -161,10 +167,30 @@ class Catalog {
   void commit_impl(const CatalogBatch& batch);
   void maybe_compact();
   void sync_locked();
-  void write_queued();
-  void encode_dirty();
+  // Writing records.  A record's bytes go through one buffer of at most kChunkBytes,
+  // kept for the catalog's lifetime: a record that fits is framed there and written with
+  // one pwrite; a larger one (a sync's net record of 10,000 datasets is ~18 MB, a
+  // compacted log all live pairs) is written a chunk at a time after its header's place,
+  // its checksum computed chunk by chunk, and its header last (write_record, catalog.cc).
+  std::unique_ptr<uint8_t[]> chunk_;
+  size_t chunk_cap_ = 0;
+  uint8_t* chunk(uint64_t want);  // chunk_, grown to min(want, kChunkBytes) if smaller
+  // Writes one record of `nops` ops, `len` payload bytes (for_each(emit) calls
+  // emit(put, key, value) per op) to f at `at`; returns the offset after it.  No sync.
   template <class ForEach>
-  void frame_into_queue(uint32_t nops, uint64_t len, ForEach for_each);
+  uint64_t write_record(File& f, uint64_t at, uint32_t nops, uint64_t len, ForEach for_each);
+  // Appends to the log: write(log_end_) writes records and returns their end; then
+  // fdatasync.  On failure the file is cut back to log_end_ (best effort) and the error
+  // propagates with nothing in memory changed.
+  template <class Write>
+  void append(Write write);
+  // kOnSync: the net record of the dirty entries (write_dirty), and once it is durable,
+  // the entries made clean and the tombstones erased (settle_dirty).
+  uint64_t write_dirty(uint64_t at);
+  void settle_dirty();
+  // A failed append could not cut the file back: bytes may lie past log_end_, and the
+  // next append cuts the file at its own end.
+  bool tail_unknown_ = false;
 
   mutable std::mutex mu_;
   Mode mode_ = Mode::kReadOnly;
@@ -180,7 +206,6 @@ class Catalog {
   std::unique_ptr<PendingNames> pending_ = std::make_unique<PendingNames>();
   uint64_t live_bytes_ = 0;  // approximate size of the live key/values
   Durability durability_ = Durability::kEachCommit;
-  std::vector<uint8_t> queued_;  // framed records not yet written
 
   // The map lives in a pool: tens of thousands of small records (10,000 datasets are
   // ~70,000 keys and values) are allocated from a few large chunks and released with
@@ -260,8 +285,8 @@ class Catalog {
   alignas(Map) unsigned char kv_mem_[sizeof(Map)];
   Map& kv_ = *new (kv_mem_) Map(&pool_);
   // kOnSync: the entries committed since the last sync, each once (flagged dirty); they
-  // are written as one net record at sync.  Deleted entries stay as tombstones until then,
-  // so these iterators stay valid.
+  // are written as one net record at sync.  Deleted entries stay as tombstones until that
+  // record is durable (a failed sync keeps them all), so these iterators stay valid.
   std::vector<Map::iterator> dirty_;
   // Applies one op; returns its entry (end() when it erased or skipped it).
   Map::iterator apply_one(bool put, std::string_view key, std::string_view value, bool track);

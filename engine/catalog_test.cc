@@ -1,7 +1,9 @@
 // The crash-safe key/value catalog (engine/catalog.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include "engine/bytes.h"
 #include "engine/catalog.h"
 #include "engine/checksum.h"
+#include "engine/env.h"
 #include "engine/error.h"
 #include "engine/testutil.h"
 
@@ -428,6 +431,93 @@ TEST_F(CatalogTest, OnSyncNetRecordReplaysToTheModel) {
   auto got = ro()->scan("");
   Model seen(got.begin(), got.end());
   EXPECT_EQ(seen, model);
+}
+
+// Records the largest single write to catalog.log or catalog.log.tmp (compaction's file).
+class MaxWriteEnv final : public EnvWrapper {
+ public:
+  MaxWriteEnv() : EnvWrapper(Env::posix()) {}
+  size_t max_write = 0;
+  uint64_t writes = 0;
+  int open(const char* path, int flags, mode_t mode) override {
+    int fd = base_.open(path, flags, mode);
+    std::string p = path;
+    auto ends = [&](const std::string& t) { return p.size() >= t.size() && p.compare(p.size() - t.size(), t.size(), t) == 0; };
+    if (fd >= 0 && (ends("/catalog.log") || ends("/catalog.log.tmp"))) fds_.insert(fd);
+    return fd;
+  }
+  int close(int fd) override {
+    fds_.erase(fd);
+    return base_.close(fd);
+  }
+  ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) override {
+    if (fds_.count(fd)) {
+      max_write = std::max(max_write, n);
+      ++writes;
+    }
+    return base_.pwrite(fd, buf, n, off);
+  }
+
+ private:
+  std::set<int> fds_;
+};
+
+// A sync's net record and a compacted log of ~10 MiB each (values from 0 to 4 KiB and
+// two of 1.5 MiB, deletes among the puts) are written through the chunk buffer: no write
+// is larger than Catalog::kChunkBytes, and the log replays to the model after each sync,
+// after the compaction and in a new writer.
+TEST_F(CatalogTest, LargeSyncsAndCompactionWriteInBoundedChunks) {
+  using Model = std::map<std::string, std::string>;
+  Model model;
+  testutil::Rng rng(0xC4C7);
+  auto value = [&](size_t n) {
+    std::string v(n, '\0');
+    for (char& ch : v) ch = static_cast<char>(rng.byte());
+    return v;
+  };
+  auto replayed = [&] {
+    auto all = ro()->scan("");
+    return Model(all.begin(), all.end());
+  };
+  MaxWriteEnv env;
+  {
+    auto c = Catalog::open(dir_, Catalog::Mode::kReadWrite, true, env);
+    c->set_durability(Catalog::Durability::kOnSync);
+    for (int round = 0; round < 4; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      for (int i = 0; i < 4000; ++i) {
+        CatalogBatch b;
+        std::string k = "k/" + std::to_string(i);
+        if (round > 0 && rng.below(5) == 0) {
+          b.del(k);
+          model.erase(k);
+        } else {
+          std::string v = value(rng.below(4096));
+          b.put(k, v);
+          model[k] = v;
+        }
+        c->commit(std::move(b));
+      }
+      for (int j = 0; j < 2; ++j) {
+        CatalogBatch b;
+        std::string k = "big/" + std::to_string(j), v = value(1536 * 1024 + rng.below(1000));
+        b.put(k, v);
+        model[k] = v;
+        c->commit(std::move(b));
+      }
+      env.max_write = 0;
+      env.writes = 0;
+      c->sync();
+      EXPECT_GT(env.writes, 8u) << "the record was not written in chunks";
+      EXPECT_LE(env.max_write, Catalog::kChunkBytes) << "a write larger than the chunk buffer";
+      EXPECT_TRUE(replayed() == model);
+    }
+    EXPECT_TRUE(is_directory(Env::posix(), join_path(dir_, Catalog::kHistoryDir))) << "no compaction happened";
+  }
+  EXPECT_TRUE(replayed() == model);
+  auto c = rw();
+  auto all = c->scan("");
+  EXPECT_TRUE(Model(all.begin(), all.end()) == model);
 }
 
 // The map's comparator works eight bytes at a time: keys with long shared prefixes, every
