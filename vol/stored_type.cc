@@ -44,10 +44,13 @@ struct TypeCaches {
   std::map<std::string, Learned, std::less<>> learned;
   std::map<std::pair<std::string, hid_t>, bool, EqualKeyLess> equal;
   std::map<hid_t, OfType> of;  // library-owned (immutable) IDs only
-  // The stored type decoded once per encoding, for H5Tequal against application-owned
-  // memory types (whose answers cannot be cached: the application may change them).
-  // Closed by clear_type_caches.
-  std::map<std::string, hid_t, std::less<>> decoded;
+  // Library-owned (predefined) datatypes by their encoding: TypeId hands out an H5Tcopy
+  // of one instead of an H5Tdecode (which builds and zeroes a scratch file structure
+  // inside HDF5; issue 20).  Never a cached ID of the connector's own: HDF5 counts every
+  // datatype ID with an application reference in H5Fget_obj_count(H5F_OBJ_ALL, ...),
+  // and library types have none.
+  std::map<std::string, hid_t, std::less<>> predefined;
+  bool predefined_loaded = false;
 };
 TypeCaches& caches() {
   static TypeCaches* c = new TypeCaches;  // leaked: used until the last static destructor
@@ -55,29 +58,29 @@ TypeCaches& caches() {
 }
 constexpr size_t kMaxCached = 1024;
 
-// At library shutdown HDF5 has closed every datatype ID before it terminates connectors:
-// a closed one is skipped, quietly (no error stack printed at exit).
-void close_decoded(std::map<std::string, hid_t, std::less<>>& decoded) {
-  H5E_BEGIN_TRY {
-    for (auto& [enc, id] : decoded)
-      if (H5Iis_valid(id) > 0) H5Tclose(id);
+
+// The predefined type an encoding stands for, or -1; called with c.mu held.  The table
+// holds the standard integer and IEEE float types and every library type
+// StoredType::of has encoded.
+hid_t predefined_type(TypeCaches& c, std::string_view enc) {
+  if (!c.predefined_loaded) {
+    c.predefined_loaded = true;
+    const hid_t ids[] = {H5T_STD_I8LE,   H5T_STD_I8BE,   H5T_STD_U8LE,   H5T_STD_U8BE,   H5T_STD_I16LE,
+                         H5T_STD_I16BE,  H5T_STD_U16LE,  H5T_STD_U16BE,  H5T_STD_I32LE,  H5T_STD_I32BE,
+                         H5T_STD_U32LE,  H5T_STD_U32BE,  H5T_STD_I64LE,  H5T_STD_I64BE,  H5T_STD_U64LE,
+                         H5T_STD_U64BE,  H5T_IEEE_F32LE, H5T_IEEE_F32BE, H5T_IEEE_F64LE, H5T_IEEE_F64BE};
+    for (hid_t id : ids) {
+      size_t sz = 0;
+      if (H5Tencode(id, nullptr, &sz) < 0 || sz == 0) continue;
+      std::string e(sz, '\0');
+      if (H5Tencode(id, e.data(), &sz) >= 0) c.predefined.emplace(std::move(e), id);
+    }
   }
-  H5E_END_TRY
-  decoded.clear();
+  auto it = c.predefined.find(enc);
+  return it == c.predefined.end() ? H5I_INVALID_HID : it->second;
 }
-// The decoded ID of an encoding, kept for the process (decoded now if new); called with
-// c.mu held.  TypeId hands out copies of it: an H5Tcopy costs half an H5Tdecode, which
-// builds and zeroes a scratch file structure inside HDF5 (issue 20).
+
 hid_t decode_type_ref_fixed(const std::string& enc);
-hid_t decoded_template(TypeCaches& c, const std::string& enc) {
-  auto it = c.decoded.find(enc);
-  if (it != c.decoded.end()) return it->second;
-  hid_t id = decode_type_ref_fixed(enc);
-  if (id < 0) return id;
-  if (c.decoded.size() >= kMaxCached) close_decoded(c.decoded);
-  c.decoded.emplace(enc, id);
-  return id;
-}
 }  // namespace
 
 void clear_type_caches() {
@@ -86,7 +89,8 @@ void clear_type_caches() {
   c.learned.clear();
   c.equal.clear();
   c.of.clear();
-  close_decoded(c.decoded);
+  c.predefined.clear();  // library IDs: not ours to close
+  c.predefined_loaded = false;
 }
 
 const std::string& StoredType::empty() {
@@ -148,6 +152,7 @@ StoredType StoredType::of(hid_t type) {
     std::lock_guard<std::mutex> g(c.mu);
     if (c.of.size() >= kMaxCached) c.of.clear();
     c.of.emplace(type, OfType{Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_, t.enc_}});
+    if (c.predefined.size() < kMaxCached && !t.std_ref_) c.predefined.emplace(*t.enc_, type);
   }
   return t;
 }
@@ -177,13 +182,21 @@ bool StoredType::equal(hid_t mtype) const {
       return it->second;
     }
   }
-  htri_t eq;
+  // Compared with the predefined type the encoding stands for, or with a decoded copy
+  // closed again: an ID kept for the process would be counted as an open datatype by
+  // H5Fget_obj_count(H5F_OBJ_ALL, ...) (it was, until issue 20's session 17).
+  htri_t eq = -1;
+  bool compared = false;
   {
-    // Compared with this encoding's decoded type, kept for the process (H5Tequal does not
-    // change it; the lock keeps clear_type_caches from closing it meanwhile).
     std::lock_guard<std::mutex> g(c.mu);
-    hid_t mine = decoded_template(c, *enc_);
-    if (mine < 0) fail_arg("unreadable stored datatype encoding");
+    hid_t lib = predefined_type(c, *enc_);
+    if (lib >= 0) {
+      eq = H5Tequal(mtype, lib);
+      compared = true;
+    }
+  }
+  if (!compared) {
+    TypeId mine(*this);
     eq = H5Tequal(mtype, mine);
   }
   if (eq < 0) fail_arg("invalid memory datatype");
@@ -271,9 +284,10 @@ TypeId::TypeId(const StoredType& t) {
   TypeCaches& c = caches();
   {
     std::lock_guard<std::mutex> g(c.mu);
-    hid_t tmpl = decoded_template(c, t.encoding());
-    id_ = tmpl >= 0 ? H5Tcopy(tmpl) : H5I_INVALID_HID;
+    hid_t lib = predefined_type(c, t.encoding());
+    if (lib >= 0) id_ = H5Tcopy(lib);
   }
+  if (id_ < 0) id_ = decode_type_ref_fixed(t.encoding());
   if (id_ < 0) fail_arg("unreadable stored datatype encoding");
 }
 

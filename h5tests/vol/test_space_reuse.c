@@ -118,6 +118,10 @@ static void read_back(hid_t f, int reopened)
     H5Tclose(t);
     H5Aclose(a);
     H5Gclose(g);
+    /* Every datatype ID handed out is closed again: none may stay counted (HDF5 counts
+     * all datatype IDs with application references for H5F_OBJ_ALL, so a type the
+     * connector kept open for itself would show here). */
+    LOG("open datatype IDs in all files: %zd", H5Fget_obj_count((hid_t)H5F_OBJ_ALL, H5F_OBJ_DATATYPE));
     /* Native also reports the null dataset as a scalar once reopened (the same defect:
      * the null extent stored in the old encoding): compared while open only. */
     for (size_t i = 0; i < sizeof g_dsets / sizeof *g_dsets; i++)
