@@ -89,9 +89,9 @@ void set_virtual_extent(DatasetObj& d, const hsize_t* size) {
 // A handle's dapl (objects.h KeptAccess): what native keeps from the dapl of the open,
 // and the dapl itself only where it is read after the open (a virtual dataset's view,
 // printf gap and prefix: its own copy).  Other handles share the library's default dapl:
-// five H5Pget calls cost a third of an H5Pcopy + H5Pclose, which was ~10 % of reopening
-// 10,000 datasets (issue 20).  dapl_id: the dapl of the open or create (H5P_DEFAULT: the
-// default).  Needs the handle's dcpl, space and type (external storage).
+// two or three H5Pget calls instead of an H5Pcopy + H5Pclose, which was ~10 % of
+// reopening 10,000 datasets (issue 20).  dapl_id: the dapl of the open or create
+// (H5P_DEFAULT: the default).  Needs the handle's dcpl; setup_external follows it.
 void set_access(DatasetObj& d, hid_t dapl_id) {
   if (dapl_id == H5P_DEFAULT) dapl_id = H5P_DATASET_ACCESS_DEFAULT;
   auto k = std::make_shared<DatasetObj::KeptAccess>();
@@ -114,15 +114,21 @@ void set_access(DatasetObj& d, hid_t dapl_id) {
   if (keep < 0 || (!d.vds && H5Iinc_ref(keep) < 0)) fail_arg("cannot copy the dataset access property list");
   if (d.dapl >= 0) H5Pclose(d.dapl);
   d.dapl = keep;
-  // External storage (external_storage.h): the files and the prefix their names resolve
-  // against; H5Dget_access_plist reports the expanded prefix, as native does.
-  if (ExternalStorage::used(d.dcpl)) {
-    if (d.ftype.has_vlen() || d.ftype.has_std_ref())
-      fail_unsupported("variable-length data or references in external files are not supported by tessera containers");
-    d.external = std::make_shared<ExternalStorage>(d.dcpl, d.space, d.ftype.size());
-    d.efile_prefix = ExternalStorage::prefix(dapl_id, d.file->name());
-    if (!k->efile_prefix.empty() && !d.efile_prefix.empty()) k->efile_prefix = d.efile_prefix;
-  }
+  d.kept_access = std::move(k);
+}
+
+// External storage (external_storage.h): the files and the prefix their names resolve
+// against, from the dapl of the open; H5Dget_access_plist reports the expanded prefix,
+// as native does.  After set_access, with the handle's current extent.
+void setup_external(DatasetObj& d, hid_t dapl_id) {
+  if (!ExternalStorage::used(d.dcpl)) return;
+  if (dapl_id == H5P_DEFAULT) dapl_id = H5P_DATASET_ACCESS_DEFAULT;
+  if (d.ftype.has_vlen() || d.ftype.has_std_ref())
+    fail_unsupported("variable-length data or references in external files are not supported by tessera containers");
+  d.external = std::make_shared<ExternalStorage>(d.dcpl, d.space, d.ftype.size());
+  d.efile_prefix = ExternalStorage::prefix(dapl_id, d.file->name());
+  auto k = std::make_shared<DatasetObj::KeptAccess>(*d.kept_access);
+  if (!k->efile_prefix.empty() && !d.efile_prefix.empty()) k->efile_prefix = d.efile_prefix;
   d.kept_access = std::move(k);
 }
 
@@ -498,6 +504,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
   if (H5Pget_layout(d->dcpl) == H5D_VIRTUAL) d->vds = std::make_shared<VirtualDataset>(d->dcpl);
   set_access(*d, H5P_DEFAULT);  // dataset_open sets the caller's
   sync_space(*d);
+  setup_external(*d, H5P_DEFAULT);
   return d.release();
 }
 
@@ -576,6 +583,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     }
     d->value_filters_checked = true;
     set_access(*d, dapl_id);
+    setup_external(*d, dapl_id);
 
     ObjectRecord rec;
     rec.type = ObjType::kDataset;
@@ -638,7 +646,10 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc_params, const char* n
     d->handle = o->handle;
     // dataset_open_oid kept the default's; the library's default dapl is what H5Dopen2
     // passes for H5P_DEFAULT.
-    if (dapl_id != H5P_DEFAULT && dapl_id != H5P_DATASET_ACCESS_DEFAULT) set_access(*d, dapl_id);
+    if (dapl_id != H5P_DEFAULT && dapl_id != H5P_DATASET_ACCESS_DEFAULT) {
+      set_access(*d, dapl_id);
+      setup_external(*d, dapl_id);  // the prefix comes from this dapl
+    }
     return d;
   });
 }

@@ -125,14 +125,6 @@ hid_t SharedFile::shared_acpl(H5T_cset_t cset) {
   return acpl;
 }
 
-// The library's own default dapl, not a copy: a handle opened with it reports (H5Dget_access_plist)
-// what native builds from it — the default list as it is, which the application may
-// have changed (H5Pset_* on H5P_DATASET_ACCESS_DEFAULT; a copy taken at the file's first
-// open would miss that), and an H5Pcopy + H5Pclose per H5Dopen was ~10 % of reopening
-// 10,000 datasets (issue 20).  Handles that read their dapl after the open own a copy
-// (dataset.cc own_dapl, setup_external).
-hid_t SharedFile::shared_default_dapl() { return H5P_DATASET_ACCESS_DEFAULT; }
-
 void SharedFile::drop_array(uint64_t array_id) {
   arrays_.erase(array_id);
   if (writable()) (void)container_->remove_array(array_id);

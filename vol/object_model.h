@@ -265,8 +265,6 @@ class SharedFile {
   // owned here: callers H5Pcopy it or query it, never close it.  Opening 10,000 datasets
   // with the same dcpl then decodes it once.  H5I_INVALID_HID if it does not decode.
   hid_t decoded_plist(const std::string& enc);
-  // The default dapl dataset handles share (each holds a reference: H5Iinc_ref).
-  hid_t shared_default_dapl();
   // An acpl with only the character encoding set, shared by attribute handles.
   hid_t shared_acpl(H5T_cset_t cset);
 
