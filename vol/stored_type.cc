@@ -58,7 +58,6 @@ TypeCaches& caches() {
 }
 constexpr size_t kMaxCached = 1024;
 
-
 // The predefined type an encoding stands for, or -1; called with c.mu held.  The table
 // holds the standard integer and IEEE float types and every library type
 // StoredType::of has encoded.
