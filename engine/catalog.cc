@@ -124,25 +124,18 @@ Catalog::~Catalog() {
 }
 
 std::optional<std::string> Catalog::get(std::string_view key) const {
-  std::lock_guard<std::mutex> g(mu_);
-  auto it = seek(key);
-  if (it == kv_.end() || it->first.view() != key || it->second.dead) return std::nullopt;
-  return std::string(it->second.value);
+  std::optional<std::string> out;
+  read(key, [&](std::string_view v) { out.emplace(v); });
+  return out;
 }
 
 bool Catalog::contains(std::string_view key) const {
-  std::lock_guard<std::mutex> g(mu_);
-  auto it = seek(key);
-  return it != kv_.end() && it->first.view() == key && !it->second.dead;
+  return read(key, [](std::string_view) {});
 }
 
 std::vector<std::pair<std::string, std::string>> Catalog::scan(std::string_view prefix) const {
-  std::lock_guard<std::mutex> g(mu_);
   std::vector<std::pair<std::string, std::string>> out;
-  for (auto it = kv_.lower_bound(prefix); it != kv_.end(); ++it) {
-    if (it->first.view().compare(0, prefix.size(), prefix) != 0) break;
-    if (!it->second.dead) out.emplace_back(it->first.view(), it->second.value);
-  }
+  scan_each(prefix, [&](std::string_view k, std::string_view v) { out.emplace_back(k, v); });
   return out;
 }
 
@@ -445,8 +438,9 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
     // The batch is committed now (durable at the next sync).  The pending commits cost no
     // memory of their own (their net effect is the map's dirty entries, written at sync
     // through the chunk buffer), so writing them early only bounds the record a sync
-    // writes and what a crash loses: past 64 MiB of committed bytes.  (It was 4 MiB while queued commits were kept as framed records: then a file
-    // of 10,000 small datasets paid four mid-run fdatasyncs; issue 20.)  A failure to
+    // writes and what a crash loses: past 64 MiB of committed bytes.  (It was 4 MiB while
+    // queued commits were kept as framed records: then a file of 10,000 small datasets
+    // paid four mid-run fdatasyncs; issue 20.)  A failure to
     // write early is not this commit's — the next sync() writes it again and reports what
     // fails.  (Throwing here would tell the caller its batch failed while it stays
     // applied: a dataset's creation would drop its array and leave its links to be written

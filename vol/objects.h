@@ -62,10 +62,11 @@ struct DatasetObj : Obj {
   hid_t space = H5I_INVALID_HID;  // current dataspace
   hid_t dcpl = H5I_INVALID_HID;
   hid_t dapl = H5I_INVALID_HID;
-  // Handles opened or created with the library's default dapl share it (`dapl` is then
-  // H5P_DATASET_ACCESS_DEFAULT, one reference held) instead of copying it, and keep here
-  // what native keeps from the dapl of the open: H5Dget_access_plist reports these over
-  // a copy of the default as it is then (dataset.cc access_plist), as native does.
+  // `dapl` is the library's default dapl (one reference held), or for a virtual dataset,
+  // whose mappings read it after the open, its own copy of the dapl of the open
+  // (dataset.cc set_access).  Every handle keeps here what native keeps from the dapl of
+  // the open: H5Dget_access_plist reports these over a copy of the default as it is then
+  // (dataset.cc access_plist), as native does.
   struct KeptAccess {
     size_t nslots = 0, nbytes = 0;
     double w0 = 0;
@@ -73,7 +74,7 @@ struct DatasetObj : Obj {
     hsize_t gap = 0;
     std::string vds_prefix, efile_prefix;
   };
-  std::shared_ptr<const KeptAccess> kept_access;  // null: `dapl` is the handle's own copy
+  std::shared_ptr<const KeptAccess> kept_access;  // set by set_access; shared by clones
   std::shared_ptr<tessera::Array> array;
   uint64_t array_id = 0;  // the id SharedFile::array knows it by (0: not known)
   // Variable-length datasets with a user fill value: the value as a vlen.h stream of the
