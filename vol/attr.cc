@@ -36,24 +36,21 @@ struct CreatedAttr : AttrObj {
   bool corder_unknown = false;
 };
 
-// The acpl a handle reports: only the character encoding is stored, so handles share one
-// acpl per encoding (each holds a reference; H5Aget_create_plist hands out a copy).
-hid_t make_acpl(SharedFile& f, H5T_cset_t cset) {
-  hid_t acpl = f.shared_acpl(cset);
-  if (acpl < 0 || H5Iinc_ref(acpl) < 0) fail_arg("cannot build the attribute creation property list");
-  return acpl;
-}
-
-// A handle for (owner, name) from its record: decoded type and space, rebuilt acpl.
-// created: the type and space the attribute was just created with (no decoding back).
+// A handle for (owner, name) from its record: decoded type and space, and the character
+// encoding its acpl reports (only that is stored: H5Aget_create_plist copies the file's
+// shared acpl for it).
+// created: the type and number of elements the attribute was just created with (no
+// decoding back).
 AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, const std::string& name,
-                   const AttrRecord& r, const StoredType* created_type = nullptr, hid_t created_space = -1) {
+                   const AttrRecord& r, const StoredType* created_type = nullptr, hssize_t created_npoints = -1) {
   auto a = std::make_unique<CreatedAttr>(H5I_ATTR, loc->file, owner, owner_path);
   a->name = name;
   a->ftype = created_type ? *created_type : StoredType(r.type_enc, "attribute", name);
-  a->space = created_space >= 0 ? H5Scopy(created_space) : decode_space(r.space_enc);
-  if (a->space < 0) fail_arg("attribute '" + name + "' has an unreadable type or dataspace");
-  a->acpl = make_acpl(*loc->file, r.cset);
+  a->space_enc = r.space_enc;
+  const hssize_t n = created_npoints >= 0 ? created_npoints : space_npoints(r.space_enc);
+  if (n < 0) fail_arg("attribute '" + name + "' has an unreadable dataspace");
+  a->npoints = static_cast<size_t>(n);
+  a->cset = r.cset;
   return a.release();
 }
 
@@ -91,12 +88,6 @@ std::shared_ptr<const AttrRecord> record_of(SharedFile& f, uint64_t owner, const
   auto r = f.find_attr(owner, name);
   if (!r) fail_arg("attribute '" + name + "' does not exist");
   return r;
-}
-
-size_t npoints(hid_t space) {
-  hssize_t n = H5Sget_simple_extent_npoints(space);
-  if (n < 0) fail_arg("invalid dataspace");
-  return static_cast<size_t>(n);
 }
 
 // corder: the creation order to report when the caller already knows it (iteration).
@@ -151,7 +142,7 @@ DatasetObj* clone_dataset(const DatasetObj& d) {
   if (c->space < 0) return nullptr;
   if (H5Iinc_ref(d.dcpl) < 0) return nullptr;
   c->dcpl = d.dcpl;
-  if (H5Iinc_ref(d.dapl) < 0) return nullptr;
+  if (d.dapl >= 0 && H5Iinc_ref(d.dapl) < 0) return nullptr;
   c->dapl = d.dapl;
   c->kept_access = d.kept_access;
   return c.release();
@@ -254,6 +245,8 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     const StoredType ftype = StoredType::of(type_id);
     r.type_enc = ftype.encoding();
     r.space_enc = encode_space(space_id);
+    const hssize_t created_npoints = H5Sget_simple_extent_npoints(space_id);
+    if (created_npoints < 0) fail_arg("invalid dataspace");
     H5T_cset_t cset = H5T_CSET_ASCII;
     if (acpl_id != H5P_DEFAULT && acpl_id >= 0 && H5Pget_char_encoding(acpl_id, &cset) < 0)
       fail_arg("cannot read the character encoding of the acpl");
@@ -267,7 +260,7 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     f.commit(b);
     auto rp = std::make_shared<const AttrRecord>(std::move(r));
     f.remember_attr(owner, attr_name, rp);  // the H5Awrite that usually follows finds it
-    auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, *rp, &ftype, space_id));
+    auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, *rp, &ftype, created_npoints));
     a->corder_unknown = !order.tracked;
     return a;
   });
@@ -300,18 +293,18 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
     std::lock_guard<std::recursive_mutex> g(f.mu());
     const auto rp = record_of(f, a->oid, a->name);
     const AttrRecord& r = *rp;
-    size_t n = npoints(a->space);
+    size_t n = a->npoints;
     if (n == 0) return;
     if (!buf) fail_arg("NULL read buffer");
-    size_t msize = H5Tget_size(mem_type_id), fsize = a->ftype.size();
-    if (msize == 0) fail_arg("invalid memory datatype");
+    const MemTypeFacts mt = mem_type_facts(mem_type_id);  // throws for an invalid type
+    const size_t msize = mt.size, fsize = a->ftype.size();
     if (r.data.empty()) {  // never written: zeros, as native
       std::memset(buf, 0, msize * n);
       return;
     }
     bool vl = a->ftype.has_vlen();
     if (!vl && r.data.size() != fsize * n) fail_arg("stored value of '" + a->name + "' has the wrong size");
-    if (a->ftype.has_std_ref() || holds_std_ref(mem_type_id)) {  // reference.h
+    if (a->ftype.has_std_ref() || mt.std_ref) {  // reference.h
       TypeId ftype(a->ftype);
       bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_old = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0,
            from_reg = H5Tequal(ftype, H5T_STD_REF_DSETREG) > 0;
@@ -339,7 +332,7 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
     std::memcpy(bkg.data(), buf, msize * n);
     herr_t st = H5Tconvert(ftype, mem_type_id, n, tconv.data(), bkg.data(),
                            dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id);
-    if (vl) H5Treclaim(ftype, a->space, H5P_DEFAULT, src.data());
+    if (vl) H5Treclaim(ftype, a->space_id(), H5P_DEFAULT, src.data());
     if (st < 0) fail_arg("cannot convert attribute '" + a->name + "' to the memory datatype");
     std::memcpy(buf, tconv.data(), msize * n);
   });
@@ -352,14 +345,14 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
     std::lock_guard<std::recursive_mutex> g(f.mu());
     f.require_writable("attribute write");
     AttrRecord r = *record_of(f, a->oid, a->name);
-    size_t n = npoints(a->space);
+    size_t n = a->npoints;
     if (n == 0) return;
     if (!buf) fail_arg("NULL write buffer");
-    size_t msize = H5Tget_size(mem_type_id), fsize = a->ftype.size();
-    if (msize == 0) fail_arg("invalid memory datatype");
+    const MemTypeFacts mt = mem_type_facts(mem_type_id);  // throws for an invalid type
+    const size_t msize = mt.size, fsize = a->ftype.size();
     bool vl = a->ftype.has_vlen();
     hid_t dxpl = dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id;
-    if (a->ftype.has_std_ref() || holds_std_ref(mem_type_id)) {  // reference.h
+    if (a->ftype.has_std_ref() || mt.std_ref) {  // reference.h
       if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || H5Tequal(TypeId(a->ftype), H5T_STD_REF) <= 0)
         fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
                          "converted to other types, are not supported by tessera containers yet");
@@ -367,7 +360,8 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
       refs_to_stored(a->file, buf, n, reinterpret_cast<uint8_t*>(stored.data()));
       r.data = std::move(stored);
     } else if (a->ftype.equal(mem_type_id)) {
-      r.data = vl ? vlen_serialize(TypeId(a->ftype), n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
+      // Equal types: the memory type describes the stored layout (no decoded copy needed).
+      r.data = vl ? vlen_serialize(mem_type_id, n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
     } else {
       TypeId ftype(a->ftype);
       if (vl) {
@@ -410,8 +404,11 @@ herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void**
     switch (args->op_type) {
       case H5VL_ATTR_GET_SPACE: {
         auto* a = static_cast<AttrObj*>(o);
-        hid_t s = H5Scopy(a->space);
-        if (s < 0 || H5Sselect_all(s) < 0) fail_arg("cannot copy the dataspace");
+        hid_t s = decode_space(a->space_enc);
+        if (s < 0 || H5Sselect_all(s) < 0) {
+          if (s >= 0) H5Sclose(s);
+          fail_arg("cannot copy the dataspace");
+        }
         args->args.get_space.space_id = s;
         return;
       }
@@ -423,7 +420,8 @@ herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void**
       }
       case H5VL_ATTR_GET_ACPL: {
         auto* a = static_cast<AttrObj*>(o);
-        hid_t p = H5Pcopy(a->acpl);
+        const hid_t shared = f.shared_acpl(a->cset);
+        hid_t p = shared < 0 ? H5I_INVALID_HID : H5Pcopy(shared);
         if (p < 0) fail_arg("cannot copy the acpl");
         args->args.get_acpl.acpl_id = p;
         return;
@@ -431,7 +429,7 @@ herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void**
       case H5VL_ATTR_GET_STORAGE_SIZE: {
         auto* a = static_cast<AttrObj*>(o);
         record_of(f, a->oid, a->name);
-        *args->args.get_storage_size.data_size = npoints(a->space) * a->ftype.file_size();
+        *args->args.get_storage_size.data_size = a->npoints * a->ftype.file_size();
         return;
       }
       case H5VL_ATTR_GET_NAME: {

@@ -88,9 +88,9 @@ void set_virtual_extent(DatasetObj& d, const hsize_t* size) {
 
 // A handle's dapl (objects.h KeptAccess): what native keeps from the dapl of the open,
 // and the dapl itself only where it is read after the open (a virtual dataset's view,
-// printf gap and prefix: its own copy).  Other handles share the library's default dapl:
-// two or three H5Pget calls instead of an H5Pcopy + H5Pclose, which was ~10 % of
-// reopening 10,000 datasets (issue 20).  dapl_id: the dapl of the open or create
+// printf gap and prefix: its own copy).  Other handles hold no dapl: two or three H5Pget
+// calls instead of an H5Pcopy + H5Pclose, which was ~10 % of reopening 10,000 datasets
+// (issue 20).  dapl_id: the dapl of the open or create
 // (H5P_DEFAULT: the default).  Needs the handle's dcpl; setup_external follows it.
 void set_access(DatasetObj& d, hid_t dapl_id) {
   if (dapl_id == H5P_DEFAULT) dapl_id = H5P_DATASET_ACCESS_DEFAULT;
@@ -110,8 +110,9 @@ void set_access(DatasetObj& d, hid_t dapl_id) {
   if (!ok) fail_arg("cannot read the dataset access property list");
   k->vds_prefix = text(H5Pget_virtual_prefix);
   k->efile_prefix = text(H5Pget_efile_prefix);
-  hid_t keep = d.vds ? H5Pcopy(dapl_id) : H5P_DATASET_ACCESS_DEFAULT;
-  if (keep < 0 || (!d.vds && H5Iinc_ref(keep) < 0)) fail_arg("cannot copy the dataset access property list");
+  // Other handles hold no dapl ID at all (an H5Iinc_ref and an H5Pclose per handle).
+  hid_t keep = d.vds ? H5Pcopy(dapl_id) : H5I_INVALID_HID;
+  if (d.vds && keep < 0) fail_arg("cannot copy the dataset access property list");
   if (d.dapl >= 0) H5Pclose(d.dapl);
   d.dapl = keep;
   d.kept_access = std::move(k);
@@ -307,8 +308,7 @@ struct Transfer {
 };
 
 Transfer plan_transfer(const DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs) {
-  Transfer t{d.ftype.size(), H5Tget_size(mtype), false, false, 0};
-  if (t.mes == 0) fail_arg("invalid memory datatype");
+  Transfer t{d.ftype.size(), mem_type_facts(mtype).size, false, false, 0};  // throws if invalid
   t.eq = d.ftype.equal(mtype);
   t.contig = m.block || memory_contiguous(m.space, t.mes, fs.n, &t.off);
   return t;
@@ -358,7 +358,7 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL read buffer");
-  if (d.ftype.has_std_ref() || holds_std_ref(mtype)) return read_refs(d, mtype, m, fs, buf);
+  if (d.ftype.has_std_ref() || mem_type_facts(mtype).std_ref) return read_refs(d, mtype, m, fs, buf);
   // A data transform (transform.h) works on the memory-typed values after conversion.
   const std::optional<DataTransform> xform = DataTransform::from_dxpl(dxpl);
   if (xform && d.array->schema().var) xform->apply(mtype, nullptr, 0);  // refuses vlen types
@@ -394,7 +394,7 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL write buffer");
-  if (d.ftype.has_std_ref() || holds_std_ref(mtype)) return write_refs(d, mtype, m, fs, buf);
+  if (d.ftype.has_std_ref() || mem_type_facts(mtype).std_ref) return write_refs(d, mtype, m, fs, buf);
   allocation_before_write(d);
   if (!d.value_filters_checked) {
     d.value_filters_checked = true;
@@ -536,8 +536,10 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     if (H5Pfill_value_defined(dcpl, &user_fill) < 0) fail_arg("cannot read the fill value from the dcpl");
     // Native HDF5 allocates unfiltered datasets of a parallel file early (H5D__create)
     // and reports that in the dcpl.
-    const bool force_early = f->parallel() && H5Pget_nfilters(dcpl) == 0;
-    if (!schema.var && H5Pget_nfilters(dcpl) == 0 && user_fill != H5D_FILL_VALUE_USER_DEFINED && !force_early) {
+    const int nfilters = H5Pget_nfilters(dcpl);
+    if (nfilters < 0) fail_arg("cannot read the filters from the dcpl");
+    const bool force_early = f->parallel() && nfilters == 0;
+    if (!schema.var && nfilters == 0 && user_fill != H5D_FILL_VALUE_USER_DEFINED && !force_early) {
       cpl_enc = encode_plist(dcpl);
       hid_t shared = f->decoded_plist(cpl_enc);
       d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
@@ -565,8 +567,8 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       if (ft == H5D_FILL_TIME_IFSET && fv == H5D_FILL_VALUE_DEFAULT) H5Pset_fill_time(d->dcpl, H5D_FILL_TIME_ALLOC);
     }
     // Native HDF5's shuffle "set local" callback records the element size in the
-    // filter's parameters; report the same dcpl.
-    for (int i = 0, nf = H5Pget_nfilters(d->dcpl); i < nf; ++i) {
+    // filter's parameters; report the same dcpl.  (d->dcpl has the caller's filters.)
+    for (int i = 0, nf = nfilters > 0 ? H5Pget_nfilters(d->dcpl) : 0; i < nf; ++i) {
       unsigned flags = 0, cd[1] = {0}, config = 0;
       size_t ncd = 0;
       if (H5Pget_filter2(d->dcpl, static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, &config) ==
@@ -576,7 +578,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       }
     }
 
-    if (ValueFilters::needed(d->dcpl)) {
+    if (nfilters > 0 && ValueFilters::needed(d->dcpl)) {
       // Parallel files: every rank would re-filter chunks others may be writing.
       if (f->parallel()) fail_unsupported("value-changing filters (scale-offset, n-bit, ...) in parallel files");
       d->value_filters = std::make_shared<ValueFilters>(type_id, d->dcpl, schema.tile_extent);

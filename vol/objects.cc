@@ -1,6 +1,7 @@
 // objects.cc — object lifetime, locations, tokens and error translation.
 #include "vol/objects.h"
 
+#include "vol/stored_space.h"
 #include "vol/tessera_vol.h"
 
 #include <algorithm>
@@ -26,8 +27,13 @@ DatatypeObj::~DatatypeObj() {
 }
 
 AttrObj::~AttrObj() {
-  if (space >= 0) H5Sclose(space);
-  if (acpl >= 0) H5Pclose(acpl);
+  if (space_ >= 0) H5Sclose(space_);
+}
+
+hid_t AttrObj::space_id() {
+  if (space_ < 0) space_ = decode_space(space_enc);
+  if (space_ < 0) fail_arg("attribute '" + name + "' has an unreadable dataspace");
+  return space_;
 }
 
 Obj* as_obj(void* p) {

@@ -62,9 +62,8 @@ struct DatasetObj : Obj {
   hid_t space = H5I_INVALID_HID;  // current dataspace
   hid_t dcpl = H5I_INVALID_HID;
   hid_t dapl = H5I_INVALID_HID;
-  // `dapl` is the library's default dapl (one reference held), or for a virtual dataset,
-  // whose mappings read it after the open, its own copy of the dapl of the open
-  // (dataset.cc set_access).  Every handle keeps here what native keeps from the dapl of
+  // `dapl` is only set for a virtual dataset, whose mappings read it after the open: its
+  // own copy of the dapl of the open (dataset.cc set_access); other handles hold none.  Every handle keeps here what native keeps from the dapl of
   // the open: H5Dget_access_plist reports these over a copy of the default as it is then
   // (dataset.cc access_plist), as native does.
   struct KeptAccess {
@@ -107,8 +106,19 @@ struct AttrObj : Obj {
   ~AttrObj() override;
   std::string name;
   StoredType ftype;
-  hid_t space = H5I_INVALID_HID;
-  hid_t acpl = H5I_INVALID_HID;
+  // The dataspace as its record stores it, and its number of elements.  An ID is made
+  // only for the calls that need one (space_id(); H5Aget_space decodes its own copy):
+  // an H5Scopy and an H5Sclose per handle were most of the dataspace calls of creating
+  // or iterating 30,000 attributes (issue 20).
+  std::string space_enc;
+  size_t npoints = 0;
+  hid_t space_id();  // decoded on first use, closed with the handle; throws if unreadable
+  // The acpl H5Aget_create_plist copies: SharedFile::shared_acpl(cset), looked up then
+  // (an ID held per handle was an H5Iinc_ref and an H5Pclose per attribute).
+  H5T_cset_t cset = H5T_CSET_ASCII;
+
+ private:
+  hid_t space_ = H5I_INVALID_HID;
 };
 
 // The object HDF5 passes to a callback; throws for NULL.

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace tessera_vol {
@@ -51,6 +52,8 @@ struct TypeCaches {
   // and library types have none.
   std::map<std::string, hid_t, std::less<>> predefined;
   bool predefined_loaded = false;
+  // mem_type_facts: every memory type ID seen, library-owned ones with their facts.
+  std::unordered_map<hid_t, MemTypeFacts> mem;
 };
 TypeCaches& caches() {
   static TypeCaches* c = new TypeCaches;  // leaked: used until the last static destructor
@@ -80,6 +83,15 @@ hid_t predefined_type(TypeCaches& c, std::string_view enc) {
 }
 
 hid_t decode_type_ref_fixed(const std::string& enc);
+
+// H5Tencode(type) into *out.  Two calls: H5Tencode reports the size it needs only when
+// not given a large enough buffer (it does not return the size it wrote).
+bool encode_into(hid_t type, std::string* out) {
+  size_t sz = 0;
+  if (H5Tencode(type, nullptr, &sz) < 0 || sz == 0) return false;
+  out->assign(sz, '\0');
+  return H5Tencode(type, out->data(), &sz) >= 0;
+}
 }  // namespace
 
 void clear_type_caches() {
@@ -90,6 +102,47 @@ void clear_type_caches() {
   c.of.clear();
   c.predefined.clear();  // library IDs: not ours to close
   c.predefined_loaded = false;
+  c.mem.clear();
+}
+
+namespace {
+// Whether `type` is library-owned (mem_type_facts), from the table after the first ask;
+// a library type's facts are recorded with it.  False for an invalid ID (the caller's
+// next call reports it).
+bool library_owned(hid_t type, MemTypeFacts* facts = nullptr) {
+  TypeCaches& c = caches();
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.mem.find(type);
+    if (it != c.mem.end()) {
+      if (facts) *facts = it->second;
+      return it->second.library;
+    }
+  }
+  const int refs = H5Iget_ref(type);
+  if (refs < 0) return false;
+  MemTypeFacts f;
+  f.library = refs == 0;
+  if (f.library) {
+    f.size = H5Tget_size(type);
+    if (f.size == 0) return false;
+    f.std_ref = holds_std_ref(type);
+  }
+  if (facts) *facts = f;
+  std::lock_guard<std::mutex> g(c.mu);
+  if (c.mem.size() >= 4 * kMaxCached) c.mem.clear();
+  c.mem.emplace(type, f);
+  return f.library;
+}
+}  // namespace
+
+MemTypeFacts mem_type_facts(hid_t mtype) {
+  MemTypeFacts f;
+  if (library_owned(mtype, &f)) return f;
+  f.size = H5Tget_size(mtype);
+  if (f.size == 0) fail_arg("invalid memory datatype");
+  f.std_ref = holds_std_ref(mtype);
+  return f;
 }
 
 const std::string& StoredType::empty() {
@@ -129,7 +182,7 @@ StoredType StoredType::of(hid_t type) {
   // as H5T_IEEE_F64LE: immutable, and IDs are never reused while the library runs), so
   // its encoding and facts are learned once per process: H5Acreate/H5Dcreate with a
   // predefined type then skip two H5Tencode calls and the type walk (issue 20).
-  const bool library_type = H5Iget_ref(type) == 0;
+  const bool library_type = library_owned(type);
   TypeCaches& c = caches();
   StoredType t;
   if (library_type) {
@@ -141,12 +194,26 @@ StoredType StoredType::of(hid_t type) {
       return t;
     }
   }
-  size_t sz = 0;
-  if (H5Tencode(type, nullptr, &sz) < 0 || sz == 0) fail_arg("cannot encode the datatype");
-  std::string enc(sz, '\0');
-  if (H5Tencode(type, enc.data(), &sz) < 0) fail_arg("cannot encode the datatype");
+  std::string enc;
+  if (!encode_into(type, &enc)) fail_arg("cannot encode the datatype");
+  // A type made by the application (a vlen string, a compound) is learned once per
+  // distinct encoding too: the type walks of learn() were a dozen API calls per H5Acreate.
+  if (!library_type) {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.learned.find(enc);
+    if (it != c.learned.end()) {
+      const Learned& l = it->second;
+      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref, t.enc_ = l.enc;
+      return t;
+    }
+  }
   t.enc_ = std::make_shared<const std::string>(std::move(enc));
   t.learn(type);
+  if (!library_type) {
+    std::lock_guard<std::mutex> g(c.mu);
+    if (c.learned.size() >= kMaxCached) c.learned.clear();
+    c.learned.emplace(*t.enc_, Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_, t.enc_});
+  }
   if (library_type) {
     std::lock_guard<std::mutex> g(c.mu);
     if (c.of.size() >= kMaxCached) c.of.clear();
@@ -171,7 +238,7 @@ bool StoredType::equal(hid_t mtype) const {
   // IDs are never reused while the library runs, and one without application references
   // belongs to the library (predefined types): immutable, so its answer stays true.
   // Bounded: a handful of memory types per dataset in practice.
-  const bool library_type = H5Iget_ref(mtype) == 0;
+  const bool library_type = library_owned(mtype);
   TypeCaches& c = caches();
   if (library_type) {
     std::lock_guard<std::mutex> g(c.mu);

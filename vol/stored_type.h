@@ -56,6 +56,19 @@ class StoredType {
   mutable std::vector<std::pair<hid_t, bool>> eq_cache_;  // immutable library IDs only
 };
 
+// What the transfer paths ask of a memory datatype on every H5Dread/H5Dwrite/H5Aread/
+// H5Awrite.  A library-owned ID (no application reference: H5T_NATIVE_* and the other
+// predefined types, immutable, and IDs are never reused while the library runs) is
+// answered from a process-wide table after its first use; an application's ID can be
+// changed with H5Tset_* between calls and is asked each time.  Three or four API calls
+// per transfer before (issue 20).  Throws VolError for an invalid datatype.
+struct MemTypeFacts {
+  size_t size = 0;
+  bool std_ref = false;  // holds H5T_STD_REF (reference.h)
+  bool library = false;  // library-owned: the answers never change
+};
+MemTypeFacts mem_type_facts(hid_t mtype);
+
 // Drops the process-wide decoding caches of stored_type.cc (connector terminate).
 void clear_type_caches();
 
