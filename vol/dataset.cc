@@ -614,11 +614,10 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     f->create_array(schema, &rec.array_id);
     try {
       d->oid = f->allocate_oid(b);
+      if (name) rec.rc = 1;  // the link below (add_link's target_counted)
       f->put_object(b, d->oid, rec);
       if (rec.committed_type) f->ref_object(b, rec.committed_type);  // native: the type's refcount
-      if (name) {
-        f->add_link(b, parent, last, LinkRecord::hard(d->oid, lcpl_id));
-      }
+      if (name) f->add_link(b, parent, last, LinkRecord::hard(d->oid, lcpl_id), /*target_counted=*/true);
       f->commit(b);
     } catch (...) {
       f->drop_array(rec.array_id);

@@ -59,7 +59,8 @@ std::vector<std::pair<std::string, LinkRecord>> SharedFile::links(uint64_t group
   return out;
 }
 
-void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec) {
+void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec,
+                          bool target_counted) {
   if (name.empty() || name == "." || name.find('/') != std::string::npos)
     fail_arg("invalid link name '" + name + "'");
   bool deleted;
@@ -78,7 +79,7 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
   else rec.corder = link_corders_[group]++;
   link_storage_adding(*this, b, group);
   if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(kUdLinksKey, "1");
-  if (rec.type == H5L_TYPE_HARD) {
+  if (rec.type == H5L_TYPE_HARD && !target_counted) {
     ObjectRecord t;
     if (auto v = from_batch(b, id_key("o/", rec.target), &deleted)) t = ObjectRecord::deserialize(*v);
     else t = object(rec.target);

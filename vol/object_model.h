@@ -174,7 +174,10 @@ class SharedFile {
   std::vector<std::pair<std::string, LinkRecord>> links(uint64_t group);
   // Creates `name` in `group` (bumping the group's creation-order counter and, for hard
   // links, the target's refcount) inside batch b.  Fails if the name exists.
-  void add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec);
+  // target_counted: a hard link to an object put in this batch with the link already
+  // counted in its rc (a creation: no second decode and put of the new record).
+  void add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec,
+                bool target_counted = false);
   // Removes a link; a hard link's target loses a reference and is deleted (recursively
   // for groups) when none remain.
   void remove_link(uint64_t group, const std::string& name);
