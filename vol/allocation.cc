@@ -26,7 +26,7 @@ struct Facts {
 
 Facts facts(DatasetObj& d) {
   Facts f;
-  f.layout = H5Pget_layout(d.dcpl);
+  f.layout = d.layout();
   if (H5Pget_alloc_time(d.dcpl, &f.alloc) < 0) fail_arg("cannot read the allocation time");
   f.filtered = H5Pget_nfilters(d.dcpl) > 0;
   f.elem_bytes = d.ftype.file_size();
@@ -49,7 +49,7 @@ std::string late_key(const DatasetObj& d) { return id_key("ae/", d.oid); }
 
 bool late_chunked(DatasetObj& d) {
   H5D_alloc_time_t at = H5D_ALLOC_TIME_DEFAULT;
-  return H5Pget_layout(d.dcpl) == H5D_CHUNKED && H5Pget_alloc_time(d.dcpl, &at) >= 0 && at == H5D_ALLOC_TIME_LATE;
+  return d.layout() == H5D_CHUNKED && H5Pget_alloc_time(d.dcpl, &at) >= 0 && at == H5D_ALLOC_TIME_LATE;
 }
 
 std::optional<tessera::Coords> late_region(DatasetObj& d) {

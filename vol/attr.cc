@@ -244,9 +244,8 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     AttrRecord r;
     const StoredType ftype = StoredType::of(type_id);
     r.type_enc = ftype.encoding();
-    r.space_enc = encode_space(space_id);
-    const hssize_t created_npoints = H5Sget_simple_extent_npoints(space_id);
-    if (created_npoints < 0) fail_arg("invalid dataspace");
+    hssize_t created_npoints = -1;
+    r.space_enc = encode_space(space_id, &created_npoints);  // throws for an invalid space
     H5T_cset_t cset = H5T_CSET_ASCII;
     if (acpl_id != H5P_DEFAULT && acpl_id >= 0 && H5Pget_char_encoding(acpl_id, &cset) < 0)
       fail_arg("cannot read the character encoding of the acpl");

@@ -66,7 +66,7 @@ uint32_t to_hdf5_mask(const PipelineMap& m, uint32_t skip) {
 }
 
 void require_chunked(DatasetObj& d) {
-  if (H5Pget_layout(d.dcpl) != H5D_CHUNKED) fail_arg("not a chunked dataset");
+  if (d.layout() != H5D_CHUNKED) fail_arg("not a chunked dataset");
   if (d.array->schema().var)
     fail_unsupported("chunk-level I/O of variable-length data is not supported by tessera containers");
 }
@@ -243,7 +243,7 @@ herr_t dataset_native_optional(DatasetObj& d, H5VL_optional_args_t* args) {
   std::lock_guard<std::recursive_mutex> g(d.file->mu());
   switch (args->op_type) {
     case H5VL_NATIVE_DATASET_GET_CHUNK_INDEX_TYPE:
-      if (H5Pget_layout(d.dcpl) != H5D_CHUNKED) fail_arg("dataset is not chunked");
+      if (d.layout() != H5D_CHUNKED) fail_arg("dataset is not chunked");
       *a->get_chunk_idx_type.idx_type = H5D_CHUNK_IDX_BTREE;  // tessera's tiles: by coordinates
       return 0;
     case H5VL_NATIVE_DATASET_CHUNK_WRITE:

@@ -95,17 +95,21 @@ void set_virtual_extent(DatasetObj& d, const hsize_t* size) {
 void set_access(DatasetObj& d, hid_t dapl_id) {
   if (dapl_id == H5P_DEFAULT) dapl_id = H5P_DATASET_ACCESS_DEFAULT;
   auto k = std::make_shared<DatasetObj::KeptAccess>();
+  // One call when the prefix fits a stack buffer (it returns the full length and copies
+  // what fits), else a second with the length it reported.
   auto text = [&](ssize_t (*get)(hid_t, char*, size_t)) {
-    ssize_t n = get(dapl_id, nullptr, 0);
+    char buf[256];
+    ssize_t n = get(dapl_id, buf, sizeof buf);
     if (n < 0) fail_arg("cannot read the dataset access property list");
+    if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
     std::string v(static_cast<size_t>(n) + 1, '\0');
-    if (n > 0 && get(dapl_id, v.data(), v.size()) < 0) fail_arg("cannot read the dataset access property list");
+    if (get(dapl_id, v.data(), v.size()) < 0) fail_arg("cannot read the dataset access property list");
     v.resize(static_cast<size_t>(n));
     return v;
   };
   // Only what access_plist reports (the rest comes from the default as it is then).
   bool ok = true;
-  if (H5Pget_layout(d.dcpl) == H5D_CHUNKED) ok = H5Pget_chunk_cache(dapl_id, &k->nslots, &k->nbytes, &k->w0) >= 0;
+  if (d.layout() == H5D_CHUNKED) ok = H5Pget_chunk_cache(dapl_id, &k->nslots, &k->nbytes, &k->w0) >= 0;
   if (ok && d.vds) ok = H5Pget_virtual_view(dapl_id, &k->view) >= 0 && H5Pget_virtual_printf_gap(dapl_id, &k->gap) >= 0;
   if (!ok) fail_arg("cannot read the dataset access property list");
   k->vds_prefix = text(H5Pget_virtual_prefix);
@@ -141,7 +145,7 @@ hid_t access_plist(const DatasetObj& d) {
   if (p < 0) fail_arg("cannot copy the dapl");
   const DatasetObj::KeptAccess* k = d.kept_access.get();
   bool ok = k != nullptr;
-  if (ok && H5Pget_layout(d.dcpl) == H5D_CHUNKED) ok = H5Pset_chunk_cache(p, k->nslots, k->nbytes, k->w0) >= 0;
+  if (ok && d.layout() == H5D_CHUNKED) ok = H5Pset_chunk_cache(p, k->nslots, k->nbytes, k->w0) >= 0;
   if (ok && d.vds) ok = H5Pset_virtual_view(p, k->view) >= 0 && H5Pset_virtual_printf_gap(p, k->gap) >= 0;
   ok = ok && H5Pset_virtual_prefix(p, k->vds_prefix.c_str()) >= 0 &&
        H5Pset_efile_prefix(p, k->efile_prefix.c_str()) >= 0;
@@ -501,7 +505,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
   d->array = f->open_array(rec.array_id);  // parallel: sees what other ranks published
   d->array_id = rec.array_id;
-  if (H5Pget_layout(d->dcpl) == H5D_VIRTUAL) d->vds = std::make_shared<VirtualDataset>(d->dcpl);
+  if (d->layout() == H5D_VIRTUAL) d->vds = std::make_shared<VirtualDataset>(d->dcpl);
   set_access(*d, H5P_DEFAULT);  // dataset_open sets the caller's
   sync_space(*d);
   setup_external(*d, H5P_DEFAULT);
@@ -725,7 +729,7 @@ herr_t dataset_specific(void* obj, H5VL_dataset_specific_args_t* args, hid_t, vo
       case H5VL_DATASET_SET_EXTENT: {
         std::lock_guard<std::recursive_mutex> g(d.file->mu());
         require_write_intent(*d.file);
-        H5D_layout_t layout = H5Pget_layout(d.dcpl);
+        H5D_layout_t layout = d.layout();
         if (layout == H5D_VIRTUAL) {
           set_virtual_extent(d, args->args.set_extent.size);
           return;

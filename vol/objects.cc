@@ -22,6 +22,11 @@ DatasetObj::~DatasetObj() {
   if (dapl >= 0) H5Pclose(dapl);
 }
 
+H5D_layout_t DatasetObj::layout() const {
+  if (layout_ == H5D_LAYOUT_ERROR) layout_ = H5Pget_layout(dcpl);
+  return layout_;
+}
+
 DatatypeObj::~DatatypeObj() {
   if (tcpl >= 0) H5Pclose(tcpl);
 }

@@ -61,6 +61,9 @@ struct DatasetObj : Obj {
   uint64_t committed_type = 0;     // the committed type it was created with, 0: none
   hid_t space = H5I_INVALID_HID;  // current dataspace
   hid_t dcpl = H5I_INVALID_HID;
+  // H5Pget_layout(dcpl), asked once: the handle's dcpl does not change after the create
+  // or open that set it (three to six asks per created dataset before; issue 20).
+  H5D_layout_t layout() const;
   hid_t dapl = H5I_INVALID_HID;
   // `dapl` is only set for a virtual dataset, whose mappings read it after the open: its
   // own copy of the dapl of the open (dataset.cc set_access); other handles hold none.  Every handle keeps here what native keeps from the dapl of
@@ -92,6 +95,9 @@ struct DatasetObj : Obj {
   // resolve against; null otherwise.
   std::shared_ptr<ExternalStorage> external;
   std::string efile_prefix;
+
+ private:
+  mutable H5D_layout_t layout_ = H5D_LAYOUT_ERROR;
 };
 
 struct DatatypeObj : Obj {

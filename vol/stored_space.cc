@@ -91,10 +91,15 @@ hssize_t space_npoints(std::string_view enc) {
   return d ? d->npoints : -1;
 }
 
-std::string encode_space(hid_t space) {
+std::string encode_space(hid_t space, hssize_t* npoints) {
   Extent x;
   x.cls = H5Sget_simple_extent_type(space);
   x.rank = x.cls == H5S_NO_CLASS ? -1 : H5Sget_simple_extent_dims(space, x.dims, x.maxdims);
+  if (npoints && x.rank >= 0) {
+    hssize_t n = x.cls == H5S_NULL ? 0 : 1;
+    for (int i = 0; i < x.rank; ++i) n *= static_cast<hssize_t>(x.dims[i]);
+    *npoints = n;
+  }
   const bool cacheable = x.rank >= 0 && H5Sget_select_type(space) == H5S_SEL_ALL;
   SpaceCache& c = cache();
   if (cacheable) {

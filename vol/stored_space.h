@@ -26,7 +26,8 @@ hssize_t space_npoints(std::string_view enc);
 // extent on every use: an application creating attributes with one scalar space encodes
 // it once (the encoding is a third of H5Acreate; IDs are never reused while the library
 // runs, and an extent changed since is encoded again).
-std::string encode_space(hid_t space);
+// npoints, when given: the extent's number of elements (no further call).
+std::string encode_space(hid_t space, hssize_t* npoints = nullptr);
 // Closes the cached IDs (connector terminate).
 void clear_space_caches();
 
