@@ -36,9 +36,10 @@ struct CreatedAttr : AttrObj {
   bool corder_unknown = false;
 };
 
-// A handle for (owner, name) from its record: decoded type and space, and the character
-// encoding its acpl reports (only that is stored: H5Aget_create_plist copies the file's
-// shared acpl for it).
+// A handle for (owner, name) from its record: its type, its dataspace's encoding and
+// number of elements (objects.h AttrObj: no dataspace ID until one is needed), and the
+// character encoding its acpl reports (only that is stored: H5Aget_create_plist copies
+// the file's shared acpl for it).
 // created: the type and number of elements the attribute was just created with (no
 // decoding back).
 AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, const std::string& name,
