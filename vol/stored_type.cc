@@ -1,6 +1,7 @@
 // stored_type.cc — see stored_type.h.
 #include "vol/stored_type.h"
 
+#include "vol/dcpl.h"  // encode_type
 #include "vol/h5_runtime.h"
 #include "vol/object_model.h"
 #include "vol/reference.h"
@@ -83,15 +84,6 @@ hid_t predefined_type(TypeCaches& c, std::string_view enc) {
 }
 
 hid_t decode_type_ref_fixed(const std::string& enc);
-
-// H5Tencode(type) into *out.  Two calls: H5Tencode reports the size it needs only when
-// not given a large enough buffer (it does not return the size it wrote).
-bool encode_into(hid_t type, std::string* out) {
-  size_t sz = 0;
-  if (H5Tencode(type, nullptr, &sz) < 0 || sz == 0) return false;
-  out->assign(sz, '\0');
-  return H5Tencode(type, out->data(), &sz) >= 0;
-}
 }  // namespace
 
 void clear_type_caches() {
@@ -157,21 +149,27 @@ StoredType::StoredType(std::string_view enc, const char* kind, std::string_view 
 void StoredType::load(std::string_view enc, const char* kind, std::string_view name) {
   auto what = [&] { return name.empty() ? std::string(kind) : std::string(kind) + " '" + std::string(name) + "'"; };
   if (enc.empty()) fail_arg(what() + " has no stored datatype");
-  TypeCaches& c = caches();
-  {
-    std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.learned.find(enc);
-    if (it != c.learned.end()) {
-      const Learned& l = it->second;
-      size_ = l.size, file_size_ = l.file_size, vlen_ = l.vlen, std_ref_ = l.std_ref, enc_ = l.enc;
-      return;
-    }
-  }
+  if (adopt_learned(enc)) return;
   enc_ = std::make_shared<const std::string>(enc);
   {
     TypeId id(*this);  // validates the encoding once
     learn(id);
   }
+  remember_learned();
+}
+
+bool StoredType::adopt_learned(std::string_view enc) {
+  TypeCaches& c = caches();
+  std::lock_guard<std::mutex> g(c.mu);
+  auto it = c.learned.find(enc);
+  if (it == c.learned.end()) return false;
+  const Learned& l = it->second;
+  size_ = l.size, file_size_ = l.file_size, vlen_ = l.vlen, std_ref_ = l.std_ref, enc_ = l.enc;
+  return true;
+}
+
+void StoredType::remember_learned() const {
+  TypeCaches& c = caches();
   std::lock_guard<std::mutex> g(c.mu);
   if (c.learned.size() >= kMaxCached) c.learned.clear();
   c.learned.emplace(*enc_, Learned{size_, file_size_, vlen_, std_ref_, enc_});
@@ -194,27 +192,15 @@ StoredType StoredType::of(hid_t type) {
       return t;
     }
   }
-  std::string enc;
-  if (!encode_into(type, &enc)) fail_arg("cannot encode the datatype");
+  std::string enc = encode_type(type);  // throws if it cannot be encoded
   // A type made by the application (a vlen string, a compound) is learned once per
   // distinct encoding too: the type walks of learn() were a dozen API calls per H5Acreate.
-  if (!library_type) {
-    std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.learned.find(enc);
-    if (it != c.learned.end()) {
-      const Learned& l = it->second;
-      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref, t.enc_ = l.enc;
-      return t;
-    }
-  }
+  if (!library_type && t.adopt_learned(enc)) return t;
   t.enc_ = std::make_shared<const std::string>(std::move(enc));
   t.learn(type);
   if (!library_type) {
-    std::lock_guard<std::mutex> g(c.mu);
-    if (c.learned.size() >= kMaxCached) c.learned.clear();
-    c.learned.emplace(*t.enc_, Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_, t.enc_});
-  }
-  if (library_type) {
+    t.remember_learned();
+  } else {
     std::lock_guard<std::mutex> g(c.mu);
     if (c.of.size() >= kMaxCached) c.of.clear();
     c.of.emplace(type, OfType{Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_, t.enc_}});

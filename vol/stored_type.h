@@ -46,6 +46,10 @@ class StoredType {
  private:
   void learn(hid_t id);
   void load(std::string_view enc, const char* kind, std::string_view name);
+  // The process-wide facts learned per encoding (stored_type.cc): taken when `enc` is
+  // known (true), and recorded for this type's encoding once learn() ran.
+  bool adopt_learned(std::string_view enc);
+  void remember_learned() const;
   static const std::string& empty();
   // One string per distinct encoding in the process (interned by the decoding cache):
   // handles copy a StoredType for every open and attribute listed, and copying the bytes
