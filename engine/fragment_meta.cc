@@ -62,6 +62,25 @@ void get_tile_head(ByteReader& r, uint32_t rank, SparseEntry* e) {
   e->coords = get_blob(r);
 }
 
+// The tile cache keys a decoded tile by its blob's offset, and readers size their copies
+// by the entry: two entries naming the same (or overlapping) bytes, which no writer
+// produces, would hand one entry the other's decoded tile, of another size or kind.
+void check_disjoint(const ByteReader& r, const FragmentMeta& m) {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;  // offset, stored size
+  spans.reserve(m.dense.size() + 2 * m.sparse.size() + m.erased.size());
+  for (const auto& e : m.dense)
+    if (e.kind == DenseEntry::kData) spans.emplace_back(e.blob.offset, e.blob.stored_size);
+  for (const auto& e : m.sparse) {
+    spans.emplace_back(e.coords.offset, e.coords.stored_size);
+    spans.emplace_back(e.values.offset, e.values.stored_size);
+  }
+  for (const auto& e : m.erased) spans.emplace_back(e.coords.offset, e.coords.stored_size);
+  std::sort(spans.begin(), spans.end());
+  for (size_t k = 1; k < spans.size(); ++k)
+    if (spans[k].first - spans[k - 1].first < std::max<uint64_t>(spans[k - 1].second, 1))
+      r.fail("two tiles share stored bytes");
+}
+
 }  // namespace
 
 void FragmentMeta::extend_domain(const Box& b) { extend(domain, has_domain, b); }
@@ -212,6 +231,7 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
     }
   }
   if (!r.done()) r.fail("trailing bytes in footer");
+  check_disjoint(r, m);
   return m;
 }
 

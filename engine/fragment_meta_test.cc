@@ -2,6 +2,7 @@
 // and a truncated or tampered footer is corruption, never a crash or a wrong answer.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "engine/error.h"
@@ -140,4 +141,36 @@ TEST(FragmentMeta, SizesThatOverflowAreCorruption) {
   m = sample();
   m.erased[0].cells = (uint64_t{1} << 60) + 2;  // x 16 = 32 (mod 2^64)
   EXPECT_TRUE(rejected(m)) << "an erased tile whose cell count wraps its size";
+}
+
+// Two entries naming the same stored bytes (found by fuzz_fragment: dense tiles 2 and 3 at
+// one offset, 32 and 80 bytes): the tile cache keys a decoded tile by its offset, so the
+// second entry was handed the first's 32-byte tile for its 20 four-byte cells, and a read
+// copied past its end.  No writer produces shared or overlapping tiles: corruption.
+TEST(FragmentMeta, TilesSharingStoredBytesAreCorruption) {
+  auto rejected = [](const FragmentMeta& m) {
+    const std::vector<uint8_t> b = m.serialize();
+    try {
+      (void)FragmentMeta::deserialize(b.data(), b.size(), "test", kFragVersion);
+    } catch (const Error& e) {
+      return e.code() == Errc::kCorrupt && std::string(e.what()).find("share stored bytes") != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_FALSE(rejected(sample())) << "the sample's tiles are disjoint";
+  FragmentMeta m = sample();
+  DenseEntry twin = m.dense[0];  // a second data tile at the first one's offset
+  twin.tile = {2, 1};
+  twin.box = Box({8, 8}, {11, 15});
+  m.dense.push_back(twin);
+  EXPECT_TRUE(rejected(m)) << "two dense tiles at one offset";
+  m = sample();
+  m.sparse[0].coords.offset = 120;  // starts inside dense tile 0 (32 + 100)
+  EXPECT_TRUE(rejected(m)) << "sparse coordinates overlapping a dense tile";
+  m = sample();
+  m.erased[0].coords.offset = m.sparse[0].values.offset;  // the erased tile over the values
+  EXPECT_TRUE(rejected(m)) << "an erased tile on a sparse tile's values";
+  m = sample();
+  m.sparse[0].values.offset = 132 + 40;  // touching, not overlapping: allowed
+  EXPECT_FALSE(rejected(m)) << "adjacent tiles";
 }
