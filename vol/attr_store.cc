@@ -90,10 +90,8 @@ bool SharedFile::tracks_attr_corder(uint64_t owner, const ObjectRecord& rec) {
   return (flags & H5P_CRT_ORDER_TRACKED) != 0;
 }
 
-void SharedFile::note_new_object(uint64_t oid, hid_t cpl) {
-  unsigned flags = 0;
-  if (cpl < 0 || H5Pget_attr_creation_order(cpl, &flags) < 0) return;  // computed on first use
-  attr_corders_[oid] = AttrOrder{0, (flags & H5P_CRT_ORDER_TRACKED) != 0};
+void SharedFile::note_new_object(uint64_t oid, bool attr_order_tracked) {
+  attr_corders_[oid] = AttrOrder{0, attr_order_tracked};
 }
 
 SharedFile::AttrOrder SharedFile::take_attr_corder(uint64_t owner) {

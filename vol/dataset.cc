@@ -500,6 +500,7 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
     // (H5Dget_create_plist hands out a copy), and each holds one reference.
     hid_t cached = f->decoded_plist(rec.cpl);
     d->dcpl = cached >= 0 && H5Iinc_ref(cached) >= 0 ? cached : H5I_INVALID_HID;
+    if (d->dcpl >= 0) d->set_layout(f->dcpl_facts(rec.cpl)->layout);
   }
   if (d->space < 0 || d->dcpl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
@@ -525,7 +526,22 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     std::string base;
     uint64_t start = locate(o, loc_params, &base);
     hid_t dcpl = dcpl_id == H5P_DEFAULT ? H5P_DATASET_CREATE_DEFAULT : dcpl_id;
-    tessera::Schema schema = schema_from_dcpl(type_id, space_id, dcpl);
+    // The dcpl as stored, and what it says, read once per distinct encoding
+    // (plist_cache.h): one H5Pencode2 instead of a dozen H5Pget calls (issue 20).  Not
+    // with a fill value of its own: a variable-length one is encoded as the application's
+    // pointers, and a decoded copy would free them when closed (the fill value is
+    // converted and stored apart below, vlen_fill.h).
+    H5D_fill_value_t user_fill = H5D_FILL_VALUE_DEFAULT;
+    if (H5Pfill_value_defined(dcpl, &user_fill) < 0) fail_arg("cannot read the fill value from the dcpl");
+    std::string cpl_enc;
+    std::shared_ptr<const DcplFacts> facts;
+    if (user_fill == H5D_FILL_VALUE_USER_DEFINED) {
+      facts = std::make_shared<const DcplFacts>(read_dcpl_facts(dcpl));
+    } else {
+      cpl_enc = encode_plist(dcpl);
+      facts = f->dcpl_facts(cpl_enc);
+    }
+    tessera::Schema schema = schema_from_dcpl(type_id, space_id, dcpl, *facts);
     apply_layout(dcpl, f->engine_options().layout, &schema);
 
     auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, 0, name ? join(base, name) : std::string());
@@ -533,28 +549,25 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     d->committed_type = committed_type_oid(type_id, *f);
     d->space = H5Scopy(space_id);
     // The dcpl is reported back as stored.  Most need no adjustment (below): those are
-    // encoded as given and the handle shares the file's decoded copy of that encoding (as
+    // stored as given and the handle shares the file's decoded copy of that encoding (as
     // dataset_open does) instead of an H5Pcopy per dataset.
-    std::string cpl_enc;
-    H5D_fill_value_t user_fill = H5D_FILL_VALUE_DEFAULT;
-    if (H5Pfill_value_defined(dcpl, &user_fill) < 0) fail_arg("cannot read the fill value from the dcpl");
     // Native HDF5 allocates unfiltered datasets of a parallel file early (H5D__create)
     // and reports that in the dcpl.
-    const int nfilters = H5Pget_nfilters(dcpl);
-    if (nfilters < 0) fail_arg("cannot read the filters from the dcpl");
+    const int nfilters = facts->nfilters;
     const bool force_early = f->parallel() && nfilters == 0;
-    if (!schema.var && nfilters == 0 && user_fill != H5D_FILL_VALUE_USER_DEFINED && !force_early) {
-      cpl_enc = encode_plist(dcpl);
+    if (!schema.var && nfilters == 0 && !cpl_enc.empty() && !force_early) {
       hid_t shared = f->decoded_plist(cpl_enc);
       d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
       if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");
     } else {
+      cpl_enc.clear();  // stored after the adjustments (store_dcpl below)
       d->dcpl = dataset_dcpl(dcpl, type_id);  // the fill value converted to the dataset's type
       if (force_early && H5Pset_alloc_time(d->dcpl, H5D_ALLOC_TIME_EARLY) < 0)
         fail_arg("cannot set the allocation time");
     }
     if (d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
-    if (H5Pget_layout(dcpl) == H5D_VIRTUAL) {  // virtual_dataset.h
+    d->set_layout(facts->layout);  // d->dcpl's too: the adjustments keep the layout
+    if (facts->layout == H5D_VIRTUAL) {  // virtual_dataset.h
       if (f->parallel()) fail_unsupported("virtual datasets in parallel files");
       d->vds = std::make_shared<VirtualDataset>(d->dcpl);
       std::vector<hsize_t> dims(schema.extent.begin(), schema.extent.end());
@@ -593,7 +606,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
 
     ObjectRecord rec;
     rec.type = ObjType::kDataset;
-    rec.stamp_times(dcpl);
+    rec.stamp_times_tracking(facts->track_times);
     rec.type_enc = d->ftype.encoding();
     rec.committed_type = d->committed_type;
     // The application's space when it selects everything (the same bytes as the handle's
@@ -627,7 +640,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       f->drop_array(rec.array_id);
       throw;
     }
-    f->note_new_object(d->oid, d->dcpl);
+    f->note_new_object(d->oid, facts->attr_order_tracked);
     d->array = f->array(rec.array_id);
     d->array_id = rec.array_id;
     d->handle = o->handle;  // H5F_OBJ_LOCAL counts objects per file handle

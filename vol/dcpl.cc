@@ -53,12 +53,6 @@ std::optional<tessera::Filter> lossless_equivalent(H5Z_filter_t id) {
 
 }  // namespace
 
-static int nfilters_of(hid_t dcpl) {
-  int n = H5Pget_nfilters(dcpl);
-  if (n < 0) fail_arg("cannot read the filters from the dcpl");
-  return n;
-}
-
 int engine_rank(hid_t space) {
   int r = H5Sget_simple_extent_ndims(space);
   if (r < 0) fail_arg("invalid dataspace");
@@ -109,7 +103,7 @@ void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* 
   s->set_layout(tile, cell);
 }
 
-tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
+tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl, const DcplFacts& facts) {
   const bool var = type_has_vlen(type);
   size_t es = var ? tessera::kVarDescriptorSize : H5Tget_size(type);
   if (es == 0) fail_arg("invalid datatype (size 0)");
@@ -130,37 +124,32 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
     }
   }
 
-  H5D_layout_t layout = H5Pget_layout(dcpl);
-  if (layout < 0) fail_arg("cannot read the layout from the dcpl");
+  const H5D_layout_t layout = facts.layout;
   if (layout == H5D_VIRTUAL) {
     // No data of its own (virtual_dataset.h): an array that is never written keeps the
     // connector's per-dataset machinery uniform.
-    if (nfilters_of(dcpl) > 0) fail_arg("filters can only be used with chunked layout");
+    if (facts.nfilters > 0) fail_arg("filters can only be used with chunked layout");
     s.tile_extent = auto_tiles(s.extent, es);
     s.elem_size = static_cast<uint32_t>(es);
     s.var = var;
     return s;
   }
-  H5D_alloc_time_t alloc_time = H5D_ALLOC_TIME_DEFAULT;
-  if (H5Pget_alloc_time(dcpl, &alloc_time) < 0) fail_arg("cannot read the allocation time from the dcpl");
-  if (layout == H5D_COMPACT && alloc_time != H5D_ALLOC_TIME_EARLY)
+  if (layout == H5D_COMPACT && facts.alloc_time != H5D_ALLOC_TIME_EARLY)
     fail_arg("compact dataset must have early space allocation");
-  int nfilters = H5Pget_nfilters(dcpl);
-  if (nfilters < 0) fail_arg("cannot read the filters from the dcpl");
+  const int nfilters = facts.nfilters;
   if (layout == H5D_CHUNKED) {
     if (scls != H5S_SIMPLE) fail_arg("chunked layout requires a simple (non-scalar) dataspace");
-    hsize_t ch[H5S_MAX_RANK];
-    int cr = H5Pget_chunk(dcpl, H5S_MAX_RANK, ch);
+    const int cr = static_cast<int>(facts.chunk.size());
     if (cr != r)
       fail_arg("chunk rank " + std::to_string(cr) + " differs from dataspace rank " + std::to_string(r));
-    s.tile_extent.assign(ch, ch + r);
+    s.tile_extent.assign(facts.chunk.begin(), facts.chunk.end());
     for (int d = 0; d < r; ++d)
       if (s.max_extent[d] != tessera::kUnlimited && s.tile_extent[d] > s.max_extent[d] && s.max_extent[d] > 0)
         fail_arg("chunk size must be <= maximum dimension size for fixed-sized dimensions");
   } else {
     // As native HDF5: only chunked datasets can grow or be filtered.
     // (External storage may grow in its first dimension: external_storage.h.)
-    if (extendible && H5Pget_external_count(dcpl) <= 0)
+    if (extendible && facts.external_count <= 0)
       fail_arg("extendible (unlimited or max > current) dataspace requires a chunked layout");
     if (nfilters > 0) fail_arg("filters can only be used with chunked layout");
     s.tile_extent = auto_tiles(s.extent, es);
@@ -182,11 +171,8 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
   if (s.kind != tessera::ElementKind::kOpaque) s.big_endian = H5Tget_order(type) == H5T_ORDER_BE;
 
   // Fill value: the user's, converted to the file type; else zeros (HDF5's default).
-  H5D_fill_value_t fv = H5D_FILL_VALUE_DEFAULT;
-  if (H5Pfill_value_defined(dcpl, &fv) < 0) fail_arg("cannot read the fill value from the dcpl");
-  H5D_fill_time_t fill_time = H5D_FILL_TIME_IFSET;
-  if (H5Pget_fill_time(dcpl, &fill_time) < 0) fail_arg("cannot read the fill time from the dcpl");
-  if (fill_time == H5D_FILL_TIME_NEVER) {
+  H5D_fill_value_t fv = facts.fill_defined;
+  if (facts.fill_time == H5D_FILL_TIME_NEVER) {
     // Native never writes the fill value: never-written elements hold whatever the
     // storage held (unspecified, in practice zeros or old bytes).  Tessera reads them as
     // zeros rather than as the fill value the application asked never to be written.
@@ -252,7 +238,7 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl) {
   // Small contiguous and compact datasets (HDF5 cannot extend or filter them) become
   // compact arrays: one catalog record of all their cells (engine/compact_cells.h).  The
   // container keeps them ordinary when it cannot (parallel files, inline budget spent).
-  if (layout != H5D_CHUNKED && !var && s.filters.empty() && H5Pget_external_count(dcpl) <= 0) {
+  if (layout != H5D_CHUNKED && !var && s.filters.empty() && facts.external_count <= 0) {
     uint64_t bytes = s.elem_size;
     bool fits = true;
     for (uint64_t e : s.extent) {

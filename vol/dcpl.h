@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "vol/plist_cache.h"
 #include "vol/stored_space.h"
 
 #include "engine/schema.h"
@@ -28,7 +29,8 @@ tessera::Coords engine_dims(hid_t space);
 // nothing (every engine tile is checksummed anyway).  Other filters (szip, nbit,
 // scaleoffset, user filters) are not applied to the stored tiles, but they stay in the
 // stored dcpl, so H5Dget_create_plist reports them as the user set them.
-tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl);
+// `facts`: what the dcpl's encoding determines (plist_cache.h), read once per encoding.
+tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl, const DcplFacts& facts);
 
 // The tile and cell orders of a new dataset (docs/layouts.md, tessera::parse_layout): the
 // name tessera_Pset_layout put in the dcpl, else `file_default` (the connector's layout=

@@ -100,19 +100,6 @@ uint64_t SharedFile::create_group_record(tessera::CatalogBatch& b, hid_t gcpl) {
   return oid;
 }
 
-hid_t SharedFile::decoded_plist(const std::string& enc) {
-  auto it = plists_.find(enc);
-  if (it != plists_.end()) return it->second;
-  if (plists_.size() >= 256) {  // bounded: files rarely hold more than a few distinct plists
-    for (auto& [e, id] : plists_)
-      if (id >= 0) H5Pclose(id);
-    plists_.clear();
-  }
-  hid_t id = H5Pdecode(enc.data());
-  plists_[enc] = id;
-  return id;
-}
-
 hid_t SharedFile::shared_acpl(H5T_cset_t cset) {
   auto it = acpls_.find(static_cast<int>(cset));
   if (it != acpls_.end()) return it->second;

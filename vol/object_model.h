@@ -44,6 +44,7 @@
 #include "engine/options.h"
 #include "vol/error.h"
 #include "vol/file_settings.h"
+#include "vol/plist_cache.h"
 
 namespace tessera_vol {
 
@@ -75,6 +76,7 @@ struct ObjectRecord {
   static ObjectRecord deserialize(std::string_view s);
   // Sets `times` from the creation plist (H5P_DEFAULT: tracked, as native's default).
   void stamp_times(hid_t cpl);
+  void stamp_times_tracking(bool track);  // the same, when the cpl's answer is known
 };
 
 struct LinkRecord {
@@ -234,8 +236,8 @@ class SharedFile {
   };
   AttrOrder take_attr_corder(uint64_t owner);
   // A just-created object has no attributes: its counter starts at 0 without reading
-  // anything back (cpl: its creation plist).
-  void note_new_object(uint64_t oid, hid_t cpl);
+  // anything back (attr_order_tracked: its creation plist tracks attribute creation order).
+  void note_new_object(uint64_t oid, bool attr_order_tracked);
   // Whether owner's creation plist tracks attribute creation order.
   bool tracks_attr_corder(uint64_t owner, const ObjectRecord& rec);
 
@@ -267,7 +269,9 @@ class SharedFile {
   // A stored creation plist (H5Pencode2 bytes) decoded once per distinct encoding and
   // owned here: callers H5Pcopy it or query it, never close it.  Opening 10,000 datasets
   // with the same dcpl then decodes it once.  H5I_INVALID_HID if it does not decode.
-  hid_t decoded_plist(const std::string& enc);
+  hid_t decoded_plist(const std::string& enc) { return plists_.decoded(enc); }
+  // What dataset create and open read from a dcpl, per encoding (plist_cache.h).
+  std::shared_ptr<const DcplFacts> dcpl_facts(const std::string& enc) { return plists_.dcpl_facts(enc); }
   // An acpl with only the character encoding set, shared by attribute handles.
   hid_t shared_acpl(H5T_cset_t cset);
 
@@ -299,7 +303,7 @@ class SharedFile {
   void apply_options();
   tessera::ArrayOptions array_options();
   std::map<void*, H5I_type_t> open_;
-  std::map<std::string, hid_t> plists_;  // decoded_plist cache
+  PlistCache plists_;  // decoded_plist, dcpl_facts
   std::unordered_map<uint64_t, AttrOrder> attr_corders_;  // take_attr_corder: next order per owner
   std::unordered_map<uint64_t, int64_t> link_corders_;    // peek_link_corder: next order per group
   std::map<int, hid_t> acpls_;  // shared_acpl

@@ -64,6 +64,7 @@ struct DatasetObj : Obj {
   // H5Pget_layout(dcpl), asked once: the handle's dcpl does not change after the create
   // or open that set it (three to six asks per created dataset before; issue 20).
   H5D_layout_t layout() const;
+  void set_layout(H5D_layout_t l) { layout_ = l; }  // known from the dcpl's facts
   hid_t dapl = H5I_INVALID_HID;
   // `dapl` is only set for a virtual dataset, whose mappings read it after the open: its
   // own copy of the dapl of the open (dataset.cc set_access); other handles hold none.  Every handle keeps here what native keeps from the dapl of

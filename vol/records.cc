@@ -138,8 +138,10 @@ std::string ObjectRecord::serialize() const {
 void ObjectRecord::stamp_times(hid_t cpl) {
   hbool_t track = 1;
   if (cpl != H5P_DEFAULT && cpl >= 0 && H5Pget_obj_track_times(cpl, &track) < 0) track = 1;
-  times = track ? static_cast<int64_t>(std::time(nullptr)) : 0;
+  stamp_times_tracking(track != 0);
 }
+
+void ObjectRecord::stamp_times_tracking(bool track) { times = track ? static_cast<int64_t>(std::time(nullptr)) : 0; }
 
 ObjectRecord ObjectRecord::deserialize(std::string_view s) {
   auto r = reader(s, "catalog record (object)");

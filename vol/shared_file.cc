@@ -210,8 +210,7 @@ SharedFile::~SharedFile() {
   arrays_.clear();
   container_.reset();
   par_.reset();
-  for (auto& [enc, id] : plists_)
-    if (id >= 0) H5Pclose(id);
+  plists_.clear();
   for (auto& [cset, acpl] : acpls_) H5Pclose(acpl);
   if (fcpl_ >= 0) H5Pclose(fcpl_);
   if (fapl_ >= 0) H5Pclose(fapl_);
