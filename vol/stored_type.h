@@ -57,6 +57,11 @@ class StoredType {
   std::shared_ptr<const std::string> enc_;
   size_t size_ = 0, file_size_ = 0;
   bool vlen_ = false, std_ref_ = false;
+  // A variable-length string type: its byte order (H5Tget_order), which with
+  // "variable-length string" is all H5Tequal tells two such types apart by (HDF5 1.14
+  // compares neither character set nor padding of variable-length strings); -1 for
+  // any other type.
+  int vstr_order_ = -1;
   mutable std::vector<std::pair<hid_t, bool>> eq_cache_;  // immutable library IDs only
 };
 
