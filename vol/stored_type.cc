@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -48,6 +49,9 @@ struct TypeCaches {
   std::map<std::string, Learned, std::less<>> learned;
   std::map<std::pair<std::string, hid_t>, bool, EqualKeyLess> equal;
   std::map<hid_t, OfType> of;  // library-owned (immutable) IDs only
+  // An application's variable-length string type, by (character set, padding, byte
+  // order): everything its encoding depends on (StoredType::of).
+  std::map<std::tuple<int, int, int>, Learned> vstr;
   // Library-owned (predefined) datatypes by their encoding: TypeId hands out an H5Tcopy
   // of one instead of an H5Tdecode (which builds and zeroes a scratch file structure
   // inside HDF5; issue 20).  Never a cached ID of the connector's own: HDF5 counts every
@@ -94,6 +98,7 @@ void clear_type_caches() {
   c.learned.clear();
   c.equal.clear();
   c.of.clear();
+  c.vstr.clear();
   c.predefined.clear();  // library IDs: not ours to close
   c.predefined_loaded = false;
   c.mem.clear();
@@ -178,6 +183,13 @@ void StoredType::remember_learned() const {
   c.learned.emplace(*enc_, Learned{size_, file_size_, vlen_, std_ref_, vstr_order_, enc_});
 }
 
+void StoredType::remember_vstr(const std::tuple<int, int, int>& key) const {
+  TypeCaches& c = caches();
+  std::lock_guard<std::mutex> g(c.mu);
+  if (c.vstr.size() >= kMaxCached) c.vstr.clear();
+  c.vstr.emplace(key, Learned{size_, file_size_, vlen_, std_ref_, vstr_order_, enc_});
+}
+
 StoredType StoredType::of(hid_t type) {
   // An ID without application references belongs to the library (a predefined type such
   // as H5T_IEEE_F64LE: immutable, and IDs are never reused while the library runs), so
@@ -196,14 +208,38 @@ StoredType StoredType::of(hid_t type) {
       return t;
     }
   }
+  // An application's variable-length string (h5py's and netCDF's string attributes):
+  // its encoding is a function of its character set, padding and byte order — the
+  // base is always HDF5's unsigned char (192 variants built from C and Fortran strings,
+  // resized and re-encoded before and after going variable, gave one encoding per
+  // triple) — so it is encoded once per triple: four calls instead of two H5Tencode
+  // passes per H5Acreate (issue 20).
+  std::tuple<int, int, int> vkey{-1, -1, -1};
+  if (!library_type && H5Tis_variable_str(type) > 0) {
+    vkey = {static_cast<int>(H5Tget_cset(type)), static_cast<int>(H5Tget_strpad(type)),
+            static_cast<int>(H5Tget_order(type))};
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.vstr.find(vkey);
+    if (it != c.vstr.end()) {
+      const Learned& l = it->second;
+      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref, t.enc_ = l.enc;
+      t.vstr_order_ = l.vstr_order;
+      return t;
+    }
+  }
+  const bool vkeyed = std::get<0>(vkey) >= 0 && std::get<1>(vkey) >= 0 && std::get<2>(vkey) >= 0;
   std::string enc = encode_type(type);  // throws if it cannot be encoded
   // A type made by the application (a vlen string, a compound) is learned once per
   // distinct encoding too: the type walks of learn() were a dozen API calls per H5Acreate.
-  if (!library_type && t.adopt_learned(enc)) return t;
+  if (!library_type && t.adopt_learned(enc)) {
+    if (vkeyed) t.remember_vstr(vkey);
+    return t;
+  }
   t.enc_ = std::make_shared<const std::string>(std::move(enc));
   t.learn(type);
   if (!library_type) {
     t.remember_learned();
+    if (vkeyed) t.remember_vstr(vkey);
   } else {
     std::lock_guard<std::mutex> g(c.mu);
     if (c.of.size() >= kMaxCached) c.of.clear();

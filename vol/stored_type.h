@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,9 @@ class StoredType {
   // known (true), and recorded for this type's encoding once learn() ran.
   bool adopt_learned(std::string_view enc);
   void remember_learned() const;
+  // Records this type as the one an application's variable-length string with these
+  // (character set, padding, byte order) encodes to (of()).
+  void remember_vstr(const std::tuple<int, int, int>& key) const;
   static const std::string& empty();
   // One string per distinct encoding in the process (interned by the decoding cache):
   // handles copy a StoredType for every open and attribute listed, and copying the bytes

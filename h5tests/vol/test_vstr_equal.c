@@ -80,6 +80,30 @@ static void run(const char *path, hid_t fapl, log_t *L)
         }
         H5Tclose(st);
     }
+    /* One string type ID changed between creations: each attribute keeps the type it
+     * was created with (the connector encodes a variable-length string once per
+     * character set, padding and order). */
+    hid_t one = H5Tcopy(H5T_C_S1);
+    H5Tset_size(one, H5T_VARIABLE);
+    for (int step = 0; step < 5; step++) {
+        if (step == 1)
+            H5Tset_cset(one, H5T_CSET_UTF8);
+        if (step == 2)
+            H5Tset_strpad(one, H5T_STR_NULLPAD);
+        if (step == 3)
+            H5Tset_order(one, H5T_ORDER_BE);
+        if (step == 4) {
+            H5Tset_cset(one, H5T_CSET_ASCII);
+            H5Tset_strpad(one, H5T_STR_NULLTERM);
+            H5Tset_order(one, H5T_ORDER_LE);
+        }
+        const char *v[2] = {"one", "two"};
+        snprintf(name, sizeof name, "same_id_%d", step);
+        hid_t a = H5Acreate2(f, name, one, sp, H5P_DEFAULT, H5P_DEFAULT);
+        LOG("%s create %s write %s", name, RC(a), RC(H5Awrite(a, one, v)));
+        H5Aclose(a);
+    }
+    H5Tclose(one);
     H5Sclose(sp);
     LOG("close %s", RC(H5Fclose(f)));
     f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
@@ -99,6 +123,16 @@ static void run(const char *path, hid_t fapl, log_t *L)
                 H5Dclose(d);
             }
         }
+    for (int step = 0; f >= 0 && step < 5; step++) {
+        snprintf(name, sizeof name, "same_id_%d", step);
+        hid_t a = H5Aopen(f, name, H5P_DEFAULT);
+        hid_t t = H5Aget_type(a);
+        LOG("%s type: variable %d cset %d pad %d order %d", name, (int)H5Tis_variable_str(t), (int)H5Tget_cset(t),
+            (int)H5Tget_strpad(t), (int)H5Tget_order(t));
+        log_read(a, 1, name);
+        H5Tclose(t);
+        H5Aclose(a);
+    }
     if (f >= 0)
         H5Fclose(f);
 }
