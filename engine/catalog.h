@@ -38,8 +38,16 @@ namespace tessera {
 
 class CatalogBatch {
  public:
-  void put(std::string key, std::string value) { ops_.push_back({true, std::move(key), std::move(value)}); }
-  void del(std::string key) { ops_.push_back({false, std::move(key), {}}); }
+  // A batch holds a few ops (an object's records and its link): room for eight at the
+  // first, not a reallocation that moves every op at each doubling.
+  void put(std::string key, std::string value) {
+    if (ops_.empty()) ops_.reserve(8);
+    ops_.push_back({true, std::move(key), std::move(value)});
+  }
+  void del(std::string key) {
+    if (ops_.empty()) ops_.reserve(8);
+    ops_.push_back({false, std::move(key), {}});
+  }
   bool empty() const { return ops_.empty(); }
   struct Op {
     bool put;

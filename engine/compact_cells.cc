@@ -1,5 +1,6 @@
 #include "engine/compact_cells.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/error.h"
@@ -37,8 +38,12 @@ void CompactCells::decode(std::string_view record, const std::string& what) {
 
 void CompactCells::materialize() {
   if (written() || total_ == 0) return;
-  cells_.resize(total_);
-  for (uint64_t off = 0; off < total_; off += es_) std::memcpy(cells_.data() + off, fill_.data(), es_);
+  cells_.resize(total_);  // zeros: HDF5's default fill value, left as is
+  if (std::all_of(fill_.begin(), fill_.end(), [](uint8_t b) { return b == 0; })) return;
+  // One element, then doubling copies: log2(n) memcpy calls instead of one per element.
+  std::memcpy(cells_.data(), fill_.data(), es_);
+  for (uint64_t done = es_; done < total_; done *= 2)
+    std::memcpy(cells_.data() + done, cells_.data(), std::min(done, total_ - done));
 }
 
 const uint8_t* CompactCells::image() const {
