@@ -52,7 +52,7 @@ DatasetObj* as_dataset(void* p) {
 // The engine array's extent is authoritative (H5Dset_extent through another handle, or
 // a refresh, may have changed it): bring the handle's dataspace up to date.
 void sync_space(DatasetObj& d) {
-  if (H5Sget_simple_extent_type(d.space) != H5S_SIMPLE) return;
+  if (d.space_class() != H5S_SIMPLE) return;
   if (d.vds) {  // the sources decide (virtual_dataset.h)
     d.vds->update_extent(d);
     return;
@@ -185,6 +185,23 @@ struct MemSide {
 };
 
 // Validates one transfer and resolves both selections.
+// What resolve_file_selection gives for the handle's own dataspace (all selected): a
+// scalar is one element, a null space none, a simple space its whole extent.
+FileSelection whole_extent(const DatasetObj& d) {
+  FileSelection fs;
+  const H5S_class_t cls = d.space_class();
+  if (cls == H5S_NULL) return fs;  // kNone
+  const tessera::Coords dims = cls == H5S_SCALAR ? tessera::Coords{1} : d.array->schema().extent;
+  fs.n = 1;
+  for (uint64_t e : dims) fs.n *= e;
+  if (fs.n == 0) return fs;
+  tessera::Box dom(tessera::Coords(dims.size(), 0), dims);
+  for (auto& h : dom.hi) h -= 1;
+  fs.kind = FileSelection::kSlab;
+  fs.slab = tessera::Selection::from_box(dom);
+  return fs;
+}
+
 FileSelection prepare(DatasetObj& d, hid_t mem_space, hid_t file_space, MemSide* m) {
   sync_space(d);
   if (file_space == H5S_BLOCK) fail_arg("H5S_BLOCK is not allowed for the file dataspace");
@@ -192,6 +209,12 @@ FileSelection prepare(DatasetObj& d, hid_t mem_space, hid_t file_space, MemSide*
     fail_unsupported("H5S_PLIST file selections (H5Pset_dataset_io_hyperslab_selection) not supported yet");
   if (mem_space == H5S_PLIST) fail_arg("H5S_PLIST is not allowed for the memory dataspace");
   hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
+  if (file_space == H5S_ALL && mem_space == H5S_ALL && !d.vds && d.space_class() != H5S_NO_CLASS) {
+    // Everything, on both sides: the handle's own dataspace selects all of the extent
+    // sync_space just matched to the array's; no dataspace calls (five per H5Dwrite).
+    m->space = d.space;
+    return whole_extent(d);
+  }
   FileSelection fs = resolve_file_selection(fspace, d.space);
   if (mem_space == H5S_BLOCK) {
     m->block = true;

@@ -22,6 +22,11 @@ DatasetObj::~DatasetObj() {
   if (dapl >= 0) H5Pclose(dapl);
 }
 
+H5S_class_t DatasetObj::space_class() const {
+  if (space_class_ == H5S_NO_CLASS) space_class_ = H5Sget_simple_extent_type(space);
+  return space_class_;
+}
+
 H5D_layout_t DatasetObj::layout() const {
   if (layout_ == H5D_LAYOUT_ERROR) layout_ = H5Pget_layout(dcpl);
   return layout_;

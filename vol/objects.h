@@ -60,6 +60,8 @@ struct DatasetObj : Obj {
   StoredType ftype;                // file datatype (an encoding, no ID: stored_type.h)
   uint64_t committed_type = 0;     // the committed type it was created with, 0: none
   hid_t space = H5I_INVALID_HID;  // current dataspace
+  // Its class (simple, scalar or null), which no extent change alters: asked once.
+  H5S_class_t space_class() const;
   hid_t dcpl = H5I_INVALID_HID;
   // H5Pget_layout(dcpl), asked once: the handle's dcpl does not change after the create
   // or open that set it (three to six asks per created dataset before; issue 20).
@@ -99,6 +101,7 @@ struct DatasetObj : Obj {
 
  private:
   mutable H5D_layout_t layout_ = H5D_LAYOUT_ERROR;
+  mutable H5S_class_t space_class_ = H5S_NO_CLASS;
 };
 
 struct DatatypeObj : Obj {
