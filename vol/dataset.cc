@@ -550,20 +550,9 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     uint64_t start = locate(o, loc_params, &base);
     hid_t dcpl = dcpl_id == H5P_DEFAULT ? H5P_DATASET_CREATE_DEFAULT : dcpl_id;
     // The dcpl as stored, and what it says, read once per distinct encoding
-    // (plist_cache.h): one H5Pencode2 instead of a dozen H5Pget calls (issue 20).  Not
-    // with a fill value of its own: a variable-length one is encoded as the application's
-    // pointers, and a decoded copy would free them when closed (the fill value is
-    // converted and stored apart below, vlen_fill.h).
-    H5D_fill_value_t user_fill = H5D_FILL_VALUE_DEFAULT;
-    if (H5Pfill_value_defined(dcpl, &user_fill) < 0) fail_arg("cannot read the fill value from the dcpl");
-    std::string cpl_enc;
-    std::shared_ptr<const DcplFacts> facts;
-    if (user_fill == H5D_FILL_VALUE_USER_DEFINED) {
-      facts = std::make_shared<const DcplFacts>(read_dcpl_facts(dcpl));
-    } else {
-      cpl_enc = encode_plist(dcpl);
-      facts = f->dcpl_facts(cpl_enc);
-    }
+    // (plist_cache.h): one H5Pencode2 instead of a dozen H5Pget calls (issue 20).
+    std::string cpl_enc = encode_plist(dcpl);
+    const std::shared_ptr<const DcplFacts> facts = f->dcpl_facts(cpl_enc, dcpl);
     tessera::Schema schema = schema_from_dcpl(type_id, space_id, dcpl, *facts);
     apply_layout(dcpl, f->engine_options().layout, &schema);
 
@@ -578,7 +567,10 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     // and reports that in the dcpl.
     const int nfilters = facts->nfilters;
     const bool force_early = f->parallel() && nfilters == 0;
-    if (!schema.var && nfilters == 0 && !cpl_enc.empty() && !force_early) {
+    // Not with a fill value of its own: a variable-length one is encoded as the
+    // application's pointers, and a decoded copy would free them when closed (the fill
+    // value is converted and stored apart below, vlen_fill.h).
+    if (!schema.var && nfilters == 0 && facts->fill_defined != H5D_FILL_VALUE_USER_DEFINED && !force_early) {
       hid_t shared = f->decoded_plist(cpl_enc);
       d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
       if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");

@@ -271,7 +271,9 @@ class SharedFile {
   // with the same dcpl then decodes it once.  H5I_INVALID_HID if it does not decode.
   hid_t decoded_plist(const std::string& enc) { return plists_.decoded(enc); }
   // What dataset create and open read from a dcpl, per encoding (plist_cache.h).
-  std::shared_ptr<const DcplFacts> dcpl_facts(const std::string& enc) { return plists_.dcpl_facts(enc); }
+  std::shared_ptr<const DcplFacts> dcpl_facts(const std::string& enc, hid_t source = H5I_INVALID_HID) {
+    return plists_.dcpl_facts(enc, source);
+  }
   // An acpl with only the character encoding set, shared by attribute handles.
   hid_t shared_acpl(H5T_cset_t cset);
 

@@ -35,18 +35,24 @@ PlistCache::Entry& PlistCache::entry(const std::string& enc) {
   auto it = entries_.find(enc);
   if (it != entries_.end()) return it->second;
   if (entries_.size() >= 256) clear();  // handles keep their own references
-  Entry e;
-  e.id = H5Pdecode(enc.data());
-  return entries_.emplace(enc, std::move(e)).first->second;
+  return entries_.emplace(enc, Entry()).first->second;
 }
 
-hid_t PlistCache::decoded(const std::string& enc) { return entry(enc).id; }
+hid_t PlistCache::decoded(const std::string& enc) {
+  Entry& e = entry(enc);
+  if (!e.decoded) {
+    e.decoded = true;
+    e.id = H5Pdecode(enc.data());
+  }
+  return e.id;
+}
 
-std::shared_ptr<const DcplFacts> PlistCache::dcpl_facts(const std::string& enc) {
+std::shared_ptr<const DcplFacts> PlistCache::dcpl_facts(const std::string& enc, hid_t source) {
   Entry& e = entry(enc);
   if (!e.facts) {
-    if (e.id < 0) fail_arg("cannot decode the dataset creation property list");
-    e.facts = std::make_shared<const DcplFacts>(read_dcpl_facts(e.id));
+    if (source < 0) source = decoded(enc);
+    if (source < 0) fail_arg("cannot decode the dataset creation property list");
+    e.facts = std::make_shared<const DcplFacts>(read_dcpl_facts(source));
   }
   return e.facts;
 }

@@ -14,9 +14,9 @@
 namespace tessera_vol {
 
 // The dcpl facts dataset create and open use.  An encoding determines them: they are
-// read from its decoded copy, which is also what H5Dget_create_plist reports.  (The
-// tessera_Pset_layout property is not part of an encoding: apply_layout reads it from
-// the caller's dcpl.)
+// read from the first dcpl seen with that encoding (the caller's at a create, the
+// decoded copy at an open).  (The tessera_Pset_layout property is not part of an
+// encoding: apply_layout reads it from the caller's dcpl.)
 struct DcplFacts {
   H5D_layout_t layout = H5D_CONTIGUOUS;
   H5D_alloc_time_t alloc_time = H5D_ALLOC_TIME_DEFAULT;
@@ -30,9 +30,6 @@ struct DcplFacts {
 };
 
 // Reads the facts from `dcpl` (H5P_* calls).  Throws VolError naming what cannot be read.
-// (A dcpl with a fill value of its own is read this way, never decoded: H5Pencode2 writes
-// a variable-length fill value as the application's pointers, and closing a decoded copy
-// would free them.)
 DcplFacts read_dcpl_facts(hid_t dcpl);
 
 class PlistCache {
@@ -46,13 +43,18 @@ class PlistCache {
   // reference of their own (H5Iinc_ref), never close it.  H5I_INVALID_HID if it does not
   // decode.
   hid_t decoded(const std::string& enc);
-  // The facts of a dcpl encoding, read from its decoded copy the first time.  Throws
-  // VolError if it does not decode.
-  std::shared_ptr<const DcplFacts> dcpl_facts(const std::string& enc);
+  // The facts of a dcpl encoding, read the first time from `source` (a dcpl with that
+  // encoding), or from the decoded copy when `source` is H5I_INVALID_HID.  Reading the
+  // source decodes nothing: a dcpl with a variable-length fill value of its own encodes
+  // the application's pointers, and closing a decoded copy would free them, so only
+  // decoded() decodes, and only for dcpls without a fill value of their own.  Throws
+  // VolError if the facts cannot be read.
+  std::shared_ptr<const DcplFacts> dcpl_facts(const std::string& enc, hid_t source = H5I_INVALID_HID);
   void clear();
 
  private:
   struct Entry {
+    bool decoded = false;  // H5Pdecode tried: id is its result
     hid_t id = H5I_INVALID_HID;
     std::shared_ptr<const DcplFacts> facts;
   };
