@@ -184,7 +184,6 @@ struct MemSide {
   bool block = false;
 };
 
-// Validates one transfer and resolves both selections.
 // What resolve_file_selection gives for the handle's own dataspace (all selected): a
 // scalar is one element, a null space none, a simple space its whole extent.
 FileSelection whole_extent(const DatasetObj& d) {
@@ -202,6 +201,7 @@ FileSelection whole_extent(const DatasetObj& d) {
   return fs;
 }
 
+// Validates one transfer and resolves both selections.
 FileSelection prepare(DatasetObj& d, hid_t mem_space, hid_t file_space, MemSide* m) {
   sync_space(d);
   if (file_space == H5S_BLOCK) fail_arg("H5S_BLOCK is not allowed for the file dataspace");
