@@ -187,18 +187,9 @@ struct MemSide {
 // What resolve_file_selection gives for the handle's own dataspace (all selected): a
 // scalar is one element, a null space none, a simple space its whole extent.
 FileSelection whole_extent(const DatasetObj& d) {
-  FileSelection fs;
   const H5S_class_t cls = d.space_class();
-  if (cls == H5S_NULL) return fs;  // kNone
-  const tessera::Coords dims = cls == H5S_SCALAR ? tessera::Coords{1} : d.array->schema().extent;
-  fs.n = 1;
-  for (uint64_t e : dims) fs.n *= e;
-  if (fs.n == 0) return fs;
-  tessera::Box dom(tessera::Coords(dims.size(), 0), dims);
-  for (auto& h : dom.hi) h -= 1;
-  fs.kind = FileSelection::kSlab;
-  fs.slab = tessera::Selection::from_box(dom);
-  return fs;
+  if (cls == H5S_NULL) return FileSelection();  // kNone
+  return whole_selection(cls == H5S_SCALAR ? tessera::Coords{1} : d.array->schema().extent);
 }
 
 // Validates one transfer and resolves both selections.

@@ -139,6 +139,18 @@ void read_irregular(tessera::Array& a, const FileSelection& fs, uint8_t* out) {
 }  // namespace
 
 
+FileSelection whole_selection(const tessera::Coords& dims) {
+  FileSelection fs;
+  fs.n = 1;
+  for (uint64_t e : dims) fs.n *= e;
+  if (fs.n == 0) return fs;  // kNone
+  tessera::Box dom(tessera::Coords(dims.size(), 0), dims);
+  for (auto& h : dom.hi) h -= 1;
+  fs.kind = FileSelection::kSlab;
+  fs.slab = tessera::Selection::from_box(dom);
+  return fs;
+}
+
 FileSelection resolve_file_selection(hid_t fspace, hid_t dspace) {
   FileSelection fs;
   int frank = H5Sget_simple_extent_ndims(fspace), drank = H5Sget_simple_extent_ndims(dspace);
@@ -164,12 +176,9 @@ FileSelection resolve_file_selection(hid_t fspace, hid_t dspace) {
   }
   H5S_sel_type st = H5Sget_select_type(fspace);
   if (st == H5S_SEL_ALL || drank == 0) {
-    tessera::Box dom(tessera::Coords(r, 0), dims);
-    for (int d = 0; d < r; ++d) dom.hi[d] -= 1;
-    fs.kind = FileSelection::kSlab;
-    fs.slab = tessera::Selection::from_box(dom);
-    if (fs.slab.cells() != fs.n) fail_arg("file dataspace extent differs from the dataset extent");
-    return fs;
+    FileSelection all = whole_selection(dims);
+    if (all.n != fs.n) fail_arg("file dataspace extent differs from the dataset extent");
+    return all;
   }
   if (st == H5S_SEL_POINTS) {
     fs.kind = FileSelection::kPoints;

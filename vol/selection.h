@@ -25,6 +25,10 @@ struct FileSelection {
   hid_t space = H5I_INVALID_HID; // kIrregular: the file space (borrowed)
 };
 
+// Every element of an extent of `dims` (engine coordinates): kSlab, or kNone when the
+// extent holds none.
+FileSelection whole_selection(const tessera::Coords& dims);
+
 // Resolves the file selection of `fspace` against the dataset's dataspace `dspace`.
 // Throws VolError if the ranks differ or the selection reaches beyond the extent.
 FileSelection resolve_file_selection(hid_t fspace, hid_t dspace);

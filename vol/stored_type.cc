@@ -18,18 +18,20 @@
 
 namespace tessera_vol {
 
-namespace {
 // What a datatype encoding decodes to, and H5Tequal answers against library-owned
 // (immutable) memory types, per encoding, for the whole process: opening 10,000 datasets
 // or 30,000 attributes of a handful of types then decodes each type once.  Bounded (a
 // file rarely holds more than a few distinct types); cleared when the connector
 // terminates, since library IDs may be handed out again after H5close.
-struct Learned {
+struct StoredType::Learned {
   size_t size, file_size;
   bool vlen, std_ref;
   int vstr_order;
   std::shared_ptr<const std::string> enc;  // the interned encoding
 };
+
+namespace {
+using Learned = StoredType::Learned;
 // (encoding, memory type ID), looked up by a view of the encoding: a lookup builds no key
 // string (one malloc and copy per H5Aread/H5Awrite/H5Dread before; issue 20).
 struct EqualKeyLess {
@@ -165,14 +167,21 @@ void StoredType::load(std::string_view enc, const char* kind, std::string_view n
   remember_learned();
 }
 
+void StoredType::adopt(const Learned& l) {
+  size_ = l.size, file_size_ = l.file_size, vlen_ = l.vlen, std_ref_ = l.std_ref, enc_ = l.enc;
+  vstr_order_ = l.vstr_order;
+}
+
+StoredType::Learned StoredType::learned() const {
+  return Learned{size_, file_size_, vlen_, std_ref_, vstr_order_, enc_};
+}
+
 bool StoredType::adopt_learned(std::string_view enc) {
   TypeCaches& c = caches();
   std::lock_guard<std::mutex> g(c.mu);
   auto it = c.learned.find(enc);
   if (it == c.learned.end()) return false;
-  const Learned& l = it->second;
-  size_ = l.size, file_size_ = l.file_size, vlen_ = l.vlen, std_ref_ = l.std_ref, enc_ = l.enc;
-  vstr_order_ = l.vstr_order;
+  adopt(it->second);
   return true;
 }
 
@@ -180,14 +189,14 @@ void StoredType::remember_learned() const {
   TypeCaches& c = caches();
   std::lock_guard<std::mutex> g(c.mu);
   if (c.learned.size() >= kMaxCached) c.learned.clear();
-  c.learned.emplace(*enc_, Learned{size_, file_size_, vlen_, std_ref_, vstr_order_, enc_});
+  c.learned.emplace(*enc_, learned());
 }
 
 void StoredType::remember_vstr(const std::tuple<int, int, int>& key) const {
   TypeCaches& c = caches();
   std::lock_guard<std::mutex> g(c.mu);
   if (c.vstr.size() >= kMaxCached) c.vstr.clear();
-  c.vstr.emplace(key, Learned{size_, file_size_, vlen_, std_ref_, vstr_order_, enc_});
+  c.vstr.emplace(key, learned());
 }
 
 StoredType StoredType::of(hid_t type) {
@@ -202,9 +211,7 @@ StoredType StoredType::of(hid_t type) {
     std::lock_guard<std::mutex> g(c.mu);
     auto it = c.of.find(type);
     if (it != c.of.end()) {
-      const Learned& l = it->second.learned;
-      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref, t.enc_ = l.enc;
-      t.vstr_order_ = l.vstr_order;
+      t.adopt(it->second.learned);
       return t;
     }
   }
@@ -215,19 +222,18 @@ StoredType StoredType::of(hid_t type) {
   // triple) — so it is encoded once per triple: four calls instead of two H5Tencode
   // passes per H5Acreate (issue 20).
   std::tuple<int, int, int> vkey{-1, -1, -1};
-  if (!library_type && H5Tis_variable_str(type) > 0) {
+  if (!library_type && H5Tis_variable_str(type) > 0)
     vkey = {static_cast<int>(H5Tget_cset(type)), static_cast<int>(H5Tget_strpad(type)),
             static_cast<int>(H5Tget_order(type))};
+  const bool vkeyed = std::get<0>(vkey) >= 0 && std::get<1>(vkey) >= 0 && std::get<2>(vkey) >= 0;
+  if (vkeyed) {
     std::lock_guard<std::mutex> g(c.mu);
     auto it = c.vstr.find(vkey);
     if (it != c.vstr.end()) {
-      const Learned& l = it->second;
-      t.size_ = l.size, t.file_size_ = l.file_size, t.vlen_ = l.vlen, t.std_ref_ = l.std_ref, t.enc_ = l.enc;
-      t.vstr_order_ = l.vstr_order;
+      t.adopt(it->second);
       return t;
     }
   }
-  const bool vkeyed = std::get<0>(vkey) >= 0 && std::get<1>(vkey) >= 0 && std::get<2>(vkey) >= 0;
   std::string enc = encode_type(type);  // throws if it cannot be encoded
   // A type made by the application (a vlen string, a compound) is learned once per
   // distinct encoding too: the type walks of learn() were a dozen API calls per H5Acreate.
@@ -243,7 +249,7 @@ StoredType StoredType::of(hid_t type) {
   } else {
     std::lock_guard<std::mutex> g(c.mu);
     if (c.of.size() >= kMaxCached) c.of.clear();
-    c.of.emplace(type, OfType{Learned{t.size_, t.file_size_, t.vlen_, t.std_ref_, t.vstr_order_, t.enc_}});
+    c.of.emplace(type, OfType{t.learned()});
     if (c.predefined.size() < kMaxCached && !t.std_ref_) c.predefined.emplace(*t.enc_, type);
   }
   return t;

@@ -43,6 +43,8 @@ class StoredType {
   bool has_std_ref() const { return std_ref_; }  // reference.h: holds H5T_STD_REF
   // H5Tequal(mtype, this type); throws for an invalid mtype.
   bool equal(hid_t mtype) const;
+  // The facts learned per encoding and kept for the process (defined in stored_type.cc).
+  struct Learned;
 
  private:
   void learn(hid_t id);
@@ -51,6 +53,9 @@ class StoredType {
   // known (true), and recorded for this type's encoding once learn() ran.
   bool adopt_learned(std::string_view enc);
   void remember_learned() const;
+  // This type's facts from / as a process-wide record.
+  void adopt(const Learned& l);
+  Learned learned() const;
   // Records this type as the one an application's variable-length string with these
   // (character set, padding, byte order) encodes to (of()).
   void remember_vstr(const std::tuple<int, int, int>& key) const;
