@@ -247,10 +247,7 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     r.type_enc = ftype.encoding();
     hssize_t created_npoints = -1;
     r.space_enc = encode_space(space_id, &created_npoints);  // throws for an invalid space
-    H5T_cset_t cset = H5T_CSET_ASCII;
-    if (acpl_id != H5P_DEFAULT && acpl_id >= 0 && H5Pget_char_encoding(acpl_id, &cset) < 0)
-      fail_arg("cannot read the character encoding of the acpl");
-    r.cset = cset;
+    r.cset = acpl_cset(acpl_id);  // the default acpl's is ASCII, as native's (default_plists.h)
     const SharedFile::AttrOrder order = f.take_attr_corder(owner);  // the owner's record stays as it is
     r.corder = order.corder;
     r.committed_type = committed_type_oid(type_id, f);

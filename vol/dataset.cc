@@ -95,25 +95,14 @@ void set_virtual_extent(DatasetObj& d, const hsize_t* size) {
 void set_access(DatasetObj& d, hid_t dapl_id) {
   if (dapl_id == H5P_DEFAULT) dapl_id = H5P_DATASET_ACCESS_DEFAULT;
   auto k = std::make_shared<DatasetObj::KeptAccess>();
-  // One call when the prefix fits a stack buffer (it returns the full length and copies
-  // what fits), else a second with the length it reported.
-  auto text = [&](ssize_t (*get)(hid_t, char*, size_t)) {
-    char buf[256];
-    ssize_t n = get(dapl_id, buf, sizeof buf);
-    if (n < 0) fail_arg("cannot read the dataset access property list");
-    if (static_cast<size_t>(n) < sizeof buf) return std::string(buf, static_cast<size_t>(n));
-    std::string v(static_cast<size_t>(n) + 1, '\0');
-    if (get(dapl_id, v.data(), v.size()) < 0) fail_arg("cannot read the dataset access property list");
-    v.resize(static_cast<size_t>(n));
-    return v;
-  };
   // Only what access_plist reports (the rest comes from the default as it is then).
   bool ok = true;
   if (d.layout() == H5D_CHUNKED) ok = H5Pget_chunk_cache(dapl_id, &k->nslots, &k->nbytes, &k->w0) >= 0;
   if (ok && d.vds) ok = H5Pget_virtual_view(dapl_id, &k->view) >= 0 && H5Pget_virtual_printf_gap(dapl_id, &k->gap) >= 0;
   if (!ok) fail_arg("cannot read the dataset access property list");
-  k->vds_prefix = text(H5Pget_virtual_prefix);
-  k->efile_prefix = text(H5Pget_efile_prefix);
+  // The default list's prefixes are the library's (none), as native's (default_plists.h).
+  k->vds_prefix = dapl_vds_prefix(dapl_id);
+  k->efile_prefix = dapl_efile_prefix(dapl_id);
   // Other handles hold no dapl ID at all (an H5Iinc_ref and an H5Pclose per handle).
   hid_t keep = d.vds ? H5Pcopy(dapl_id) : H5I_INVALID_HID;
   if (d.vds && keep < 0) fail_arg("cannot copy the dataset access property list");
@@ -166,11 +155,6 @@ void read_stored(DatasetObj& d, const FileSelection& fs, hid_t fspace, uint8_t* 
 void write_stored(DatasetObj& d, FileSelection& fs, hid_t fspace, const uint8_t* packed) {
   if (d.external) d.external->write(fspace, d.efile_prefix, packed);
   else write_selection(*d.array, fs, packed);
-}
-
-bool intermediate_groups(hid_t lcpl) {
-  unsigned crt = 0;
-  return lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_create_intermediate_group(lcpl, &crt) >= 0 && crt;
 }
 
 // SharedFile::require_writable prefixes the operation, which report() adds already.
@@ -631,7 +615,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     uint64_t parent = 0;
     std::string last;
     if (name) {
-      std::tie(parent, last) = f->resolve_parent(start, name, intermediate_groups(lcpl_id), &b);
+      std::tie(parent, last) = f->resolve_parent(start, name, lcpl_intermediate(lcpl_id), &b);
       if (f->find_link(parent, last)) fail_arg("name '" + std::string(name) + "' already exists");
     }
     f->create_array(schema, &rec.array_id);

@@ -100,10 +100,7 @@ void* datatype_commit(void* obj, const H5VL_loc_params_t* loc_params, const char
     f.put_object(b, oid, rec);
     std::string path;
     if (name) {  // NULL: H5Tcommit_anon
-      unsigned inter = 0;
-      if (lcpl_id != H5P_DEFAULT && lcpl_id >= 0 && H5Pget_create_intermediate_group(lcpl_id, &inter) < 0)
-        fail_arg("cannot read the link creation property list");
-      auto [parent, last] = f.resolve_parent(start, name, inter != 0, &b);
+      auto [parent, last] = f.resolve_parent(start, name, lcpl_intermediate(lcpl_id), &b);
       f.add_link(b, parent, last, LinkRecord::hard(oid, lcpl_id));
       path = join(base, name);
     }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "vol/default_plists.h"
 #include "vol/object_model.h"  // fail_arg
 
 namespace tessera_vol {
@@ -79,14 +80,7 @@ ExternalStorage::ExternalStorage(hid_t dcpl, hid_t space, size_t elem_size) : es
 std::string ExternalStorage::prefix(hid_t dapl, const std::string& file_name) {
   std::string p;
   if (const char* e = std::getenv("HDF5_EXTFILE_PREFIX")) p = e;
-  if (p.empty()) {
-    ssize_t n = H5Pget_efile_prefix(dapl, nullptr, 0);
-    if (n > 0) {
-      p.assign(static_cast<size_t>(n) + 1, '\0');
-      H5Pget_efile_prefix(dapl, p.data(), p.size());
-      p.resize(static_cast<size_t>(n));
-    }
-  }
+  if (p.empty()) p = dapl_efile_prefix(dapl);  // the default dapl's is none (default_plists.h)
   if (p.empty() || p == ".") return "";
   static const std::string kOrigin = "${ORIGIN}";
   if (p.compare(0, kOrigin.size(), kOrigin) == 0) p = dir_of_file(file_name) + p.substr(kOrigin.size());

@@ -14,14 +14,6 @@
 
 namespace tessera_vol {
 
-bool lcpl_intermediate(hid_t lcpl) {
-  if (lcpl == H5P_DEFAULT || lcpl < 0) return false;
-  unsigned crt = 0;
-  return H5Pget_create_intermediate_group(lcpl, &crt) >= 0 && crt != 0;
-}
-
-H5T_cset_t lcpl_cset(hid_t lcpl) { return LinkRecord::hard(0, lcpl).cset; }
-
 void require_plist(hid_t id, hid_t cls, const char* what) {
   if (id == H5P_DEFAULT) return;
   // The library's default list of the class (what HDF5 passes for H5P_DEFAULT): its class

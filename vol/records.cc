@@ -3,6 +3,8 @@
 // errors connector code throws.
 #include "vol/object_model.h"
 
+#include "vol/default_plists.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -181,7 +183,7 @@ LinkRecord LinkRecord::hard(uint64_t target, hid_t lcpl) {
   LinkRecord l;
   l.type = H5L_TYPE_HARD;
   l.target = target;
-  if (lcpl != H5P_DEFAULT && lcpl >= 0 && H5Pget_char_encoding(lcpl, &l.cset) < 0) l.cset = H5T_CSET_ASCII;
+  l.cset = lcpl_cset(lcpl);
   return l;
 }
 

@@ -15,6 +15,8 @@
 #include <memory>
 #include <string>
 
+#include "vol/default_plists.h"  // lcpl_intermediate, lcpl_cset: shared by every link-making call
+
 namespace tessera_vol {
 
 // Connector identity.  The value must be >= 256 and not used by any registered
@@ -157,9 +159,6 @@ void require_index(SharedFile& f, uint64_t group, H5_index_t idx);
 void require_plist(hid_t id, hid_t cls, const char* what);
 // The same for the link access plist a BY_NAME / BY_IDX location carries.
 void require_loc_lapl(const H5VL_loc_params_t* lp);
-// lcpl properties: create intermediate groups? character set of link names.
-bool lcpl_intermediate(hid_t lcpl);
-H5T_cset_t lcpl_cset(hid_t lcpl);
 // Opens object `oid` as the connector object of its kind (group, dataset, datatype).
 void* open_object_oid(const std::shared_ptr<SharedFile>& f, uint64_t oid, const std::string& path,
                       H5I_type_t* opened_type);

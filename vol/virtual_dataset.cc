@@ -180,13 +180,9 @@ DatasetObj* VirtualDataset::source(DatasetObj& d, const std::string& file, const
   if (file == ".") {
     sf = d.file;
   } else {
-    std::string prefix;
-    ssize_t n = H5Pget_virtual_prefix(d.dapl, nullptr, 0);
-    if (n > 0) {
-      prefix.assign(static_cast<size_t>(n) + 1, '\0');
-      H5Pget_virtual_prefix(d.dapl, prefix.data(), prefix.size());
-      prefix.resize(static_cast<size_t>(n));
-    }
+    // The prefix of the dapl of the open (set_access): none for the default dapl, as
+    // native's (default_plists.h), whatever the handle's copy of that list holds.
+    const std::string prefix = d.kept_access ? d.kept_access->vds_prefix : dapl_vds_prefix(d.dapl);
     for (const std::string& t : prefix_candidates(d.file->name(), file, "HDF5_VDS_PREFIX", prefix)) {
       if (is_tessera_container(t.c_str())) {
         const unsigned want = d.file->intent() & (H5F_ACC_RDWR | H5F_ACC_SWMR_READ);
