@@ -115,7 +115,7 @@ void set_access(DatasetObj& d, hid_t dapl_id) {
 // against, from the dapl of the open; H5Dget_access_plist reports the expanded prefix,
 // as native does.  After set_access, with the handle's current extent.
 void setup_external(DatasetObj& d, hid_t dapl_id) {
-  if (!ExternalStorage::used(d.dcpl)) return;
+  if (!d.uses_external()) return;
   if (dapl_id == H5P_DEFAULT) dapl_id = H5P_DATASET_ACCESS_DEFAULT;
   if (d.ftype.has_vlen() || d.ftype.has_std_ref())
     fail_unsupported("variable-length data or references in external files are not supported by tessera containers");
@@ -498,7 +498,11 @@ void* dataset_open_oid(std::shared_ptr<SharedFile> f, uint64_t oid, const std::s
     // (H5Dget_create_plist hands out a copy), and each holds one reference.
     hid_t cached = f->decoded_plist(rec.cpl);
     d->dcpl = cached >= 0 && H5Iinc_ref(cached) >= 0 ? cached : H5I_INVALID_HID;
-    if (d->dcpl >= 0) d->set_layout(f->dcpl_facts(rec.cpl)->layout);
+    if (d->dcpl >= 0) {
+      const std::shared_ptr<const DcplFacts> facts = f->dcpl_facts(rec.cpl);
+      d->set_layout(facts->layout);
+      d->set_uses_external(facts->external_count > 0);
+    }
   }
   if (d->space < 0 || d->dcpl < 0)
     fail_arg("cannot decode the stored datatype, dataspace or dcpl of '" + path + "'");
@@ -528,7 +532,8 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     // (plist_cache.h): one H5Pencode2 instead of a dozen H5Pget calls (issue 20).
     std::string cpl_enc = encode_plist(dcpl);
     const std::shared_ptr<const DcplFacts> facts = f->dcpl_facts(cpl_enc, dcpl);
-    tessera::Schema schema = schema_from_dcpl(type_id, space_id, dcpl, *facts);
+    const SpaceExtent extent = read_extent(space_id);  // for the schema and the stored encoding
+    tessera::Schema schema = schema_from_dcpl(type_id, extent, dcpl, *facts);
     apply_layout(dcpl, f->engine_options().layout, &schema);
 
     auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, 0, name ? join(base, name) : std::string());
@@ -557,6 +562,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     }
     if (d->space < 0 || H5Sselect_all(d->space) < 0) fail_arg("cannot copy the datatype or dataspace");
     d->set_layout(facts->layout);  // d->dcpl's too: the adjustments keep the layout
+    d->set_uses_external(facts->external_count > 0);  // and the external files
     if (facts->layout == H5D_VIRTUAL) {  // virtual_dataset.h
       if (f->parallel()) fail_unsupported("virtual datasets in parallel files");
       d->vds = std::make_shared<VirtualDataset>(d->dcpl);
@@ -601,7 +607,7 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     rec.committed_type = d->committed_type;
     // The application's space when it selects everything (the same bytes as the handle's
     // copy): encoded once for all the datasets created with it (stored_space.h).
-    rec.space_enc = encode_space(H5Sget_select_type(space_id) == H5S_SEL_ALL ? space_id : d->space);
+    rec.space_enc = H5Sget_select_type(space_id) == H5S_SEL_ALL ? encode_space(space_id, extent) : encode_space(d->space);
     if (cpl_enc.empty()) {
       StoredDcpl stored = store_dcpl(d->dcpl, type_id);  // a vlen fill value apart (vlen_fill.h)
       rec.cpl = std::move(stored.cpl);

@@ -2,12 +2,15 @@
 #include "vol/dcpl.h"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "vol/layout_prop.h"
 #include "vol/object_model.h"
+#include "vol/stored_type.h"
 #include "vol/vlen.h"
 
 namespace tessera_vol {
@@ -86,6 +89,9 @@ std::string encode_type(hid_t type) {
 }
 
 void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* s) {
+  // A compact dataset has no tiles to order: the setting and the property are not read
+  // (an H5Pexist per small dataset; issue 20).
+  if (s->compact) return;
   std::string name = file_default, from = "the connector's layout= setting";
   htri_t have = H5Pexist(dcpl, TESSERA_LAYOUT_PROP);
   if (have < 0) fail_arg("cannot read the layout from the dcpl");
@@ -96,31 +102,83 @@ void apply_layout(hid_t dcpl, const std::string& file_default, tessera::Schema* 
     name = v;
     from = "tessera_Pset_layout";
   }
-  if (name.empty() || s->compact) return;
+  if (name.empty()) return;
   tessera::Order tile, cell;
   std::string why;
   if (!tessera::parse_layout(name, &tile, &cell, &why)) fail_arg(why + " (from " + from + ")");
   s->set_layout(tile, cell);
 }
 
-tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl, const DcplFacts& facts) {
-  const bool var = type_has_vlen(type);
-  size_t es = var ? tessera::kVarDescriptorSize : H5Tget_size(type);
-  if (es == 0) fail_arg("invalid datatype (size 0)");
-  H5S_class_t scls = H5Sget_simple_extent_type(space);
-  if (scls != H5S_SCALAR && scls != H5S_SIMPLE && scls != H5S_NULL) fail_arg("invalid dataspace");
+namespace {
+
+// What the schema takes from a dataset's datatype.
+struct ElementFacts {
+  bool var = false;
+  size_t size = 0;  // a cell's bytes (a variable-length descriptor for var)
+  tessera::ElementKind kind = tessera::ElementKind::kOpaque;
+  bool big_endian = false;
+};
+
+ElementFacts read_element_facts(hid_t type) {
+  ElementFacts e;
+  e.var = type_has_vlen(type);
+  e.size = e.var ? tessera::kVarDescriptorSize : H5Tget_size(type);
+  if (e.size == 0) fail_arg("invalid datatype (size 0)");
+  const size_t es = e.size;
+  switch (e.var ? H5T_NO_CLASS : H5Tget_class(type)) {
+    case H5T_INTEGER:
+      if (es == 1 || es == 2 || es == 4 || es == 8)
+        e.kind = H5Tget_sign(type) == H5T_SGN_2 ? tessera::ElementKind::kInt : tessera::ElementKind::kUInt;
+      break;
+    case H5T_FLOAT:
+      if (es == 4 || es == 8) e.kind = tessera::ElementKind::kFloat;
+      break;
+    default:
+      break;  // opaque bytes: no statistics
+  }
+  if (e.kind != tessera::ElementKind::kOpaque) e.big_endian = H5Tget_order(type) == H5T_ORDER_BE;
+  return e;
+}
+
+// A library-owned type (stored_type.h library_type: predefined, immutable, its ID never
+// reused) is asked once per process; an application's each time (H5Tset_* may change it
+// between creations).  Five API calls per dataset of a predefined type before (issue 20).
+ElementFacts element_facts(hid_t type) {
+  if (!library_type(type)) return read_element_facts(type);
+  static std::mutex mu;
+  static auto* known = new std::unordered_map<hid_t, ElementFacts>;  // leaked: static-destructor safe
+  {
+    std::lock_guard<std::mutex> g(mu);
+    if (auto it = known->find(type); it != known->end()) return it->second;
+  }
+  ElementFacts e = read_element_facts(type);
+  std::lock_guard<std::mutex> g(mu);
+  known->emplace(type, e);  // bounded: the library's predefined types
+  return e;
+}
+
+}  // namespace
+
+tessera::Schema schema_from_dcpl(hid_t type, const SpaceExtent& space, hid_t dcpl, const DcplFacts& facts) {
+  const ElementFacts ef = element_facts(type);
+  const bool var = ef.var;
+  const size_t es = ef.size;
+  const H5S_class_t scls = space.cls;
+  if ((scls != H5S_SCALAR && scls != H5S_SIMPLE && scls != H5S_NULL) || space.rank < 0) fail_arg("invalid dataspace");
 
   tessera::Schema s;
-  s.extent = engine_dims(space);
+  // engine_dims: a scalar is one cell, a null space none.
+  if (scls == H5S_SCALAR) s.extent = {1};
+  else if (scls == H5S_NULL) s.extent = {0};
+  else s.extent.assign(space.dims, space.dims + space.rank);
   const int r = static_cast<int>(s.extent.size());
   s.max_extent = s.extent;
   bool extendible = false;
   if (scls == H5S_SIMPLE) {
-    hsize_t cur[H5S_MAX_RANK], mx[H5S_MAX_RANK];
-    H5Sget_simple_extent_dims(space, cur, mx);
     for (int d = 0; d < r; ++d) {
-      s.max_extent[d] = mx[d] == H5S_UNLIMITED ? tessera::kUnlimited : mx[d];
-      extendible |= mx[d] != cur[d];
+      const hsize_t mx = space.maxdims[d];
+      s.max_extent[d] = mx == H5S_UNLIMITED ? tessera::kUnlimited : mx;
+      extendible |= mx != space.dims[d];
     }
   }
 
@@ -157,18 +215,8 @@ tessera::Schema schema_from_dcpl(hid_t type, hid_t space, hid_t dcpl, const Dcpl
 
   s.elem_size = static_cast<uint32_t>(es);
   s.var = var;
-  switch (var ? H5T_NO_CLASS : H5Tget_class(type)) {
-    case H5T_INTEGER:
-      if (es == 1 || es == 2 || es == 4 || es == 8)
-        s.kind = H5Tget_sign(type) == H5T_SGN_2 ? tessera::ElementKind::kInt : tessera::ElementKind::kUInt;
-      break;
-    case H5T_FLOAT:
-      if (es == 4 || es == 8) s.kind = tessera::ElementKind::kFloat;
-      break;
-    default:
-      break;  // opaque bytes: no statistics
-  }
-  if (s.kind != tessera::ElementKind::kOpaque) s.big_endian = H5Tget_order(type) == H5T_ORDER_BE;
+  s.kind = ef.kind;
+  s.big_endian = ef.big_endian;
 
   // Fill value: the user's, converted to the file type; else zeros (HDF5's default).
   H5D_fill_value_t fv = facts.fill_defined;

@@ -1,6 +1,7 @@
 // objects.cc — object lifetime, locations, tokens and error translation.
 #include "vol/objects.h"
 
+#include "vol/external_storage.h"
 #include "vol/stored_space.h"
 #include "vol/tessera_vol.h"
 
@@ -25,6 +26,11 @@ DatasetObj::~DatasetObj() {
 H5S_class_t DatasetObj::space_class() const {
   if (space_class_ == H5S_NO_CLASS) space_class_ = H5Sget_simple_extent_type(space);
   return space_class_;
+}
+
+bool DatasetObj::uses_external() const {
+  if (external_ < 0) external_ = ExternalStorage::used(dcpl) ? 1 : 0;
+  return external_ == 1;
 }
 
 H5D_layout_t DatasetObj::layout() const {

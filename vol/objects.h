@@ -67,6 +67,10 @@ struct DatasetObj : Obj {
   // or open that set it (three to six asks per created dataset before; issue 20).
   H5D_layout_t layout() const;
   void set_layout(H5D_layout_t l) { layout_ = l; }  // known from the dcpl's facts
+  // Whether the dcpl names external files (external_storage.h), asked once; known from
+  // the dcpl's facts at a create or an open (plist_cache.h).
+  bool uses_external() const;
+  void set_uses_external(bool e) { external_ = e ? 1 : 0; }
   hid_t dapl = H5I_INVALID_HID;
   // `dapl` is only set for a virtual dataset, whose mappings read it after the open: its
   // own copy of the dapl of the open (dataset.cc set_access); other handles hold none.  Every handle keeps here what native keeps from the dapl of
@@ -101,6 +105,7 @@ struct DatasetObj : Obj {
 
  private:
   mutable H5D_layout_t layout_ = H5D_LAYOUT_ERROR;
+  mutable int8_t external_ = -1;  // -1: not asked yet
   mutable H5S_class_t space_class_ = H5S_NO_CLASS;
 };
 

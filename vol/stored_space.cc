@@ -17,20 +17,8 @@ struct Decoded {
 };
 
 // What an ID's encoding was made from: an encoding stays valid while these are the same.
-struct Extent {
-  H5S_class_t cls = H5S_NO_CLASS;
-  int rank = -1;
-  hsize_t dims[H5S_MAX_RANK], maxdims[H5S_MAX_RANK];
-  bool operator==(const Extent& o) const {
-    if (cls != o.cls || rank != o.rank) return false;
-    for (int i = 0; i < rank; ++i)
-      if (dims[i] != o.dims[i] || maxdims[i] != o.maxdims[i]) return false;
-    return true;
-  }
-};
-
 struct Encoded {
-  Extent extent;
+  SpaceExtent extent;
   std::string enc;
 };
 
@@ -91,10 +79,23 @@ hssize_t space_npoints(std::string_view enc) {
   return d ? d->npoints : -1;
 }
 
-std::string encode_space(hid_t space, hssize_t* npoints) {
-  Extent x;
+bool SpaceExtent::operator==(const SpaceExtent& o) const {
+  if (cls != o.cls || rank != o.rank) return false;
+  for (int i = 0; i < rank; ++i)
+    if (dims[i] != o.dims[i] || maxdims[i] != o.maxdims[i]) return false;
+  return true;
+}
+
+SpaceExtent read_extent(hid_t space) {
+  SpaceExtent x;
   x.cls = H5Sget_simple_extent_type(space);
   x.rank = x.cls == H5S_NO_CLASS ? -1 : H5Sget_simple_extent_dims(space, x.dims, x.maxdims);
+  return x;
+}
+
+std::string encode_space(hid_t space, hssize_t* npoints) { return encode_space(space, read_extent(space), npoints); }
+
+std::string encode_space(hid_t space, const SpaceExtent& x, hssize_t* npoints) {
   if (npoints && x.rank >= 0) {
     hssize_t n = x.cls == H5S_NULL ? 0 : 1;
     for (int i = 0; i < x.rank; ++i) n *= static_cast<hssize_t>(x.dims[i]);

@@ -16,6 +16,16 @@
 
 namespace tessera_vol {
 
+// A dataspace's extent: its class, rank (-1: an invalid ID), dims and maximum dims, read
+// with two API calls.  A create reads it once for the schema and the stored encoding.
+struct SpaceExtent {
+  H5S_class_t cls = H5S_NO_CLASS;
+  int rank = -1;
+  hsize_t dims[H5S_MAX_RANK], maxdims[H5S_MAX_RANK];
+  bool operator==(const SpaceExtent& o) const;
+};
+SpaceExtent read_extent(hid_t space);
+
 // A new dataspace ID decoded from `enc`, owned by the caller; H5I_INVALID_HID if `enc`
 // does not decode.
 hid_t decode_space(std::string_view enc);
@@ -28,6 +38,8 @@ hssize_t space_npoints(std::string_view enc);
 // runs, and an extent changed since is encoded again).
 // npoints, when given: the extent's number of elements (no further call).
 std::string encode_space(hid_t space, hssize_t* npoints = nullptr);
+// The same with `space`'s extent already read (read_extent).
+std::string encode_space(hid_t space, const SpaceExtent& x, hssize_t* npoints = nullptr);
 // Closes the cached IDs (connector terminate).
 void clear_space_caches();
 

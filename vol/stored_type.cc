@@ -137,6 +137,8 @@ bool library_owned(hid_t type, MemTypeFacts* facts = nullptr) {
 }
 }  // namespace
 
+bool library_type(hid_t type) { return library_owned(type); }
+
 MemTypeFacts mem_type_facts(hid_t mtype) {
   MemTypeFacts f;
   if (library_owned(mtype, &f)) return f;

@@ -86,6 +86,9 @@ struct MemTypeFacts {
   bool library = false;  // library-owned: the answers never change
 };
 MemTypeFacts mem_type_facts(hid_t mtype);
+// Whether `type` is library-owned (the table above): such a type is never committed and
+// never changes.  False for an invalid ID.
+bool library_type(hid_t type);
 
 // Drops the process-wide decoding caches of stored_type.cc (connector terminate).
 void clear_type_caches();
