@@ -279,14 +279,15 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
   if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
   CatalogBatch b;
   b.put(kNextIdKey, std::to_string(next + 1));
+  const std::string prefix = array_prefix(next);
   if (!file_arrays_) {
-    b.put(array_prefix(next) + "schema", Array::schema_record(schema));
+    b.put(prefix + "schema", Array::schema_record(schema));
     // New: every file it will publish is recorded (ArrayStore::files_complete).
-    b.put(array_prefix(next) + array_files::kFilesCompleteKey, "1");
+    b.put(prefix + array_files::kFilesCompleteKey, "1");
   } else {
     // New: every file its ranks or serial writers will publish is recorded or logged
     // first (ArrayStore::files_logged, publish_log.h).
-    b.put(array_prefix(next) + array_files::kFilesLoggedKey, "1");
+    b.put(prefix + array_files::kFilesLoggedKey, "1");
   }
   try {
     catalog_->commit(b);
@@ -296,7 +297,7 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
   }
   if (reserved) {
     std::lock_guard<std::mutex> g(budget_->mu);
-    budget_->compact_reserved[array_prefix(next)] = reserved;
+    budget_->compact_reserved[prefix] = reserved;
   }
   if (!shadow_) {
     // The counter is the authority: a directory under an id it never handed out durably
