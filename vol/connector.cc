@@ -6,6 +6,7 @@
 // implemented ones live in one file per object class (file.cc, dataset.cc, ...);
 // a NULL entry makes HDF5 fail the call with "VOL connector has no '...' method".
 #include "vol/connector_info.h"
+#include "vol/dcpl.h"
 #include "vol/error.h"
 #include "vol/query.h"
 #include "vol/region_store.h"
@@ -32,6 +33,7 @@ herr_t connector_initialize(hid_t /*vipl_id*/) {
 herr_t connector_terminate() {
   clear_type_caches();
   clear_space_caches();
+  clear_element_facts();
   unregister_region_ops();
   unregister_sparse_ops();
   unregister_query_ops();

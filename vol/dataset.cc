@@ -607,7 +607,8 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     rec.committed_type = d->committed_type;
     // The application's space when it selects everything (the same bytes as the handle's
     // copy): encoded once for all the datasets created with it (stored_space.h).
-    rec.space_enc = H5Sget_select_type(space_id) == H5S_SEL_ALL ? encode_space(space_id, extent) : encode_space(d->space);
+    rec.space_enc =
+        H5Sget_select_type(space_id) == H5S_SEL_ALL ? encode_space(space_id, extent) : encode_space(d->space);
     if (cpl_enc.empty()) {
       StoredDcpl stored = store_dcpl(d->dcpl, type_id);  // a vlen fill value apart (vlen_fill.h)
       rec.cpl = std::move(stored.cpl);

@@ -143,21 +143,35 @@ ElementFacts read_element_facts(hid_t type) {
 // A library-owned type (stored_type.h library_type: predefined, immutable, its ID never
 // reused) is asked once per process; an application's each time (H5Tset_* may change it
 // between creations).  Five API calls per dataset of a predefined type before (issue 20).
+struct ElementCache {
+  std::mutex mu;
+  std::unordered_map<hid_t, ElementFacts> known;  // bounded: the library's predefined types
+};
+ElementCache& element_cache() {
+  static ElementCache* c = new ElementCache;  // leaked: used until the last static destructor
+  return *c;
+}
+
 ElementFacts element_facts(hid_t type) {
   if (!library_type(type)) return read_element_facts(type);
-  static std::mutex mu;
-  static auto* known = new std::unordered_map<hid_t, ElementFacts>;  // leaked: static-destructor safe
+  ElementCache& c = element_cache();
   {
-    std::lock_guard<std::mutex> g(mu);
-    if (auto it = known->find(type); it != known->end()) return it->second;
+    std::lock_guard<std::mutex> g(c.mu);
+    if (auto it = c.known.find(type); it != c.known.end()) return it->second;
   }
   ElementFacts e = read_element_facts(type);
-  std::lock_guard<std::mutex> g(mu);
-  known->emplace(type, e);  // bounded: the library's predefined types
+  std::lock_guard<std::mutex> g(c.mu);
+  c.known.emplace(type, e);
   return e;
 }
 
 }  // namespace
+
+void clear_element_facts() {
+  ElementCache& c = element_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  c.known.clear();
+}
 
 tessera::Schema schema_from_dcpl(hid_t type, const SpaceExtent& space, hid_t dcpl, const DcplFacts& facts) {
   const ElementFacts ef = element_facts(type);

@@ -31,6 +31,9 @@ tessera::Coords engine_dims(hid_t space);
 // stored dcpl, so H5Dget_create_plist reports them as the user set them.
 // `facts`: what the dcpl's encoding determines (plist_cache.h), read once per encoding.
 tessera::Schema schema_from_dcpl(hid_t type, const SpaceExtent& space, hid_t dcpl, const DcplFacts& facts);
+// Drops the element facts schema_from_dcpl keeps per predefined type (connector terminate:
+// the library's type IDs die with it).
+void clear_element_facts();
 
 // The tile and cell orders of a new dataset (docs/layouts.md, tessera::parse_layout): the
 // name tessera_Pset_layout put in the dcpl, else `file_default` (the connector's layout=

@@ -1,5 +1,5 @@
-// group.cc — H5G callbacks, and the lcpl / creation-order helpers link.cc and object.cc
-// share.
+// group.cc — H5G callbacks, and the plist-check / creation-order helpers link.cc and
+// object.cc share (the lcpl's are in default_plists.h).
 //
 // A group is an object record plus its link records (object_model.h).  Links always keep
 // a creation order; whether it may be *used* (H5_INDEX_CRT_ORDER, H5Lget_info's
