@@ -26,7 +26,7 @@ void report_no_collective_cause(DatasetObj& d, hid_t mem_type, hid_t mem_space, 
   const hid_t ms = mem_space == H5S_ALL || mem_space == H5S_BLOCK ? fs : mem_space;
   if (!simple_or_scalar(fs) || !simple_or_scalar(ms)) cause |= H5D_MPIO_NOT_SIMPLE_OR_SCALAR_DATASPACES;
   const H5D_layout_t layout = d.layout();
-  if ((layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED) || H5Pget_external_count(d.dcpl) > 0)
+  if ((layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED) || d.uses_external())
     cause |= H5D_MPIO_NOT_CONTIGUOUS_OR_CHUNKED_DATASET;
   // HDF5 1.14 transfers collectively through type conversions and data transforms with
   // selection I/O; only with selection I/O turned off are they causes, and then the lack
