@@ -534,8 +534,6 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
   // chunks written in order) is appended to it: a series of writes becomes one fragment
   // file, written as it goes, instead of a file each.  Anything else written, read or
   // spilled in between closes it (close_direct), so fragment order stays write order.
-  Coords last(static_cast<size_t>(r));  // the box's last tile in tile order: its hi corner's
-  layout.tile_of(box.hi.data(), last.data());
   const bool append = !opts_.durable_writes && appends_after_direct(box);
   if (!append) {
     close_direct();
@@ -544,7 +542,11 @@ void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t
     direct_whole_ = false;
   }
   FragmentWriter* w = direct_.get();
+  // The box's last tile in tile order, where the next append must start after: the last
+  // one for_each_tile visits (not the hi corner's, under a Hilbert order).
+  Coords last;
   layout.for_each_tile(box, [&](const Coords& t) {
+    last = t;
     Box piece;
     intersect(layout.tile_box(t.data()), box, &piece);
     uint64_t shape[kMaxRank], dstride[kMaxRank];
@@ -606,7 +608,7 @@ bool Array::appends_after_direct(const Box& box) const {
   if (!direct_ || direct_skip_ != 0 || direct_whole_ || direct_->failed()) return false;
   const Layout layout(schema_);
   Coords first(box.lo.size());
-  layout.tile_of(box.lo.data(), first.data());
+  layout.first_tile(box, first.data());
   return layout.compare_tiles(direct_last_.data(), first.data()) < 0;
 }
 

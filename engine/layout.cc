@@ -92,6 +92,28 @@ int Layout::compare_tiles(const uint64_t* a, const uint64_t* b) const {
   return 0;
 }
 
+void Layout::first_tile(const Box& b, uint64_t* out) const {
+  tile_of(b.lo.data(), out);
+  if (tile_order_ != Order::kHilbert) return;
+  uint64_t hi[kMaxRank], t[kMaxRank], best[kMaxRank + 1], k[kMaxRank + 1];
+  tile_of(b.hi.data(), hi);
+  std::copy(out, out + rank_, t);
+  tile_key(t, best);
+  for (;;) {  // the box's tiles in row-major order: only their keys' minimum matters
+    int d = rank_ - 1;
+    for (; d >= 0; --d) {
+      if (t[d]++ < hi[d]) break;
+      t[d] = b.lo[d] / tile_extent_[d];
+    }
+    if (d < 0) return;
+    tile_key(t, k);
+    if (std::lexicographical_compare(k, k + tile_words_, best, best + tile_words_)) {
+      std::copy(k, k + tile_words_, best);
+      std::copy(t, t + rank_, out);
+    }
+  }
+}
+
 void Layout::key_words(const uint64_t* c, uint64_t* out) const {
   // Words 0..tile_words-1: the tile's key; then the in-tile offsets in cell order.
   // Lexicographic order of the words is the global order.

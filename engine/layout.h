@@ -32,6 +32,10 @@ class Layout {
   Box tile_box(const uint64_t* tile) const;
   // Orders tile coordinates by the tile order: <0, 0, >0.
   int compare_tiles(const uint64_t* a, const uint64_t* b) const;
+  // The first tile of box `b` in tile order.  Every order but Hilbert grows with each
+  // coordinate, so that is the lo corner's tile; a Hilbert curve can enter a box anywhere
+  // on its border, so there every tile of the box is compared.
+  void first_tile(const Box& b, uint64_t* out) const;
   // A tile's order key: tile_key_size() words whose lexicographic order is the tile order.
   int tile_key_size() const { return tile_words_; }
   void tile_key(const uint64_t* tile, uint64_t* out) const;
