@@ -251,14 +251,14 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     const SharedFile::AttrOrder order = f.take_attr_corder(owner);  // the owner's record stays as it is
     r.corder = order.corder;
     r.committed_type = committed_type_oid(type_id, f);
-    tessera::CatalogBatch b;
-    f.put_attr(b, owner, attr_name, r);
-    if (r.committed_type) f.ref_object(b, r.committed_type);  // native: the type's refcount
-    f.commit(b);
+    tessera::CatalogBatch extra;
+    if (r.committed_type) f.ref_object(extra, r.committed_type);  // native: the type's refcount
     auto rp = std::make_shared<const AttrRecord>(std::move(r));
-    f.remember_attr(owner, attr_name, rp);  // the H5Awrite that usually follows finds it
     auto* a = static_cast<CreatedAttr*>(make_attr(o, owner, path, attr_name, *rp, &ftype, created_npoints));
     a->corder_unknown = !order.tracked;
+    // Committed by the H5Awrite that usually follows, with its value, or by whatever
+    // callback comes first (SharedFile::defer_attr_create).
+    f.defer_attr_create({owner, attr_name, std::move(rp), std::move(extra)});
     return a;
   });
 }
@@ -335,62 +335,94 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
   });
 }
 
+namespace {
+void write_attr(SharedFile& f, AttrObj* a, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
+                std::optional<SharedFile::DeferredAttr>& created);
+}  // namespace
+
 herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id, void** /*req*/) {
-  return vol_call(__func__, "attribute write", [&] {
+  return vol_call_keeping_deferred(__func__, "attribute write", [&] {
     auto* a = static_cast<AttrObj*>(attr);
     SharedFile& f = *a->file;
     std::lock_guard<std::recursive_mutex> g(f.mu());
-    f.require_writable("attribute write");
-    AttrRecord r = *record_of(f, a->oid, a->name);
-    size_t n = a->npoints;
-    if (n == 0) return;
-    if (!buf) fail_arg("NULL write buffer");
-    const MemTypeFacts mt = mem_type_facts(mem_type_id);  // throws for an invalid type
-    const size_t msize = mt.size, fsize = a->ftype.size();
-    bool vl = a->ftype.has_vlen();
-    hid_t dxpl = dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id;
-    if (a->ftype.has_std_ref() || mt.std_ref) {  // reference.h
-      if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || H5Tequal(TypeId(a->ftype), H5T_STD_REF) <= 0)
-        fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
-                         "converted to other types, are not supported by tessera containers yet");
-      std::string stored(fsize * n, '\0');
-      refs_to_stored(a->file, buf, n, reinterpret_cast<uint8_t*>(stored.data()));
-      r.data = std::move(stored);
-    } else if (a->ftype.equal(mem_type_id)) {
-      // Equal types: the memory type describes the stored layout (no decoded copy needed).
-      r.data = vl ? vlen_serialize(mem_type_id, n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
-    } else {
-      TypeId ftype(a->ftype);
-      if (vl) {
-        // Members the memory type lacks keep their stored values, as native's background
-        // (the attribute's current data) keeps them; vlen_convert.h owns the allocations.
-        auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) {
-          vlen_split(ftype, n, r.data, l, bytes);
-        };
-        std::vector<uint64_t> lengths;
-        std::string out;
-        vlen_write_converted(mem_type_id, ftype, n, static_cast<const uint8_t*>(buf), stored, &lengths, &out);
-        r.data = std::move(out);
-        tessera::CatalogBatch b;
-        f.put_attr(b, a->oid, a->name, r);
-        f.commit(b);
-        return;
-      }
-      // Background: the current value (native keeps unconverted compound members), else
-      // zeros.
-      std::vector<char> tconv(std::max(fsize, msize) * n), bkg(std::max(fsize, msize) * n);
-      std::memcpy(tconv.data(), buf, msize * n);
-      if (r.data.size() == fsize * n) std::memcpy(bkg.data(), r.data.data(), fsize * n);
-      if (H5Tconvert(mem_type_id, ftype, n, tconv.data(), bkg.data(), dxpl) < 0)
-        fail_arg("cannot convert the data to the datatype of attribute '" + a->name + "'");
-      r.data.assign(tconv.data(), fsize * n);
+    // This attribute's creation, if it is still deferred, is committed with the value
+    // (one put); whatever else is deferred is committed now.  Should the write fail,
+    // the attribute exists all the same, as native's does.
+    std::optional<SharedFile::DeferredAttr> created = f.take_deferred_attr(a->oid, a->name);
+    try {
+      write_attr(f, a, mem_type_id, buf, dxpl_id, created);
+    } catch (...) {
+      if (created) f.commit_attr_create(std::move(*created));
+      throw;
     }
-    tessera::CatalogBatch b;
-    f.put_attr(b, a->oid, a->name, r);
-    f.commit(b);
-    f.remember_attr(a->oid, a->name, std::make_shared<const AttrRecord>(std::move(r)));
+    if (created) f.commit_attr_create(std::move(*created));  // nothing written (no elements)
   });
 }
+
+namespace {
+
+// attr_write's body.  `created`: the attribute's deferred creation, consumed (reset) when
+// the value is committed with it.
+void write_attr(SharedFile& f, AttrObj* a, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
+                std::optional<SharedFile::DeferredAttr>& created) {
+  f.require_writable("attribute write");
+  AttrRecord r = created ? *created->rec : *record_of(f, a->oid, a->name);
+  // Puts r (with the creation's other changes, when it commits the creation too).
+  auto store = [&](const AttrRecord& rec) {
+    tessera::CatalogBatch b;
+    if (created) {
+      b = std::move(created->extra);
+      created.reset();
+    }
+    f.put_attr(b, a->oid, a->name, rec);
+    f.commit(b);
+  };
+  size_t n = a->npoints;
+  if (n == 0) return;
+  if (!buf) fail_arg("NULL write buffer");
+  const MemTypeFacts mt = mem_type_facts(mem_type_id);  // throws for an invalid type
+  const size_t msize = mt.size, fsize = a->ftype.size();
+  bool vl = a->ftype.has_vlen();
+  hid_t dxpl = dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id;
+  if (a->ftype.has_std_ref() || mt.std_ref) {  // reference.h
+    if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || H5Tequal(TypeId(a->ftype), H5T_STD_REF) <= 0)
+      fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
+                       "converted to other types, are not supported by tessera containers yet");
+    std::string stored(fsize * n, '\0');
+    refs_to_stored(a->file, buf, n, reinterpret_cast<uint8_t*>(stored.data()));
+    r.data = std::move(stored);
+  } else if (a->ftype.equal(mem_type_id)) {
+    // Equal types: the memory type describes the stored layout (no decoded copy needed).
+    r.data = vl ? vlen_serialize(mem_type_id, n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
+  } else {
+    TypeId ftype(a->ftype);
+    if (vl) {
+      // Members the memory type lacks keep their stored values, as native's background
+      // (the attribute's current data) keeps them; vlen_convert.h owns the allocations.
+      auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) {
+        vlen_split(ftype, n, r.data, l, bytes);
+      };
+      std::vector<uint64_t> lengths;
+      std::string out;
+      vlen_write_converted(mem_type_id, ftype, n, static_cast<const uint8_t*>(buf), stored, &lengths, &out);
+      r.data = std::move(out);
+      store(r);
+      return;
+    }
+    // Background: the current value (native keeps unconverted compound members), else
+    // zeros.
+    std::vector<char> tconv(std::max(fsize, msize) * n), bkg(std::max(fsize, msize) * n);
+    std::memcpy(tconv.data(), buf, msize * n);
+    if (r.data.size() == fsize * n) std::memcpy(bkg.data(), r.data.data(), fsize * n);
+    if (H5Tconvert(mem_type_id, ftype, n, tconv.data(), bkg.data(), dxpl) < 0)
+      fail_arg("cannot convert the data to the datatype of attribute '" + a->name + "'");
+    r.data.assign(tconv.data(), fsize * n);
+  }
+  store(r);
+  f.remember_attr(a->oid, a->name, std::make_shared<const AttrRecord>(std::move(r)));
+}
+
+}  // namespace
 
 herr_t attr_get(void* obj, H5VL_attr_get_args_t* args, hid_t /*dxpl_id*/, void** /*req*/) {
   return vol_call(__func__, "attribute get", [&] {

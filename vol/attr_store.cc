@@ -69,6 +69,48 @@ void SharedFile::remember_attr_at(uint64_t version, uint64_t owner, const std::s
 
 uint64_t SharedFile::catalog_version() { return container_->catalog().version(); }
 
+std::atomic<SharedFile*> g_deferred_attr_file{nullptr};
+
+void commit_deferred_attr_create() {
+  SharedFile* f = g_deferred_attr_file.load();
+  if (!f) return;
+  std::lock_guard<std::recursive_mutex> g(f->mu());
+  f->commit_deferred_attr();
+}
+
+void SharedFile::defer_attr_create(DeferredAttr d) {
+  commit_deferred_attr_create();  // at most one, in any file (callbacks committed it already)
+  deferred_attr_ = std::move(d);
+  g_deferred_attr_file.store(this);
+}
+
+std::optional<SharedFile::DeferredAttr> SharedFile::take_deferred_attr(uint64_t owner, const std::string& name) {
+  if (g_deferred_attr_file.load() == this && deferred_attr_ && deferred_attr_->owner == owner &&
+      deferred_attr_->name == name) {
+    std::optional<DeferredAttr> d = std::move(deferred_attr_);
+    deferred_attr_.reset();
+    g_deferred_attr_file.store(nullptr);
+    return d;
+  }
+  commit_deferred_attr_create();
+  return std::nullopt;
+}
+
+void SharedFile::commit_deferred_attr() {
+  if (!deferred_attr_) return;
+  DeferredAttr d = std::move(*deferred_attr_);
+  deferred_attr_.reset();
+  SharedFile* self = this;
+  g_deferred_attr_file.compare_exchange_strong(self, nullptr);
+  commit_attr_create(std::move(d));
+}
+
+void SharedFile::commit_attr_create(DeferredAttr&& d) {
+  put_attr(d.extra, d.owner, d.name, *d.rec);
+  commit(d.extra);
+  remember_attr(d.owner, d.name, std::move(d.rec));
+}
+
 void SharedFile::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r) {
   b.put(attr_key(owner, name), r.serialize());
 }

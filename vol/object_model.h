@@ -221,6 +221,25 @@ class SharedFile {
   void remember_attr_at(uint64_t version, uint64_t owner, const std::string& name,
                         std::shared_ptr<const AttrRecord> r);
   uint64_t catalog_version();
+  // H5Acreate's record waits for the H5Awrite that nearly always follows, so the pair
+  // costs one catalog put, not two (issue 20).  Every other callback commits it first
+  // (vol_call: commit_deferred_attr_create), so nothing but that write ever runs while
+  // the catalog lacks it.  `extra`: the creation's other changes (a committed type's
+  // reference count).
+  struct DeferredAttr {
+    uint64_t owner;
+    std::string name;
+    std::shared_ptr<const AttrRecord> rec;
+    tessera::CatalogBatch extra;
+  };
+  void defer_attr_create(DeferredAttr d);
+  // The deferred creation if it is (owner, name)'s, taken out (the caller commits it,
+  // with the written value), else nothing.
+  std::optional<DeferredAttr> take_deferred_attr(uint64_t owner, const std::string& name);
+  // Commits the deferred creation, if any (callers hold mu()).
+  void commit_deferred_attr();
+  // Commits d as created (no value written).
+  void commit_attr_create(DeferredAttr&& d);
   bool has_attr(uint64_t owner, const std::string& name);
   void put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r);
   void del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name);
@@ -315,6 +334,7 @@ class SharedFile {
     std::shared_ptr<const AttrRecord> rec;
   };
   std::optional<LastAttr> last_attr_;
+  std::optional<DeferredAttr> deferred_attr_;  // defer_attr_create
   struct CachedObject {  // find_object_ref's recent records
     uint64_t version = UINT64_MAX, oid = 0;
     std::shared_ptr<const ObjectRecord> rec;

@@ -14,6 +14,7 @@
 #include <H5VLconnector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -177,12 +178,32 @@ void oid_to_token(uint64_t oid, H5O_token_t* token);
 void object_times(SharedFile& f, uint64_t oid, const ObjectRecord& r, H5O_info2_t* info);
 uint64_t token_to_oid(const H5O_token_t* token);
 
+// The file holding an attribute creation not yet committed (SharedFile::defer_attr_create),
+// or null; commit_deferred_attr_create commits it (every callback does first).
+extern std::atomic<SharedFile*> g_deferred_attr_file;
+void commit_deferred_attr_create();
+inline void commit_deferred() {
+  if (g_deferred_attr_file.load(std::memory_order_relaxed)) commit_deferred_attr_create();
+}
+
 // Runs f and converts VolError / engine errors / exceptions into an HDF5 error record.
-// `what` names the operation for the message ("dataset write").
+// `what` names the operation for the message ("dataset write").  A deferred attribute
+// creation is committed first (attr_write alone takes it: vol_call_keeping_deferred).
 void report(const char* func, const char* what) noexcept;
+template <class F>
+herr_t vol_call_keeping_deferred(const char* func, const char* what, F&& f) noexcept {
+  try {
+    f();
+    return 0;
+  } catch (...) {
+    report(func, what);
+    return -1;
+  }
+}
 template <class F>
 herr_t vol_call(const char* func, const char* what, F&& f) noexcept {
   try {
+    commit_deferred();
     f();
     return 0;
   } catch (...) {
@@ -196,6 +217,7 @@ herr_t vol_call(const char* func, const char* what, F&& f) noexcept {
 template <class F>
 herr_t vol_call_iterate(const char* func, const char* what, void* obj, F&& f) noexcept {
   try {
+    commit_deferred();
     Obj* o = as_obj(obj);
     std::lock_guard<std::recursive_mutex> lk(o->file->mu());
     herr_t rc = f(o);
@@ -210,6 +232,7 @@ herr_t vol_call_iterate(const char* func, const char* what, void* obj, F&& f) no
 template <class F>
 void* vol_call_ptr(const char* func, const char* what, F&& f) noexcept {
   try {
+    commit_deferred();
     return f();
   } catch (...) {
     report(func, what);

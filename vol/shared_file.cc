@@ -207,6 +207,12 @@ SharedFile::~SharedFile() {
   // Flush buffered writes; errors here cannot be reported (file_close flushes first).
   // Parallel files: arrays discard what no epoch committed (only a collective commit may
   // publish, and a destructor cannot be collective).
+  try {
+    commit_deferred_attr();  // file_close's callback committed it already, if it ran
+  } catch (...) {
+  }
+  SharedFile* self = this;
+  g_deferred_attr_file.compare_exchange_strong(self, nullptr);
   arrays_.clear();
   container_.reset();
   par_.reset();
