@@ -740,8 +740,14 @@ Status Array::throttle(Status st, std::unique_lock<std::mutex>* held) {
 
 void Array::settle() { ctx_->budget().wait_idle(this); }
 
+void Array::wait_inflight() {
+  std::unique_lock<std::mutex> held(mu_, std::adopt_lock);  // the caller's lock, kept
+  inflight_cv_.wait(held);
+  held.release();
+}
+
 void Array::finish_inflight() {
-  while (inflight_) inflight_cv_.wait(mu_);
+  while (inflight_) wait_inflight();
 }
 
 void Array::flush_in_background() noexcept {

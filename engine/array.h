@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <functional>
 #include <map>
 #include <memory>
@@ -614,13 +615,17 @@ class Array final : public BufferOwner {
   // The bounding box of the flush in flight's cells and blobs, once the flusher computed
   // it (outside the lock: a scattered buffer has millions of cells); !any until then.
   BoundingBox inflight_bounds_;
-  std::condition_variable_any inflight_cv_;
+  // Waited on with mu_ held (wait_inflight).  Not a condition_variable_any, and parked_
+  // not a deque: both allocate when constructed, and an array is opened and closed per
+  // small dataset (issue 20).
+  std::condition_variable inflight_cv_;
+  void wait_inflight();
   Status bg_error_;
   std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells
   std::unique_ptr<HeapReader> heaps_;
   std::string heap_dir_;
   FragmentSet frags_;  // oldest first (published or not)
-  std::deque<std::unique_ptr<FragmentWriter>> parked_;  // dense writers still filtering
+  std::list<std::unique_ptr<FragmentWriter>> parked_;  // dense writers still filtering
   // Finished but unpublished fragments (deferred mode): (fragment, final path).
   std::vector<std::pair<std::shared_ptr<Fragment>, std::string>> unpublished_;
   FragmentId extent_id_;       // the extent change the schema file records

@@ -30,7 +30,7 @@ Status Array::open_bound(const std::string& dir, CatalogBinding binding, bool wr
   a->frag_dir_ = join_path(dir, kFragDir);
   a->opts_ = opts;
   a->ctx_ = Context::or_process(opts.context);
-  a->store_ = make_catalog_store(a->env(), dir, std::move(binding));
+  a->store_ = make_catalog_store(a->env(), dir, a->frag_dir_, std::move(binding));
   Status st = guard([&] { a->open_impl(writable, known); });
   if (st.ok()) *out = std::move(a);
   return st;

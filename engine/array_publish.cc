@@ -129,7 +129,7 @@ void Array::finish_parked_for(const Box& region) {
   // listed fragment yet, but none of it lies in the region, and fragments are listed by
   // id (fragment_set.h), so the flushed one still lands below newer ones later.
   while (inflight_ && (!inflight_bounds_.any || region.lo.empty() || inflight_bounds_.box.intersects(region)))
-    inflight_cv_.wait(mu_);
+    wait_inflight();
   close_direct();
   while (!parked_.empty()) {
     auto front = std::move(parked_.front());

@@ -123,8 +123,8 @@ class DirStore final : public ArrayStore {
 
 class CatalogStore final : public ArrayStore {
  public:
-  CatalogStore(Env& env, std::string dir, CatalogBinding b)
-      : env_(env), dir_(std::move(dir)), frag_dir_(join_path(dir_, kFragDir)), cat_(std::move(b)) {}
+  CatalogStore(Env& env, std::string dir, std::string frag_dir, CatalogBinding b)
+      : env_(env), dir_(std::move(dir)), frag_dir_(std::move(frag_dir)), cat_(std::move(b)) {}
 
   Schema open(bool writable, const Schema* known, FragmentId* extent_id) override {
     if (writable && !cat_.catalog->writable())
@@ -329,8 +329,9 @@ std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir, std
   return std::make_unique<DirStore>(env, dir, std::move(records), prefix);
 }
 
-std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, CatalogBinding binding) {
-  return std::make_unique<CatalogStore>(env, dir, std::move(binding));
+std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, const std::string& frag_dir,
+                                               CatalogBinding binding) {
+  return std::make_unique<CatalogStore>(env, dir, frag_dir, std::move(binding));
 }
 
 }  // namespace tessera

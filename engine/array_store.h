@@ -135,6 +135,8 @@ class ArrayStore {
 // records in the container's catalog (`records`, under `prefix`); standalone: none.
 std::unique_ptr<ArrayStore> make_dir_store(Env& env, const std::string& dir, std::shared_ptr<Catalog> records = nullptr,
                                            const std::string& prefix = "");
-std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, CatalogBinding binding);
+// frag_dir: join_path(dir, kFragDir), which the caller has already built.
+std::unique_ptr<ArrayStore> make_catalog_store(Env& env, const std::string& dir, const std::string& frag_dir,
+                                               CatalogBinding binding);
 
 }  // namespace tessera

@@ -377,13 +377,13 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
   auto dirs = dirs_;
   // The catalog outlives every array bound to it (CatalogBinding holds it).
   Catalog* cat = catalog_.get();
-  const std::string dir = array_dir(id), arrays = parent_dir(dir);
-  b.dir_created = [mu, dirs, cat, dir, arrays, id](bool synced) {
+  const std::string dir = array_dir(id);
+  b.dir_created = [mu, dirs, cat, dir, id](bool synced) {
     // New entries (arrays/<id>, its frag/): durable before the records naming its files
     // (the flush's renames sync frag/ itself, or its syncfs covers all).
     if (!synced) {
       cat->pending_names().add_dir(dir);
-      cat->pending_names().add_dir(arrays);
+      cat->pending_names().add_dir(parent_dir(dir));  // arrays/: computed only when needed
     }
     std::lock_guard<std::mutex> g(*mu);
     dirs->insert(id);
