@@ -344,6 +344,9 @@ herr_t attr_write(void* attr, hid_t mem_type_id, const void* buf, hid_t dxpl_id,
   return vol_call_keeping_deferred(__func__, "attribute write", [&] {
     auto* a = static_cast<AttrObj*>(attr);
     SharedFile& f = *a->file;
+    // Another file's deferred creation is committed before this file is locked (never
+    // one file's lock inside another's).
+    if (g_deferred_attr_file.load() != &f) commit_deferred();
     std::lock_guard<std::recursive_mutex> g(f.mu());
     // This attribute's creation, if it is still deferred, is committed with the value
     // (one put); whatever else is deferred is committed now.  Should the write fail,
