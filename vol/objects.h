@@ -202,14 +202,10 @@ herr_t vol_call_keeping_deferred(const char* func, const char* what, F&& f) noex
 }
 template <class F>
 herr_t vol_call(const char* func, const char* what, F&& f) noexcept {
-  try {
+  return vol_call_keeping_deferred(func, what, [&] {
     commit_deferred();
     f();
-    return 0;
-  } catch (...) {
-    report(func, what);
-    return -1;
-  }
+  });
 }
 // For iterate/visit: runs f (which returns the user callback's value — positive stops
 // early, negative is the callback's failure) with the container locked, and reports
