@@ -84,25 +84,22 @@ void SharedFile::defer_attr_create(DeferredAttr d) {
   g_deferred_attr_file.store(this);
 }
 
+std::optional<SharedFile::DeferredAttr> SharedFile::release_deferred_attr() {
+  std::optional<DeferredAttr> d = std::move(deferred_attr_);
+  deferred_attr_.reset();
+  SharedFile* self = this;
+  g_deferred_attr_file.compare_exchange_strong(self, nullptr);
+  return d;
+}
+
 std::optional<SharedFile::DeferredAttr> SharedFile::take_deferred_attr(uint64_t owner, const std::string& name) {
-  if (g_deferred_attr_file.load() == this && deferred_attr_ && deferred_attr_->owner == owner &&
-      deferred_attr_->name == name) {
-    std::optional<DeferredAttr> d = std::move(deferred_attr_);
-    deferred_attr_.reset();
-    g_deferred_attr_file.store(nullptr);
-    return d;
-  }
+  if (deferred_attr_ && deferred_attr_->owner == owner && deferred_attr_->name == name) return release_deferred_attr();
   commit_deferred_attr_create();
   return std::nullopt;
 }
 
 void SharedFile::commit_deferred_attr() {
-  if (!deferred_attr_) return;
-  DeferredAttr d = std::move(*deferred_attr_);
-  deferred_attr_.reset();
-  SharedFile* self = this;
-  g_deferred_attr_file.compare_exchange_strong(self, nullptr);
-  commit_attr_create(std::move(d));
+  if (std::optional<DeferredAttr> d = release_deferred_attr()) commit_attr_create(std::move(*d));
 }
 
 void SharedFile::commit_attr_create(DeferredAttr&& d) {

@@ -335,6 +335,8 @@ class SharedFile {
   };
   std::optional<LastAttr> last_attr_;
   std::optional<DeferredAttr> deferred_attr_;  // defer_attr_create
+  // Takes deferred_attr_ out and clears g_deferred_attr_file if it names this file.
+  std::optional<DeferredAttr> release_deferred_attr();
   struct CachedObject {  // find_object_ref's recent records
     uint64_t version = UINT64_MAX, oid = 0;
     std::shared_ptr<const ObjectRecord> rec;

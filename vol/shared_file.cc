@@ -211,8 +211,6 @@ SharedFile::~SharedFile() {
     commit_deferred_attr();  // file_close's callback committed it already, if it ran
   } catch (...) {
   }
-  SharedFile* self = this;
-  g_deferred_attr_file.compare_exchange_strong(self, nullptr);
   arrays_.clear();
   container_.reset();
   par_.reset();
