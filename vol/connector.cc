@@ -34,6 +34,7 @@ herr_t connector_terminate() {
   clear_type_caches();
   clear_space_caches();
   clear_element_facts();
+  clear_default_dcpl();
   unregister_region_ops();
   unregister_sparse_ops();
   unregister_query_ops();

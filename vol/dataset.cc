@@ -19,6 +19,7 @@
 #include "vol/allocation.h"
 #include "vol/chunk_io.h"
 #include "vol/dcpl.h"
+#include "vol/default_plists.h"
 #include "vol/elink.h"
 #include "vol/mpio_cause.h"
 #include "vol/external_storage.h"
@@ -527,14 +528,20 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     require_write_intent(*f);
     std::string base;
     uint64_t start = locate(o, loc_params, &base);
-    hid_t dcpl = dcpl_id == H5P_DEFAULT ? H5P_DATASET_CREATE_DEFAULT : dcpl_id;
+    const hid_t given = dcpl_id == H5P_DEFAULT ? H5P_DATASET_CREATE_DEFAULT : dcpl_id;
     // The dcpl as stored, and what it says, read once per distinct encoding
-    // (plist_cache.h): one H5Pencode2 instead of a dozen H5Pget calls (issue 20).
-    std::string cpl_enc = encode_plist(dcpl);
+    // (plist_cache.h): one H5Pencode2 instead of a dozen H5Pget calls (issue 20).  The
+    // library's default list changed since its encoding was kept (dcpl.h): the dataset is
+    // made from the kept encoding, as native makes it from its copy, and only the handle
+    // reports the list as it is now.
+    bool default_changed = false;
+    std::string cpl_enc = dcpl_encoding(given, &default_changed);  // dcpl.h
+    hid_t dcpl = default_changed ? f->decoded_plist(cpl_enc) : given;
+    if (dcpl < 0) fail_arg("cannot decode the default dataset creation property list");
     const std::shared_ptr<const DcplFacts> facts = f->dcpl_facts(cpl_enc, dcpl);
     const SpaceExtent extent = read_extent(space_id);  // for the schema and the stored encoding
     tessera::Schema schema = schema_from_dcpl(type_id, extent, dcpl, *facts);
-    apply_layout(dcpl, f->engine_options().layout, &schema);
+    apply_layout(given, f->engine_options().layout, &schema);
 
     auto d = std::make_unique<DatasetObj>(H5I_DATASET, f, 0, name ? join(base, name) : std::string());
     d->ftype = StoredType::of(type_id);
@@ -551,9 +558,16 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
     // application's pointers, and a decoded copy would free them when closed (the fill
     // value is converted and stored apart below, vlen_fill.h).
     if (!schema.var && nfilters == 0 && facts->fill_defined != H5D_FILL_VALUE_USER_DEFINED && !force_early) {
-      hid_t shared = f->decoded_plist(cpl_enc);
-      d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
-      if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");
+      if (default_changed) {
+        // Native's handle holds the default list itself (H5D__new), and its
+        // H5Dget_create_plist reports the list as it is, layout included.
+        d->dcpl = H5Pcopy(given);
+        if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");
+      } else {
+        hid_t shared = f->decoded_plist(cpl_enc);
+        d->dcpl = shared >= 0 && H5Iinc_ref(shared) >= 0 ? shared : H5I_INVALID_HID;
+        if (d->dcpl < 0) fail_arg("cannot copy the dataset creation property list");
+      }
     } else {
       cpl_enc.clear();  // stored after the adjustments (store_dcpl below)
       d->dcpl = dataset_dcpl(dcpl, type_id);  // the fill value converted to the dataset's type

@@ -2,6 +2,7 @@
 #include "vol/dcpl.h"
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -78,6 +79,63 @@ std::string encode_plist(hid_t plist) {
   std::string s(sz, '\0');
   if (H5Pencode2(plist, s.data(), &sz, H5P_DEFAULT) < 0) fail_arg("cannot encode property list");
   return s;
+}
+
+namespace {
+
+// What an application may change in the default dcpl that a dataset's handle reports
+// (the names are HDF5's, H5Oprivate.h / H5Dprivate.h), each at most 8 bytes (checked
+// with H5Pget_size when the encoding is kept).
+constexpr const char* kCheckedProps[] = {"object header flags", "max compact attr", "min dense attr",
+                                         "dset_oh_minimize"};
+constexpr size_t kNumChecked = sizeof kCheckedProps / sizeof kCheckedProps[0];
+using CheckedValues = unsigned char[kNumChecked][8];
+
+struct DefaultDcpl {
+  std::mutex mu;
+  bool set = false;
+  CheckedValues checked;
+  std::string enc;
+};
+DefaultDcpl& default_dcpl() {
+  static DefaultDcpl* d = new DefaultDcpl;  // never destroyed: used until library shutdown
+  return *d;
+}
+
+}  // namespace
+
+std::string dcpl_encoding(hid_t dcpl, bool* default_changed) {
+  *default_changed = false;
+  const hid_t def = H5P_LST_DATASET_CREATE_ID_g;  // the global: the macro calls H5open
+  if (dcpl != H5P_DEFAULT && dcpl != def) return encode_plist(dcpl);
+  DefaultDcpl& d = default_dcpl();
+  std::lock_guard<std::mutex> g(d.mu);
+  if (!d.set) {
+    std::string enc = encode_plist(def);
+    std::memset(d.checked, 0, sizeof d.checked);
+    for (size_t i = 0; i < kNumChecked; ++i) {
+      size_t sz = 0;
+      // An 8-byte slot for H5Pget to copy into, should a release make one larger.
+      if (H5Pget_size(def, kCheckedProps[i], &sz) < 0 || sz > sizeof d.checked[i] ||
+          H5Pget(def, kCheckedProps[i], d.checked[i]) < 0)
+        return enc;  // not kept: encoded at every create
+    }
+    d.enc = std::move(enc);
+    d.set = true;
+    return d.enc;
+  }
+  for (size_t i = 0; i < kNumChecked && !*default_changed; ++i) {
+    unsigned char now[8] = {0};
+    *default_changed = H5Pget(def, kCheckedProps[i], now) < 0 || std::memcmp(now, d.checked[i], sizeof now) != 0;
+  }
+  return d.enc;
+}
+
+void clear_default_dcpl() {
+  DefaultDcpl& d = default_dcpl();
+  std::lock_guard<std::mutex> g(d.mu);
+  d.set = false;
+  d.enc.clear();
 }
 
 std::string encode_type(hid_t type) {

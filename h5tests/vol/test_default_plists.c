@@ -54,6 +54,46 @@ static void log_efile_prefix(hid_t d, const char *name)
         H5Pclose(p);
 }
 
+/* What the handle of a dataset just created reports as its dcpl, whether its times are
+ * kept, and whether its attributes' creation order is.  (Only the creating handle: with
+ * the default object header version, native reports the default list as it is at each
+ * open for these properties, not what the dataset was made with.) */
+static void log_dcpl(hid_t d, const char *name)
+{
+    hid_t p = H5Dget_create_plist(d);
+    if (p < 0) {
+        LOG("%s: no dcpl", name);
+        return;
+    }
+    hbool_t     track = 0, minimize = 0;
+    unsigned    corder = 0, max_compact = 0, min_dense = 0;
+    H5O_info2_t oi;
+    H5Pget_obj_track_times(p, &track);
+    H5Pget_attr_creation_order(p, &corder);
+    H5Pget_attr_phase_change(p, &max_compact, &min_dense);
+    H5Pget_dset_no_attrs_hint(p, &minimize);
+    int times = H5Oget_info3(d, &oi, H5O_INFO_TIME) >= 0 ? oi.ctime != 0 : -1;
+    LOG("%s: layout %d, track times %d (times kept %d), attr corder %u, phase %u/%u, no-attrs hint %d", name,
+        (int)H5Pget_layout(p), (int)track, times, corder, max_compact, min_dense, (int)minimize);
+    /* Attributes listed by creation order: only with creation order tracked. */
+    hid_t sc = H5Screate(H5S_SCALAR);
+    for (const char *an = "zz"; an; an = an[0] == 'z' ? "aa" : NULL) {
+        hid_t a = H5Acreate2(d, an, H5T_NATIVE_INT, sc, H5P_DEFAULT, H5P_DEFAULT);
+        if (a >= 0)
+            H5Aclose(a);
+    }
+    H5Sclose(sc);
+    char   first[16] = "";
+    herr_t rc        = -1;
+    H5E_BEGIN_TRY
+    {
+        rc = H5Aget_name_by_idx(d, ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, 0, first, sizeof first, H5P_DEFAULT);
+    }
+    H5E_END_TRY
+    LOG("%s: first attribute by creation order: %s", name, rc >= 0 ? first : "(not tracked)");
+    H5Pclose(p);
+}
+
 static void scenario(const char *path, hid_t fapl, log_t *L)
 {
     (void)L;
@@ -174,6 +214,39 @@ static void scenario(const char *path, hid_t fapl, log_t *L)
     H5Pclose(dapl);
     H5Pset_efile_prefix(H5P_DATASET_ACCESS_DEFAULT, "");
 
+    /* Changed default dcpl, between creates with it.  Native makes each dataset created with
+     * the default list from a copy made at library init (layout, object header flags: times
+     * and attribute creation order), while the creating handle reports the list as it is
+     * now (vol/dcpl.h dcpl_encoding). */
+    hsize_t chunk = 2;
+    const char *dnames[] = {"dc_plain", "dc_untimed", "dc_corder", "dc_phase", "dc_hint", "dc_chunk", "dc_restored"};
+    for (int i = 0; i < 7; ++i) {
+        if (i == 1)
+            H5Pset_obj_track_times(H5P_DATASET_CREATE_DEFAULT, 0);
+        if (i == 2)
+            H5Pset_attr_creation_order(H5P_DATASET_CREATE_DEFAULT, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+        if (i == 3)
+            H5Pset_attr_phase_change(H5P_DATASET_CREATE_DEFAULT, 0, 0);
+        if (i == 4)
+            H5Pset_dset_no_attrs_hint(H5P_DATASET_CREATE_DEFAULT, 1);
+        if (i == 5)
+            H5Pset_chunk(H5P_DATASET_CREATE_DEFAULT, 1, &chunk);
+        if (i == 6) {
+            H5Pset_obj_track_times(H5P_DATASET_CREATE_DEFAULT, 1);
+            H5Pset_attr_creation_order(H5P_DATASET_CREATE_DEFAULT, 0);
+            H5Pset_attr_phase_change(H5P_DATASET_CREATE_DEFAULT, 8, 6);
+            H5Pset_dset_no_attrs_hint(H5P_DATASET_CREATE_DEFAULT, 0);
+            H5Pset_layout(H5P_DATASET_CREATE_DEFAULT, H5D_CONTIGUOUS);
+        }
+        d = H5Dcreate2(f, dnames[i], H5T_NATIVE_INT, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        LOG("%s: create %s", dnames[i], d >= 0 ? "ok" : "fail");
+        if (d >= 0) {
+            LOG("%s: write %s", dnames[i], H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0 ? "ok" : "fail");
+            log_dcpl(d, dnames[i]);
+            H5Dclose(d);
+        }
+    }
+
     H5Sclose(sp);
     H5Sclose(scalar);
     H5Fclose(f);
@@ -189,10 +262,31 @@ static void scenario(const char *path, hid_t fapl, log_t *L)
     log_attr(ds, "a_own");
     H5Dclose(ds);
     H5Fclose(f);
+    f = H5Fopen(path, H5F_ACC_RDWR, fapl);
+    for (int i = 0; i < 7; ++i) {
+        char reopened[32];
+        snprintf(reopened, sizeof reopened, "%s", dnames[i]);
+        hid_t dd = H5Dopen2(f, reopened, H5P_DEFAULT);
+        hid_t p  = dd >= 0 ? H5Dget_create_plist(dd) : H5I_INVALID_HID;
+        hbool_t  track = 0;
+        unsigned corder = 0, mc = 0, md = 0;
+        if (p >= 0) {
+            H5Pget_obj_track_times(p, &track);
+            H5Pget_attr_creation_order(p, &corder);
+            H5Pget_attr_phase_change(p, &mc, &md);
+        }
+        LOG("reopened %s: layout %d, track times %d, attr corder %u, phase %u/%u", reopened,
+            p >= 0 ? (int)H5Pget_layout(p) : -1, (int)track, corder, mc, md);
+        if (p >= 0)
+            H5Pclose(p);
+        if (dd >= 0)
+            H5Dclose(dd);
+    }
+    H5Fclose(f);
 }
 
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : ".";
-    return run_compared(dir, "default_plists", scenario, 30, NULL);
+    return run_compared(dir, "default_plists", scenario, 60, NULL);
 }
