@@ -261,7 +261,26 @@ Status Container::create_and_open_array(const Schema& schema, bool durable, bool
   return open_array_impl(*id, writable, opts, file_arrays_ ? nullptr : &created, out);
 }
 
-void Container::create_array_impl(const Schema& requested, uint64_t* id, bool durable, Schema* created) {
+Status Container::create_and_open_array_into(const Schema& schema, bool writable, const ArrayOptions& opts,
+                                             CatalogBatch* into, uint64_t* id, std::unique_ptr<Array>* out) {
+  if (file_arrays_ || shadow_)
+    return Status(Errc::kInvalidArgument, "create_and_open_array_into: container '" + path_ +
+                                              "' keeps its arrays in files (a parallel file)");
+  Schema created;
+  Status st = guard([&] { create_array_impl(schema, id, /*durable=*/false, &created, into); });
+  if (!st.ok()) return st;
+  st = open_array_impl(*id, writable, opts, &created, out);
+  if (!st.ok()) abandon_array(*id);
+  return st;
+}
+
+void Container::abandon_array(uint64_t id) {
+  // Its records were never committed: only the inline room it reserved is held.
+  budget_->give_back(budget_->claim_compact(array_prefix(id)));
+}
+
+void Container::create_array_impl(const Schema& requested, uint64_t* id, bool durable, Schema* created,
+                                  CatalogBatch* into) {
   if (!writable_) throw_error(Errc::kInvalidArgument, "container '" + path_ + "' is open read-only");
   requested.validate();
   // A compact array is one catalog record: only where arrays live in the catalog, and
@@ -277,7 +296,8 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
   }
   uint64_t next = 1;
   if (auto v = catalog_->get(kNextIdKey)) next = std::strtoull(v->c_str(), nullptr, 10);
-  CatalogBatch b;
+  CatalogBatch own;
+  CatalogBatch& b = into ? *into : own;
   b.put(kNextIdKey, std::to_string(next + 1));
   const std::string prefix = array_prefix(next);
   if (!file_arrays_) {
@@ -289,11 +309,13 @@ void Container::create_array_impl(const Schema& requested, uint64_t* id, bool du
     // first (ArrayStore::files_logged, publish_log.h).
     b.put(prefix + array_files::kFilesLoggedKey, "1");
   }
-  try {
-    catalog_->commit(b);
-  } catch (...) {
-    budget_->give_back(reserved);
-    throw;
+  if (!into) {
+    try {
+      catalog_->commit(b);
+    } catch (...) {
+      budget_->give_back(reserved);
+      throw;
+    }
   }
   if (reserved) {
     std::lock_guard<std::mutex> g(budget_->mu);

@@ -79,6 +79,17 @@ class Container {
   // written (its schema, an empty fragment list).
   Status create_and_open_array(const Schema& schema, bool durable, bool writable, const ArrayOptions& opts,
                                uint64_t* id, std::unique_ptr<Array>* out);
+  // create_and_open_array with the new array's records put into `into` instead of
+  // committed: the caller commits them with its own, so an object and its array reach
+  // the catalog in one commit (issue 20: a dataset's create paid two).  A catalog-bound
+  // container's writer only (not a parallel file's).  The array is opened from what
+  // was put (nothing is read back); until `into` commits, nothing is published and the
+  // caller must not write through it.  If the commit fails, abandon_array(id) gives
+  // back what the creation took (inline room) and the array object is dropped.  One
+  // such creation at a time per container (the id counter is read from the catalog).
+  Status create_and_open_array_into(const Schema& schema, bool writable, const ArrayOptions& opts,
+                                    CatalogBatch* into, uint64_t* id, std::unique_ptr<Array>* out);
+  void abandon_array(uint64_t id);
   // One syncfs(2) over the container's file system (see Array::prepare_flush).
   Status sync();
   // True when an array directory was created with durable = false since the last
@@ -125,7 +136,9 @@ class Container {
   std::shared_ptr<Catalog> catalog_;
   std::shared_ptr<InlineBudget> budget_ = std::make_shared<InlineBudget>();
   void init_budget();
-  void create_array_impl(const Schema& requested, uint64_t* id, bool durable, Schema* created);
+  // `into`: the records go there, uncommitted (create_and_open_array_into).
+  void create_array_impl(const Schema& requested, uint64_t* id, bool durable, Schema* created,
+                         CatalogBatch* into = nullptr);
   Status open_array_impl(uint64_t id, bool writable, const ArrayOptions& opts, const Schema* known,
                          std::unique_ptr<Array>* out);
   // Ids of the array directories under arrays/ (listed at open, then kept up to date).

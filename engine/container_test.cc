@@ -67,6 +67,59 @@ TEST(Container, CreateOpenRemove) {
   EXPECT_FALSE(is_directory(Env::posix(), path));
 }
 
+// A new array's records put into the caller's batch (a connector creating a dataset):
+// nothing reaches the catalog until that batch commits, with the caller's own records,
+// and an abandoned creation gives back its inline room and leaves its id unused.
+TEST(Container, ArrayCreatedIntoTheCallersBatch) {
+  const std::string root = temp_dir(), path = root + "/c.h5";
+  std::unique_ptr<Container> c;
+  ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+  Schema s = small_schema();
+  s.max_extent = {100};
+  s.tile_extent = {100};
+  s.compact = true;
+  const uint64_t used0 = c->inline_budget()->used.load();
+
+  CatalogBatch b1;
+  b1.put("test/abandoned", "a");
+  uint64_t id1 = 0;
+  std::unique_ptr<Array> a1;
+  ASSERT_TRUE(c->create_and_open_array_into(s, true, ArrayOptions{}, &b1, &id1, &a1).ok());
+  EXPECT_GT(c->inline_budget()->used.load(), used0) << "a compact array's room is taken at creation";
+  EXPECT_FALSE(c->catalog().contains(Container::array_prefix(id1) + "schema")) << "nothing committed yet";
+  a1.reset();
+  c->abandon_array(id1);
+  EXPECT_EQ(c->inline_budget()->used.load(), used0) << "the room is given back";
+
+  CatalogBatch b2;
+  b2.put("test/object", "b");
+  uint64_t id2 = 0;
+  std::unique_ptr<Array> a2;
+  ASSERT_TRUE(c->create_and_open_array_into(s, true, ArrayOptions{}, &b2, &id2, &a2).ok());
+  EXPECT_EQ(id2, id1) << "the abandoned id was never handed out";
+  c->catalog().commit(b2);
+  EXPECT_TRUE(c->catalog().contains(Container::array_prefix(id2) + "schema"));
+  EXPECT_TRUE(c->catalog().contains("test/object")) << "one commit: the caller's records and the array's";
+  std::vector<int32_t> v(100);
+  for (int i = 0; i < 100; ++i) v[i] = 7 * i - 3;
+  ASSERT_TRUE(a2->write(Selection::from_box(Box({0}, {99})), v.data()).ok());
+  ASSERT_TRUE(a2->flush().ok());
+  a2.reset();
+  uint64_t id3 = 0;
+  ASSERT_TRUE(c->create_array(small_schema(), &id3).ok());
+  EXPECT_NE(id3, id2) << "the counter moved with the caller's commit";
+  c.reset();
+
+  ASSERT_TRUE(Container::open(path, false, &c).ok());
+  EXPECT_TRUE(c->catalog().contains("test/object"));
+  EXPECT_FALSE(c->catalog().contains("test/abandoned"));
+  std::unique_ptr<Array> back;
+  ASSERT_TRUE(c->open_array(id2, false, ArrayOptions{}, &back).ok());
+  std::vector<int32_t> got(100, -1);
+  ASSERT_TRUE(back->read(Selection::from_box(Box({0}, {99})), got.data()).ok());
+  EXPECT_EQ(got, v) << "written through the array opened before its records committed";
+}
+
 TEST(Container, NotAContainer) {
   const std::string root = temp_dir();
   std::unique_ptr<Container> c;

@@ -639,7 +639,9 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       std::tie(parent, last) = f->resolve_parent(start, name, lcpl_intermediate(lcpl_id), &b);
       if (f->find_link(parent, last)) fail_arg("name '" + std::string(name) + "' already exists");
     }
-    f->create_array(schema, &rec.array_id);
+    // The array's records join the dataset's: one commit (a parallel file's array is
+    // committed apart, collectively).
+    const bool joined = f->create_array_into(schema, &b, &rec.array_id);
     try {
       d->oid = f->allocate_oid(b);
       if (name) rec.rc = 1;  // the link below (add_link's target_counted)
@@ -648,7 +650,8 @@ void* dataset_create(void* obj, const H5VL_loc_params_t* loc_params, const char*
       if (name) f->add_link(b, parent, last, LinkRecord::hard(d->oid, lcpl_id), /*target_counted=*/true);
       f->commit(b);
     } catch (...) {
-      f->drop_array(rec.array_id);
+      if (joined) f->abandon_array(rec.array_id);
+      else f->drop_array(rec.array_id);
       throw;
     }
     f->note_new_object(d->oid, facts->attr_order_tracked);

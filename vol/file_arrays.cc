@@ -104,6 +104,22 @@ void SharedFile::create_array(const tessera::Schema& schema, uint64_t* id) {
   arrays_[*id] = std::shared_ptr<tessera::Array>(std::move(a));
 }
 
+bool SharedFile::create_array_into(const tessera::Schema& schema, tessera::CatalogBatch* b, uint64_t* id) {
+  if (par_) {
+    create_array(schema, id);
+    return false;
+  }
+  std::unique_ptr<tessera::Array> a;
+  check(container_->create_and_open_array_into(schema, writable(), array_options(), b, id, &a));
+  arrays_[*id] = std::shared_ptr<tessera::Array>(std::move(a));
+  return true;
+}
+
+void SharedFile::abandon_array(uint64_t array_id) {
+  arrays_.erase(array_id);
+  container_->abandon_array(array_id);
+}
+
 void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {
   if (!par_) {
     check(a.set_extent(extent));
