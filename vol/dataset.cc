@@ -19,7 +19,6 @@
 #include "vol/allocation.h"
 #include "vol/chunk_io.h"
 #include "vol/dcpl.h"
-#include "vol/default_plists.h"
 #include "vol/elink.h"
 #include "vol/mpio_cause.h"
 #include "vol/external_storage.h"

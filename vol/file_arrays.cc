@@ -93,15 +93,9 @@ tessera::ArrayOptions SharedFile::array_options() {
 }
 
 void SharedFile::create_array(const tessera::Schema& schema, uint64_t* id) {
-  // Parallel: every rank allocates the same id; rank 0 alone creates the directory.
-  if (par_) {
-    par_->agree([&] { check(container_->create_array(schema, id, /*durable=*/false)); });
-    return;
-  }
-  // Serial: opened at once (the dataset's handle needs it) from what was just created.
-  std::unique_ptr<tessera::Array> a;
-  check(container_->create_and_open_array(schema, /*durable=*/false, writable(), array_options(), id, &a));
-  arrays_[*id] = std::shared_ptr<tessera::Array>(std::move(a));
+  // Every rank allocates the same id; rank 0 alone creates the directory.
+  if (!par_) fail_unsupported("an array created apart from its records in a serial file (create_array_into)");
+  par_->agree([&] { check(container_->create_array(schema, id, /*durable=*/false)); });
 }
 
 bool SharedFile::create_array_into(const tessera::Schema& schema, tessera::CatalogBatch* b, uint64_t* id) {
@@ -109,6 +103,7 @@ bool SharedFile::create_array_into(const tessera::Schema& schema, tessera::Catal
     create_array(schema, id);
     return false;
   }
+  // Opened at once (the dataset's handle needs it) from what was just put.
   std::unique_ptr<tessera::Array> a;
   check(container_->create_and_open_array_into(schema, writable(), array_options(), b, id, &a));
   arrays_[*id] = std::shared_ptr<tessera::Array>(std::move(a));

@@ -263,10 +263,11 @@ class SharedFile {
   // --- arrays (shared by all dataset handles of the container)
   // In a parallel file these are collective (docs/parallel.md): every rank calls them.
   std::shared_ptr<tessera::Array> array(uint64_t array_id);
-  void create_array(const tessera::Schema& schema, uint64_t* id);  // unsynced until flush (serial: opened too)
+  // Parallel files: a new array committed on its own, collectively; unsynced until flush.
+  void create_array(const tessera::Schema& schema, uint64_t* id);
   // A new array whose records go into `b`, committed with the caller's own (serial files:
-  // Container::create_and_open_array_into); returns false when they were committed
-  // apart (parallel files: create_array).  If the caller's commit then fails:
+  // Container::create_and_open_array_into; opened too); returns false when they were
+  // committed apart (parallel files: create_array).  If the caller's commit then fails:
   // abandon_array when this returned true, else drop_array.
   bool create_array_into(const tessera::Schema& schema, tessera::CatalogBatch* b, uint64_t* id);
   void abandon_array(uint64_t array_id);
