@@ -171,6 +171,12 @@ uint64_t Fragment::unverified_span(size_t i, const std::vector<ByteRun>& runs) c
   return std::min(size, (b1 + 1) * B) - b0 * B;
 }
 
+bool Fragment::span_resident(size_t i, const std::vector<ByteRun>& runs, uint64_t span) const {
+  if (runs.empty() || span == 0) return true;
+  const uint64_t B = meta_.check_block;
+  return src_->resident(meta_.dense.at(i).blob.offset + runs.front().off / B * B, span);
+}
+
 void Fragment::prefetch_runs(size_t i, const std::vector<ByteRun>& runs) const {
   if (const uint64_t n = unverified_span(i, runs)) {
     const DenseEntry& e = meta_.dense[i];

@@ -118,6 +118,9 @@ class Fragment {
   // are not verified yet (a first read: from disk, most likely); 0 when a read of them
   // would be a plain pread or a tile-cache copy.
   uint64_t unverified_span(size_t i, const std::vector<ByteRun>& runs) const;
+  // Whether that span (`span` bytes, unverified_span's answer) is all in the page cache
+  // now (File::resident: a syscall).
+  bool span_resident(size_t i, const std::vector<ByteRun>& runs, uint64_t span) const;
   // Asks the kernel to start reading that span now (posix_fadvise WILLNEED): a hint.
   void prefetch_runs(size_t i, const std::vector<ByteRun>& runs) const;
   // Decoded cells of sparse tile i; `layout` (the array's) computes the cells' keys.

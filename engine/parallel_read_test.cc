@@ -50,10 +50,34 @@ struct Model {
   }
 };
 
+// Files as on a disk: an Env that cannot say what is in the page cache (EnvWrapper does
+// not pass cached_pages on), so a first read takes the cold paths however much of the
+// freshly written files the kernel still holds.
+class DiskEnv final : public EnvWrapper {
+ public:
+  DiskEnv() : EnvWrapper(Env::posix()) {}
+};
+// The opposite: every byte is in the page cache (the real files are read either way).
+class CachedEnv final : public EnvWrapper {
+ public:
+  CachedEnv() : EnvWrapper(Env::posix()) {}
+  int64_t cached_pages(int, uint64_t off, uint64_t n) override {
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    return n ? static_cast<int64_t>((off + n - 1) / page - off / page + 1) : 0;
+  }
+};
+
+ArrayOptions with_env(std::shared_ptr<Env> env) {
+  ArrayOptions o;
+  o.context = std::make_shared<Context>(EngineOptions(), std::move(env));
+  return o;
+}
+
 struct Fixture {
   testutil::TempDir tmp{"tessera_par_read"};
   std::string dir = tmp.sub("a");
   Model model;
+  ArrayOptions disk() const { return with_env(std::make_shared<DiskEnv>()); }
 
   explicit Fixture(Order cells = Order::kRowMajor) {
     Schema s;
@@ -132,7 +156,7 @@ class ParallelReadCells : public ::testing::TestWithParam<Order> {};
 TEST_P(ParallelReadCells, ColdAndWarmBoxReadsMatchTheModel) {
   Fixture fx(GetParam());
   std::unique_ptr<Array> a;
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   Rng rng(9);
   struct B {
     uint64_t r0, r1, c0, c1, pad;
@@ -154,10 +178,10 @@ TEST_P(ParallelReadCells, ColdAndWarmBoxReadsMatchTheModel) {
   EXPECT_GT(ReadPlanner::warm_parallel_reads(), warm) << "no large re-read was split over the cores";
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // everything, after the blocks are verified
   // A fresh open reads the whole array cold in one call (many jobs, a sliding prefetch).
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);
   // Rows and columns through every tile, cold, into padded destinations too.
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   fx.check_box(*a, 0, kN - 1, 77, 77, 3);
   fx.check_box(*a, 1999, 1999, 0, kN - 1);
   fx.check_box(*a, 5, kN - 6, 600, 601, 1);
@@ -186,7 +210,7 @@ TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
     const std::vector<uint8_t> original = read_file(Env::posix(), frag);
     testutil::flip_byte(frag, off);
     std::unique_ptr<Array> a;
-    ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+    ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
     // A large box over the damaged tile and its neighbours, ending 300 rows inside the
     // tile: cold, and readahead would overread, so it runs parallel.
     const uint64_t r0 = tile.lo[0], r1 = tile.hi[0] - 300;
@@ -224,11 +248,11 @@ namespace {
 TEST(ParallelRead, ScatteredWholeTilesPrefetchContiguousOnesStaySerial) {
   Fixture fx;
   std::unique_ptr<Array> a;
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   uint64_t before = ReadPlanner::parallel_reads();
   fx.check_box(*a, 2 * kT, 3 * kT - 1, 0, kN - 1);  // band 2: no overlay, four whole tiles
   EXPECT_EQ(ReadPlanner::parallel_reads(), before) << "contiguous whole tiles should stay serial";
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   before = ReadPlanner::parallel_reads();
   fx.check_box(*a, 0, kN - 1, 1700, 1700);  // a column outside the overlay
   EXPECT_GT(ReadPlanner::parallel_reads(), before) << "scattered whole tiles should be prefetched exactly";
@@ -290,7 +314,7 @@ namespace {
 TEST(ParallelRead, ShortSerialColdReadIsHintedAndStillVerified) {
   Fixture fx;
   std::unique_ptr<Array> a;
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   // Band 2 (no overlay), tiles (2,0) and (2,1) but for their last row and column.
   const uint64_t r0 = 2 * kT, r1 = 3 * kT - 2, c0 = 0, c1 = 2 * kT - 2;
   uint64_t par = ReadPlanner::parallel_reads(), hinted = ReadPlanner::hinted_serial_reads();
@@ -299,7 +323,7 @@ TEST(ParallelRead, ShortSerialColdReadIsHintedAndStillVerified) {
   EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1) << "its cold blocks should have been hinted";
   fx.check_box(*a, r0, r1, c0, c1);
   EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1) << "a re-read of verified blocks hints nothing";
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   hinted = ReadPlanner::hinted_serial_reads();
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // 16 MiB cold: left to the readahead
   EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted) << "a read longer than the window is not hinted";
@@ -315,13 +339,99 @@ TEST(ParallelRead, ShortSerialColdReadIsHintedAndStillVerified) {
   }
   ASSERT_FALSE(frag.empty()) << "no fragment holds tile (2,1) whole";
   testutil::flip_byte(frag, off);
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   hinted = ReadPlanner::hinted_serial_reads();
   std::vector<int32_t> out((r1 - r0 + 1) * (c1 - c0 + 1));
   Status st = a->read(Selection::from_box(Box({r0, c0}, {r1, c1})), out.data());
   EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
   EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
   EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1);
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A large first read of blocks all in the page cache (a file reopened just after it was
+// written) costs CPU only, as a warm re-read does: it is split over the cores
+// (ReadPlanner::resident_parallel_reads), contiguous whole tiles too, without hints; every
+// block is still verified (a damaged one fails the read), and the cells match the model.
+// The same reads from the disk take the cold paths, and a read that finds one job's
+// blocks missing from the page cache is not taken for a resident one.
+TEST(ParallelRead, ResidentFirstReadIsSplitOverTheCores) {
+  Fixture fx;
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<CachedEnv>()), &a).ok());
+  uint64_t res = ReadPlanner::resident_parallel_reads(), par = ReadPlanner::parallel_reads();
+  const uint64_t hinted = ReadPlanner::hinted_serial_reads();
+  fx.check_box(*a, 2 * kT, 3 * kT - 1, 0, kN - 1);  // band 2: four contiguous whole tiles
+  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 1) << "a resident band should be split over the cores";
+  fx.check_box(*a, 0, kN - 1, 1700, 1700);  // a column through scattered tiles
+  fx.check_box(*a, 0, kN - 1, 0, kN - 1, 5);  // everything, strided (band 2 now verified)
+  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 3);
+  EXPECT_EQ(ReadPlanner::parallel_reads(), par) << "resident blocks take no cold path";
+  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted) << "resident blocks need no hint";
+  fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // verified now: a warm re-read
+  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 3);
+
+  // From the disk, the band stays serial (readahead) and the column is prefetched.
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
+  res = ReadPlanner::resident_parallel_reads(), par = ReadPlanner::parallel_reads();
+  fx.check_box(*a, 2 * kT, 3 * kT - 1, 0, kN - 1);
+  fx.check_box(*a, 0, kN - 1, 1700, 1700);
+  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res);
+  EXPECT_EQ(ReadPlanner::parallel_reads(), par + 1);
+
+  // Band 3 cached, band 1 not: the read of both is not a resident one.
+  const std::string band1 = [&] {
+    for (const std::string& p : band_fragments(fx.dir)) {
+      auto f = Fragment::open(p);
+      for (const DenseEntry& e : f->meta().dense)
+        if (e.kind == DenseEntry::kData && e.box.lo[0] == kT && e.box.hi[0] == 2 * kT - 1) return p;
+    }
+    return std::string();
+  }();
+  ASSERT_FALSE(band1.empty());
+  class PartlyCachedEnv final : public EnvWrapper {
+   public:
+    explicit PartlyCachedEnv(std::string missing) : EnvWrapper(Env::posix()), missing_(std::move(missing)) {}
+    int open(const char* path, int flags, mode_t mode) override {
+      const int fd = EnvWrapper::open(path, flags, mode);
+      if (fd >= 0 && missing_ == path) missing_fd_ = fd;
+      return fd;
+    }
+    int64_t cached_pages(int fd, uint64_t off, uint64_t n) override {
+      return fd == missing_fd_ ? 0 : cached_.cached_pages(fd, off, n);
+    }
+   private:
+    std::string missing_;
+    int missing_fd_ = -1;
+    CachedEnv cached_;
+  };
+  ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<PartlyCachedEnv>(band1)), &a).ok());
+  res = ReadPlanner::resident_parallel_reads();
+  fx.check_box(*a, kT + kT / 2, 3 * kT - 1, 0, kN - 1);  // half of band 1, all of band 3
+  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res) << "a read with blocks on the disk is not resident";
+
+  // A damaged block in a resident read still fails it, from the pool, and the rest reads.
+  const std::string frag = band_fragments(fx.dir).front();
+  auto f = Fragment::open(frag);
+  ASSERT_FALSE(f->meta().dense.empty());
+  const DenseEntry e = f->meta().dense.front();
+  f.reset();
+  ASSERT_EQ(e.kind, DenseEntry::kData);
+  testutil::flip_byte(frag, e.blob.offset + 3 * kCheckBlock + 9);
+  ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<CachedEnv>()), &a).ok());
+  res = ReadPlanner::resident_parallel_reads();
+  std::vector<int32_t> out(kN * kN);
+  Status st = a->read(Selection::from_box(Box({0, 0}, {kN - 1, kN - 1})), out.data());
+  EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
+  EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
+  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 1);
+  const uint64_t other_r0 = e.box.lo[0] >= kT ? 0 : kT;
+  fx.check_box(*a, other_r0, other_r0 + kT - 1, 0, kN - 1);
 }
 
 }  // namespace
