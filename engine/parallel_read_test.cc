@@ -436,3 +436,38 @@ TEST(ParallelRead, ResidentFirstReadIsSplitOverTheCores) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// A re-read of whole tiles that the tile cache holds (read twice: cached on the second
+// read) copies them out of memory split over the cores (cached_parallel_reads), into
+// dense and strided destinations, and the cells match the model; with no tile cache the
+// same re-reads are warm reads of verified blocks instead.
+TEST(ParallelRead, TileCacheCopiesAreSplitOverTheCores) {
+  Fixture fx;
+  std::unique_ptr<Array> a;
+  ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
+  const uint64_t r0 = 2 * kT, r1 = 3 * kT - 1;  // band 2: four whole 1 MiB tiles
+  fx.check_box(*a, r0, r1, 0, kN - 1);  // cold
+  fx.check_box(*a, r0, r1, 0, kN - 1);  // verified, read again: cached now
+  const uint64_t cached = ReadPlanner::cached_parallel_reads();
+  fx.check_box(*a, r0, r1, 0, kN - 1);
+  fx.check_box(*a, r0, r1, 0, kN - 1, 3);
+  EXPECT_EQ(ReadPlanner::cached_parallel_reads(), cached + 2) << "copies out of the tile cache stayed serial";
+  fx.check_box(*a, r0, r0 + kT / 4, 0, kN - 1);  // 1 MiB: too small to split
+  EXPECT_EQ(ReadPlanner::cached_parallel_reads(), cached + 2);
+
+  EngineOptions eo;
+  eo.tile_cache_mb = 0;
+  ArrayOptions no_cache;
+  no_cache.context = std::make_shared<Context>(eo, std::make_shared<DiskEnv>());
+  ASSERT_TRUE(Array::open(fx.dir, false, no_cache, &a).ok());
+  const uint64_t warm = ReadPlanner::warm_parallel_reads();
+  for (int k = 0; k < 3; ++k) fx.check_box(*a, r0, r1, 0, kN - 1);
+  EXPECT_EQ(ReadPlanner::cached_parallel_reads(), cached + 2);
+  EXPECT_EQ(ReadPlanner::warm_parallel_reads(), warm + 2);
+}
+
+}  // namespace
+}  // namespace tessera

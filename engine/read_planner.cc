@@ -296,6 +296,7 @@ bool ReadPlanner::stage_runs(const Selection& sel, const Box& piece, const Fragm
 std::atomic<uint64_t> ReadPlanner::parallel_reads_{0};
 std::atomic<uint64_t> ReadPlanner::warm_parallel_reads_{0};
 std::atomic<uint64_t> ReadPlanner::resident_parallel_reads_{0};
+std::atomic<uint64_t> ReadPlanner::cached_parallel_reads_{0};
 std::atomic<uint64_t> ReadPlanner::hinted_serial_reads_{0};
 
 // Cuts every run longer than a job at kSplitBytes-aligned block boundaries, so that a
@@ -506,9 +507,6 @@ void ReadPlanner::read_jobs() {
   // A large re-read of verified blocks (most likely in the page cache) costs the kernel's
   // copy plus the checksums, both CPU: it is split over the cores (the filter pool, whose
   // workers are one per usable core) instead of the disk-waiting I/O pool.
-  // Tiles all in the tile cache are one memcpy each, which the memory bus, not the core,
-  // limits: split over two cores it measured no faster (0.20-0.32 ms against 0.22-0.24 ms
-  // for an 8 MiB tile), and the pool's wake-ups cost more on a busy machine.
   const bool warm = cold == 0 && jobs_.size() >= 2 && bytes >= kParallelWarmBytes && !from_memory;
   // The same holds for a large first read (in this open) of blocks that are all in the
   // page cache: a file written or read a moment ago, reopened (the h5py demo's read-back).
@@ -519,7 +517,12 @@ void ReadPlanner::read_jobs() {
                         std::all_of(jobs_.begin(), jobs_.end(), [](const Job& j) {
                           return !j.cold_span || j.f->span_resident(j.idx, j.runs, j.cold_span);
                         });
-  const bool cpu = warm || resident;  // the filter pool, no prefetch
+  // Tiles all in the tile cache are one memcpy per job.  Split over two cores, an 8 MiB
+  // tile copies in 0.54-0.64 ms instead of 0.84-1.36 ms on this project's 2-core
+  // machines (the warm 'Tile' read, docs/benchmarks.md "fourteenth pass"); a host where
+  // one core fills the memory bus gains nothing and pays a wake-up (tens of µs).
+  const bool memory = from_memory && jobs_.size() >= 2 && bytes >= kParallelWarmBytes;
+  const bool cpu = warm || resident || memory;  // the filter pool, no prefetch
   if (!cpu && (jobs_.size() < 2 || cold < kParallelMinBytes || overread < kParallelMinBytes)) {
     // A short cold read of several jobs (kParallelMinBytes to kPrefetchWindow of blocks
     // not verified yet: a tile, a box in one or two tiles) hands its jobs' blocks to the
@@ -623,7 +626,7 @@ void ReadPlanner::read_jobs() {
     gate->closed = true;
     gate->cv.wait(l, [&] { return gate->active == 0; });
   }
-  ++(warm ? warm_parallel_reads_ : resident ? resident_parallel_reads_ : parallel_reads_);
+  ++(warm ? warm_parallel_reads_ : resident ? resident_parallel_reads_ : memory ? cached_parallel_reads_ : parallel_reads_);
   if (sh.error) std::rethrow_exception(sh.error);
 }
 

@@ -47,6 +47,8 @@ class ReadPlanner {
   static uint64_t warm_parallel_reads() { return warm_parallel_reads_.load(); }
   // How many first reads of blocks found in the page cache were split over the cores.
   static uint64_t resident_parallel_reads() { return resident_parallel_reads_.load(); }
+  // How many copies out of the tile cache were split over the cores.
+  static uint64_t cached_parallel_reads() { return cached_parallel_reads_.load(); }
   // How many short serial cold reads handed their blocks to the kernel first.
   static uint64_t hinted_serial_reads() { return hinted_serial_reads_.load(); }
 
@@ -121,7 +123,8 @@ class ReadPlanner {
     uint64_t tile_bytes;
   };
   std::vector<Staged> staged_;
-  static std::atomic<uint64_t> parallel_reads_, warm_parallel_reads_, resident_parallel_reads_, hinted_serial_reads_;
+  static std::atomic<uint64_t> parallel_reads_, warm_parallel_reads_, resident_parallel_reads_, cached_parallel_reads_,
+      hinted_serial_reads_;
   // Job size (bytes of check blocks), the cold bytes (and bytes readahead would read past
   // the pieces) below which a read stays serial, and
   // how far ahead of the readers blocks are prefetched (bounds the page cache a read claims).
