@@ -434,12 +434,6 @@ TEST(ParallelRead, ResidentFirstReadIsSplitOverTheCores) {
   fx.check_box(*a, other_r0, other_r0 + kT - 1, 0, kN - 1);
 }
 
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
 // A re-read of whole tiles that the tile cache holds (read twice: cached on the second
 // read) copies them out of memory split over the cores (cached_parallel_reads), into
 // dense and strided destinations, and the cells match the model; with no tile cache the
