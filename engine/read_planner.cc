@@ -511,7 +511,7 @@ void ReadPlanner::read_jobs() {
   // The same holds for a large first read (in this open) of blocks that are all in the
   // page cache: a file written or read a moment ago, reopened (the h5py demo's read-back).
   // Left serial, a read of contiguous tiles cost one core the kernel's copy, the faults
-  // of a fresh destination and the checksums (0.13 s for 256 MiB; split, 0.07 s).  One
+  // of a fresh destination and the checksums (0.13 s for 256 MiB; split, 0.08-0.12 s).  One
   // cachestat per job asks; a read from the disk stops asking at its first job.
   const bool resident = !warm && cold && jobs_.size() >= 2 && bytes >= kParallelWarmBytes && !from_memory &&
                         std::all_of(jobs_.begin(), jobs_.end(), [](const Job& j) {
