@@ -57,14 +57,24 @@ class DiskEnv final : public EnvWrapper {
  public:
   DiskEnv() : EnvWrapper(Env::posix()) {}
 };
-// The opposite: every byte is in the page cache (the real files are read either way).
+// The opposite: every byte is in the page cache (the real files are read either way),
+// but for the file named `missing`, if any, which has no page there.
 class CachedEnv final : public EnvWrapper {
  public:
-  CachedEnv() : EnvWrapper(Env::posix()) {}
-  int64_t cached_pages(int, uint64_t off, uint64_t n) override {
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    return n ? static_cast<int64_t>((off + n - 1) / page - off / page + 1) : 0;
+  explicit CachedEnv(std::string missing = "") : EnvWrapper(Env::posix()), missing_(std::move(missing)) {}
+  int open(const char* path, int flags, mode_t mode) override {
+    const int fd = EnvWrapper::open(path, flags, mode);
+    if (fd >= 0 && missing_ == path) missing_fd_ = fd;
+    return fd;
   }
+  int64_t cached_pages(int fd, uint64_t off, uint64_t n) override {
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    return n && fd != missing_fd_ ? static_cast<int64_t>((off + n - 1) / page - off / page + 1) : 0;
+  }
+
+ private:
+  std::string missing_;
+  int missing_fd_ = -1;
 };
 
 ArrayOptions with_env(std::shared_ptr<Env> env) {
@@ -394,23 +404,7 @@ TEST(ParallelRead, ResidentFirstReadIsSplitOverTheCores) {
     return std::string();
   }();
   ASSERT_FALSE(band1.empty());
-  class PartlyCachedEnv final : public EnvWrapper {
-   public:
-    explicit PartlyCachedEnv(std::string missing) : EnvWrapper(Env::posix()), missing_(std::move(missing)) {}
-    int open(const char* path, int flags, mode_t mode) override {
-      const int fd = EnvWrapper::open(path, flags, mode);
-      if (fd >= 0 && missing_ == path) missing_fd_ = fd;
-      return fd;
-    }
-    int64_t cached_pages(int fd, uint64_t off, uint64_t n) override {
-      return fd == missing_fd_ ? 0 : cached_.cached_pages(fd, off, n);
-    }
-   private:
-    std::string missing_;
-    int missing_fd_ = -1;
-    CachedEnv cached_;
-  };
-  ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<PartlyCachedEnv>(band1)), &a).ok());
+  ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<CachedEnv>(band1)), &a).ok());
   res = ReadPlanner::resident_parallel_reads();
   fx.check_box(*a, kT + kT / 2, 3 * kT - 1, 0, kN - 1);  // half of band 1, all of band 3
   EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res) << "a read with blocks on the disk is not resident";
