@@ -1,11 +1,11 @@
 /* tessera.c — libtessera_api: see tessera.h.
  *
  * Each call checks that the object is served by the tessera connector, finds the
- * connector's dataset optional operation by name (vol/sparse_ops.h) and runs it through
+ * connector's dataset optional operation by name (include/tessera/sparse_ops.h) and runs it through
  * H5VLdataset_optional_op, so the work happens in the connector, under HDF5's API lock,
  * with its errors on HDF5's error stack.  This library only adds its own records for
  * what it finds wrong before the call (an error class "tessera API"). */
-#include "api/tessera.h"
+#include "tessera/tessera.h"
 
 #include <H5VLconnector.h> /* H5VLfind_opt_operation, H5VLdataset_optional_op */
 #include <pthread.h>
@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vol/layout_prop.h"
-#include "vol/query_ops.h"
-#include "vol/sparse_ops.h"
+#include "tessera/layout_prop.h"
+#include "tessera/query_ops.h"
+#include "tessera/sparse_ops.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static hid_t g_class = H5I_INVALID_HID, g_major = H5I_INVALID_HID, g_minor = H5I_INVALID_HID;

@@ -12,7 +12,7 @@
 
 #include "convert/failure.h"
 #include "convert/hid.h"
-#include "vol/region_ops.h"
+#include "tessera/region_ops.h"
 
 namespace tool {
 
@@ -161,7 +161,7 @@ int collect_chunk(const hsize_t* offset, unsigned mask, haddr_t, hsize_t size, v
 }
 
 // No filters, or only filters that tessera keeps as HDF5's own chunk bytes
-// (vol/chunk_io.cc): stored chunks can move unchanged in both directions, and chunks
+// (vol/io/chunk_io.cc): stored chunks can move unchanged in both directions, and chunks
 // never written stay unallocated in the target.
 bool shared_filters(hid_t dcpl) {
   const int n = H5Pget_nfilters(dcpl);
@@ -571,7 +571,7 @@ class Copier {
     if (H5Tequal(ftype, H5T_STD_REF_DSETREG) > 0) {
       // Old-style region references (12 bytes): natively a global heap entry holding the
       // selection; in a container the dataset's id and the id of a catalog record of the
-      // selection (vol/region_ops.h) — each side read and written its own way.
+      // selection (include/tessera/region_ops.h) — each side read and written its own way.
       constexpr size_t kRef = H5R_DSET_REG_REF_BUF_SIZE;
       std::vector<unsigned char> v(n * kRef);
       read(ftype, v.data());

@@ -1,7 +1,7 @@
 // h5copy.h — copying a whole HDF5 file's contents from one open file to another with
 // HDF5's C API, whatever connector each is opened with: `tessera export` (a tessera
 // container to a native HDF5 file) and `tessera import` (the reverse) are this copy with
-// the two ends swapped, and so are the connector's file images (vol/file_image.h).  HDF5's own H5Ocopy cannot copy between files of different
+// the two ends swapped, and so are the connector's file images (vol/model/file_image.h).  HDF5's own H5Ocopy cannot copy between files of different
 // connectors.
 //
 // What is copied: every group (with its creation properties: link creation order, link

@@ -1,8 +1,8 @@
 // Catalog log (catalog.log: framed batches of puts and deletes, docs/format.md "Catalog")
 // replayed by a read-only open, then the commit records it holds (cm/<seq>, sys/commit:
-// engine/history.h) decoded the way `tessera log` and open-as-of do.
-#include "engine/catalog.h"
-#include "engine/history.h"
+// engine/catalog/history.h) decoded the way `tessera log` and open-as-of do.
+#include "engine/catalog/catalog.h"
+#include "engine/catalog/history.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

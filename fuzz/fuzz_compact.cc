@@ -1,8 +1,8 @@
 // A compact array's cells record ("TSRACELL" then the cells; docs/format.md "Compact
 // arrays") decoded against its schema and read back, as CompactArray does on first use.
 // Input: [u32 n][schema file (n bytes)][record].
-#include "engine/array_files.h"
-#include "engine/compact_cells.h"
+#include "engine/array/array_files.h"
+#include "engine/array/compact_cells.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

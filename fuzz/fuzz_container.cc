@@ -5,8 +5,8 @@
 // file is a valid one, written once).
 #include <cstdlib>
 
-#include "engine/array.h"
-#include "engine/container.h"
+#include "engine/array/array.h"
+#include "engine/container/container.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

@@ -1,10 +1,10 @@
 // A filter pipeline as stored in a fragment footer, then a stored tile decoded through
-// it (engine/filter.h: shuffle, deflate, zstd, lz4, zlib).  Input: [u32 raw size]
+// it (engine/tile/filter.h: shuffle, deflate, zstd, lz4, zlib).  Input: [u32 raw size]
 // [u32 pipeline length][pipeline][stored bytes].  The raw size is what a footer claims,
 // capped at 16 MiB here (a footer's raw sizes are checked against the tile's cells by
 // the fragment parser, which fuzz_fragment covers).
-#include "engine/bytes.h"
-#include "engine/filter.h"
+#include "engine/util/bytes.h"
+#include "engine/tile/filter.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

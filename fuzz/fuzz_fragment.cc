@@ -2,10 +2,10 @@
 // docs/format.md "Fragment files") opened, checked against its array's schema and read
 // whole the way `tessera verify` and reads do: every dense tile, every sparse and erased
 // tile's cells.  Input: [u32 n][schema file (n bytes)][fragment].
-#include "engine/array_files.h"
-#include "engine/context.h"
-#include "engine/fragment.h"
-#include "engine/layout.h"
+#include "engine/array/array_files.h"
+#include "engine/context/context.h"
+#include "engine/fragment/fragment.h"
+#include "engine/schema/layout.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

@@ -2,9 +2,9 @@
 // files") opened against its fragment and read whole the way a query does: every bin's
 // pair rows and every (chunk, bin) bitmap.  Input: [u32 n][fragment (n bytes)]
 // [element type byte][index file].
-#include "engine/context.h"
-#include "engine/fragment.h"
-#include "engine/index_format.h"
+#include "engine/context/context.h"
+#include "engine/fragment/fragment.h"
+#include "engine/index/index_format.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

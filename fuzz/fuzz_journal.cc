@@ -1,8 +1,8 @@
 // A publish journal (publish.journal, publish-r<rank>.journal: docs/format.md "Publish
 // journal"), decoded as recovery does on open, and the schema file it may carry parsed
 // as array_publish.cc does.
-#include "engine/array_files.h"
-#include "engine/publish_journal.h"
+#include "engine/array/array_files.h"
+#include "engine/publish/publish_journal.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

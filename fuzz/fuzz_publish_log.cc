@@ -7,7 +7,7 @@
 // Input: [u32 n][rank 0's log (n bytes)][rank 1's log]; an empty part is no log.
 #include <map>
 
-#include "engine/publish_log.h"
+#include "engine/publish/publish_log.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

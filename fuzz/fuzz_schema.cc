@@ -1,9 +1,9 @@
 // An array's schema file (<array>/schema: u32 length, the schema, the extent change's id,
 // XXH3; docs/format.md "Arrays"), as Array::open reads it, and what is derived from a
 // schema on open: the layout (tile/cell order keys) and a compact array's cells.
-#include "engine/array_files.h"
-#include "engine/compact_cells.h"
-#include "engine/layout.h"
+#include "engine/array/array_files.h"
+#include "engine/array/compact_cells.h"
+#include "engine/schema/layout.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

@@ -5,9 +5,9 @@
 // the log (a writer that goes on) and the handle is refreshed and read again, so records
 // split across polls, a record caught mid-append and kClosed are reached too.
 // Input: [u32 n][the log's first n bytes][the bytes appended later].
-#include "engine/array.h"
-#include "engine/array_files.h"
-#include "engine/share_log.h"
+#include "engine/array/array.h"
+#include "engine/array/array_files.h"
+#include "engine/publish/share_log.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/share_log_array.h"
 

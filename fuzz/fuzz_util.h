@@ -5,7 +5,7 @@
 // for a format version this build does not read).  Anything else — a crash, a sanitizer
 // report, an allocation past libFuzzer's -malloc_limit_mb, another exception, kInternal
 // (an internal assertion bad bytes reached) — is a finding.  Built with
-// TESSERA_FUZZING, checksum64 returns 0 (engine/checksum.cc), so mutated bytes reach the
+// TESSERA_FUZZING, checksum64 returns 0 (engine/util/checksum.cc), so mutated bytes reach the
 // parsers behind the checksums; the seed corpus is written by that same build.
 #pragma once
 #include <unistd.h>
@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/context.h"
-#include "engine/error.h"
-#include "engine/file_io.h"
-#include "engine/options.h"
+#include "engine/context/context.h"
+#include "engine/util/error.h"
+#include "engine/util/file_io.h"
+#include "engine/context/options.h"
 
 namespace tessera::fuzz {
 

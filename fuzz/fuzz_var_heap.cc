@@ -2,7 +2,7 @@
 // (<array>/heap/<id>.thp: docs/format.md "Heap files"), as reads and verify do.
 // Input: [32-byte descriptor][heap file].  The heap is written under the name the
 // descriptor points at.
-#include "engine/var_heap.h"
+#include "engine/fragment/var_heap.h"
 #include "fuzz/fuzz_util.h"
 
 using namespace tessera;

@@ -2,7 +2,7 @@
 // make_corpus writes its seed logs from: both must use the same schema, since a log's
 // records are fragments of that array.
 #pragma once
-#include "engine/array.h"
+#include "engine/array/array.h"
 
 namespace tessera::fuzz {
 

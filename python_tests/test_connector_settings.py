@@ -1,4 +1,4 @@
-"""Engine settings through the connector (engine/options.h, vol/connector_info.h):
+"""Engine settings through the connector (engine/context/options.h, vol/base/connector_info.h):
 HDF5_VOL_CONNECTOR="tessera key=value ..." and TESSERA_* environment variables reach the
 engine, a bad or unknown setting is an HDF5 error at the open that names it (and creates
 nothing), and a setting takes effect: inline_fragment_kb=0 stores even a tiny dataset's

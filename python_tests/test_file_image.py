@@ -1,4 +1,4 @@
-"""File images on tessera (vol/file_image.h): a file image is the bytes of a native HDF5
+"""File images on tessera (vol/model/file_image.h): a file image is the bytes of a native HDF5
 file, both ways.
 
 Every check compares with native HDF5 in a child process (native_env): images native
@@ -186,7 +186,7 @@ def test_bad_images_fail_clearly(tessera_env, tmp_path):
 # --------------------------------------------------------------------------- file objects
 # h5py's file-object driver keeps a file's bytes in a Python file-like object: tessera
 # imports them at open and writes the whole file back through the driver, as a native
-# HDF5 file, at create, flush and close (vol/file_image.h).
+# HDF5 file, at create, flush and close (vol/model/file_image.h).
 
 def test_a_file_object_holds_a_native_file(tessera_env, tmp_path):
     import io

@@ -339,7 +339,7 @@ def test_object_times_as_native(tessera_env, tmp_path):
 
 # Dense writes of blocks wider than a chunk (the h5py demo's chunk-row blocks): an
 # unfiltered tile whose rows are >= 512 bytes in the caller's buffer is written straight
-# from those rows (engine/row_spans.h, FragmentWriter::add_dense_tile_spans), shorter rows
+# from those rows (engine/tile/row_spans.h, FragmentWriter::add_dense_tile_spans), shorter rows
 # are gathered first, filtered tiles always.  Odd chunk shapes, partial edge chunks, blocks
 # not aligned to chunks, NaNs, 3-D — each read back whole and in slices, against native.
 ROW_BLOCKS_SCENARIO = textwrap.dedent(r'''

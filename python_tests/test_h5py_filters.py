@@ -1,6 +1,6 @@
 """h5py's filters on tessera, compared with native HDF5 run in another process.
 
-scale-offset is lossy by design: native's values are the reference (vol/value_filters.h
+scale-offset is lossy by design: native's values are the reference (vol/model/value_filters.h
 runs HDF5's own pipeline over each written chunk).  lzf is h5py's own registered filter
 (stored with tessera's lz4; values must simply survive).  Reads go through a reopened
 file: native keeps written chunks unfiltered in its chunk cache until they leave it.

@@ -1,4 +1,4 @@
-"""h5py virtual datasets on tessera, compared with native HDF5 (vol/virtual_dataset.h).
+"""h5py virtual datasets on tessera, compared with native HDF5 (vol/io/virtual_dataset.h).
 
 The scenario runs in a child process natively and on tessera (test_h5py_datasets
 .run_scenario) and records what it observes as plain Python values; both must be equal.

@@ -1,4 +1,4 @@
-"""SWMR across processes (vol/swmr.h): one writer appends to an unlimited dataset and
+"""SWMR across processes (vol/model/swmr.h): one writer appends to an unlimited dataset and
 flushes after each append; two reader processes, opened with swmr=True while it writes,
 refresh and read over and over.  Every reader observation must be a prefix of what the
 writer wrote — the values of rows 0..n-1, never a fill value or a torn row — and the

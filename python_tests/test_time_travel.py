@@ -1,4 +1,4 @@
-"""Time travel (engine/history.h, docs/tool.md "Reading the past"): a container opened as
+"""Time travel (engine/catalog/history.h, docs/tool.md "Reading the past"): a container opened as
 of any past commit reads exactly what that commit left.
 
 A model of the file — every dataset's values, shape and attributes, every path — is

@@ -189,7 +189,7 @@ def new_file(path, native: bool) -> h5py.File:
 
 def test_direct_chunk_read_matches_native(tessera_env, tmp_path):
     """H5Dread_chunk through h5py: HDF5 2.x hands the connector a larger argument struct
-    (with the caller's buffer size) than 1.14 (vol/h5_runtime.h NativeChunkRead2)."""
+    (with the caller's buffer size) than 1.14 (vol/base/h5_runtime.h NativeChunkRead2)."""
     import zlib
 
     from conftest import HDF5
@@ -226,7 +226,7 @@ def test_direct_chunk_read_matches_native(tessera_env, tmp_path):
 
 def test_direct_chunk_write_matches_native(tessera_env, tmp_path):
     """H5Dwrite_chunk through h5py: HDF5 2.x's argument struct has a size_t size (1.14: a
-    uint32_t), which moves the buffer pointer (vol/h5_runtime.h NativeChunkWrite2).  Read
+    uint32_t), which moves the buffer pointer (vol/base/h5_runtime.h NativeChunkWrite2).  Read
     with 1.14's layout, the connector took the size for the buffer and crashed."""
     import zlib
 
@@ -266,7 +266,7 @@ def test_every_hdf5_symbol_tessera_links_is_in_this_libhdf5(build_dir):
     libhdf5 (RTLD_NOW at plugin load).  A function this HDF5 lacks (as HDF5 2.0's serial
     wheel lacks H5Pget_dxpl_mpio) would only show up as a plugin that does not load; this
     names it.  Functions that differ between versions are looked up at run time instead
-    (vol/h5_runtime.h) and are not in these lists."""
+    (vol/base/h5_runtime.h) and are not in these lists."""
     hdf5 = loaded_hdf5_paths()
     assert len(hdf5) == 1, hdf5
     defined = _dynamic_symbols(hdf5[0], "--defined-only")

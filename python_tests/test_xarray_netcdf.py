@@ -136,7 +136,7 @@ def test_netcdf4_same_as_native(tessera_env, tmp_path):
 
 # netCDF-4 as bytes (`to_netcdf()` without a path, `open_dataset(BytesIO)`): the bytes are
 # a native HDF5 file that tessera writes through h5py's file-object driver
-# (vol/file_image.h), dimension scales' references re-pointed on the way.
+# (vol/model/file_image.h), dimension scales' references re-pointed on the way.
 BYTES_CHILD = textwrap.dedent(r'''
     import io, pickle, sys
     import h5py, numpy as np, xarray as xr

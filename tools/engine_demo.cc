@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/container.h"
+#include "engine/container/container.h"
 
 using namespace tessera;
 

@@ -2,7 +2,7 @@
  * tessera vs native HDF5 (vol_test_log.h).
  *
  * The connector commits an attribute's creation together with the H5Awrite that usually
- * follows it (one catalog put instead of two; vol/object_model.h defer_attr_create), and
+ * follows it (one catalog put instead of two; vol/model/object_model.h defer_attr_create), and
  * commits it first whenever any other call comes in between.  Every call here comes in
  * between in its own way — existence checks, counts, iteration, reads before the write,
  * a second attribute, another file, a failed write, a write of no elements, a committed

@@ -4,7 +4,7 @@
  * The connector reads what a dcpl says (layout, chunk dims, allocation and fill time,
  * fill value state, filters, external files, time tracking, attribute creation order)
  * once per distinct encoding of the dcpl and reuses it for every dataset created with
- * the same encoding (vol/plist_cache.h; issue 20).  Each step here changes one of those
+ * the same encoding (vol/base/plist_cache.h; issue 20).  Each step here changes one of those
  * between two creations with the same ID, so a stale or wrongly keyed answer shows as
  * a difference from native: in H5Dget_create_plist, in the object's times, in the order
  * attributes iterate in, or in the values never-written elements read as.  A vlen

@@ -9,11 +9,11 @@
  * H5P_ATTRIBUTE_CREATE_DEFAULT's character set or H5P_DATASET_ACCESS_DEFAULT's external
  * file prefix therefore changes nothing for objects made with H5P_DEFAULT — while a list
  * of the application's own with the same settings does.  The connector answers the same
- * way without reading the default lists (vol/default_plists.h; issue 20): a connector that
+ * way without reading the default lists (vol/base/default_plists.h; issue 20): a connector that
  * read them, or one that ignored the application's own lists, differs from native here.
  * Likewise the default dcpl: native makes every dataset created with it from a copy taken
  * at library start, while the creating handle reports the list as it is now
- * (vol/dcpl.h dcpl_encoding); its properties are changed between creates below.
+ * (vol/types/dcpl.h dcpl_encoding); its properties are changed between creates below.
  *
  * Usage: test_default_plists [directory for the files]
  */
@@ -220,7 +220,7 @@ static void scenario(const char *path, hid_t fapl, log_t *L)
     /* Changed default dcpl, between creates with it.  Native makes each dataset created with
      * the default list from a copy made at library init (layout, object header flags: times
      * and attribute creation order), while the creating handle reports the list as it is
-     * now (vol/dcpl.h dcpl_encoding). */
+     * now (vol/types/dcpl.h dcpl_encoding). */
     hsize_t chunk = 2;
     const char *dnames[] = {"dc_plain", "dc_untimed", "dc_corder", "dc_phase", "dc_hint", "dc_chunk", "dc_restored"};
     for (int i = 0; i < 7; ++i) {

@@ -1,5 +1,5 @@
 /* test_error_codes.c — engine errors keep their code on HDF5's error stack
- * (vol/error.h): each failure below must leave a record of the "tessera" class whose
+ * (vol/base/error.h): each failure below must leave a record of the "tessera" class whose
  * minor code names what went wrong, not one generic code for everything.
  *
  *   a container that does not exist        -> "not found"

@@ -1,4 +1,4 @@
-/* test_external.c — raw data in external files (H5Pset_external, vol/external_storage.h),
+/* test_external.c — raw data in external files (H5Pset_external, vol/types/external_storage.h),
  * tessera compared with native HDF5 (vol_test_log.h): segments across files with
  * offsets, whole/hyperslab/point writes and reads with type conversion, the bytes the
  * external files hold (read back with stdio), an unlimited last segment with

@@ -1,5 +1,5 @@
 /* test_file_settings.c — file-level settings that shape only HDF5's own format or caches
- * (vol/file_settings.h), tessera compared with native HDF5 (vol_test_log.h): page
+ * (vol/base/file_settings.h), tessera compared with native HDF5 (vol_test_log.h): page
  * buffering and its rules, the file space strategy and page size, metadata block size,
  * alignment, sieve buffer, small data block, userblock, libver bounds, the metadata cache
  * configuration (H5Fget/set_mdc_config), file locking flags across two opens, the core

@@ -8,7 +8,7 @@
  *     one is skipped by both.
  *   - scale-offset (integer, lossy minbits, floating D-scale, with a fill value), n-bit
  *     (a 20-bit integer type) and a registered filter tessera does not know: HDF5's own
- *     pipeline runs over every written chunk (vol/value_filters.h), so the values read
+ *     pipeline runs over every written chunk (vol/model/value_filters.h), so the values read
  *     back — lossy by design — are native's, also after partial rewrites of chunks.
  *
  * Usage: test_filter_policy [directory for the files]
@@ -79,7 +79,7 @@ static int round_trip_typed(hid_t f, const char *name, hid_t ftype, int floats, 
     /* Read through a new handle: native keeps written chunks UNFILTERED in the dataset's
      * chunk cache, so until a chunk leaves the cache it returns the values as written;
      * what it stored (and returns after a reopen) is the filtered values, which is what
-     * tessera returns (vol/value_filters.h). */
+     * tessera returns (vol/model/value_filters.h). */
     H5Dclose(d);
     d = H5Dopen2(f, name, H5P_DEFAULT);
     memset(out, 0, sizeof out);

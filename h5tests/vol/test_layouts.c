@@ -8,7 +8,7 @@
  *
  * Usage: test_layouts [directory for the files]
  */
-#include "api/tessera.h"
+#include "tessera/tessera.h"
 #include "vol_test_log.h"
 
 #define N0 30

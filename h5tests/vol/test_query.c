@@ -1,4 +1,4 @@
-/* test_query.c — value indexes and queries through the public API (api/tessera.h):
+/* test_query.c — value indexes and queries through the public API (include/tessera/tessera.h):
  * tessera_Dbuild_index / Ddrop_index / Dget_index_info, tessera_Fquery_count, tessera_Fquery
  * (a selection) and tessera_Fquery_positions, against an independent model, and against
  * native HDF5.
@@ -18,7 +18,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "api/tessera.h"
+#include "tessera/tessera.h"
 #include "vol_test_log.h"
 
 /* Large enough that the first writes are fragment files (smaller ones are inline in the

@@ -4,7 +4,7 @@
  *
  * The connector remembers the encoding of a dataspace ID that selects everything and
  * decodes each stored dataspace and datatype encoding once per process, handing out
- * copies (vol/stored_space.h, vol/stored_type.h; issue 20).  These scenarios change an
+ * copies (vol/types/stored_space.h, vol/types/stored_type.h; issue 20).  These scenarios change an
  * ID's extent, selection and class between creations, change a type handed out, and
  * finally shut the library down and open the container again in the same process (the
  * caches hold library IDs, which die with the library).

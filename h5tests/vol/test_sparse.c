@@ -1,4 +1,4 @@
-/* test_sparse.c — tessera_Dget_defined and tessera_Derase (api/tessera.h) through the
+/* test_sparse.c — tessera_Dget_defined and tessera_Derase (include/tessera/tessera.h) through the
  * public HDF5 API, against an independent model: an array of values plus a "defined" flag
  * per element, updated by every write (defined), erase (undefined) and extent change
  * (cut elements undefined).  Random hyperslab (strided), union-of-hyperslabs and point
@@ -13,7 +13,7 @@
  */
 #include <stdint.h>
 
-#include "api/tessera.h"
+#include "tessera/tessera.h"
 #include "vol_test_log.h"
 
 #define MAXR 4

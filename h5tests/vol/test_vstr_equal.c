@@ -3,7 +3,7 @@
  * byte order or kind (fixed-length, Fortran), tessera vs native HDF5 (vol_test_log.h).
  *
  * The connector decides whether a memory type equals the stored type of a
- * variable-length string without decoding the stored type (vol/stored_type.h: two
+ * variable-length string without decoding the stored type (vol/types/stored_type.h: two
  * calls where H5Tequal against a decoded copy was about 8,000 instructions; issue 20).
  * Every pair here goes through that decision, and what is written, read and refused
  * must be what native HDF5 does.

@@ -1,4 +1,4 @@
-"""Loading libtessera_api (api/tessera.h) with ctypes.
+"""Loading libtessera_api (include/tessera/tessera.h) with ctypes.
 
 The library has no DT_NEEDED entry for libhdf5: it must bind to the one h5py loaded
 (identifiers are passed between them as plain integers), whichever it is — HDF5 1.14 of a
@@ -50,7 +50,7 @@ def lib():
                       + ", ".join(tried))
 
 
-# ---- value indexes and queries (api/tessera.h) -----------------------------------------
+# ---- value indexes and queries (include/tessera/tessera.h) -----------------------------------------
 hsize = ctypes.c_uint64
 MAX_RANK = 32
 PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, hsize, hsize, ctypes.c_void_p)

@@ -9,11 +9,11 @@ runs ITSELF again in a child process without HDF5_VOL_CONNECTOR and the compat p
 tessera faster) and whether both read back the same values.  Workloads, each on about M
 MiB of float32 in 64x64 chunks, written whole and read back from a reopened file:
   - scaleoffset: scale-offset D-scale 2 (lossy; tessera runs HDF5's own pipeline over
-    each chunk, vol/value_filters.h);
+    each chunk, vol/model/value_filters.h);
   - zfp: hdf5plugin's ZFP at rate 8 (lossy plugin filter, same path);
-  - transform: write and read through a data transform "x*2+1" (vol/transform.h);
+  - transform: write and read through a data transform "x*2+1" (vol/types/transform.h);
   - vlen_compound: 100,000 records {int64, vlen string, float64} written and read in
-    another memory layout (conversion, vol/vlen_convert.h) — independent of --mib;
+    another memory layout (conversion, vol/types/vlen_convert.h) — independent of --mib;
   - references: 20,000 object references in a dataset, written and dereferenced.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/container.h"
+#include "engine/container/container.h"
 
 using namespace tessera;
 using Clock = std::chrono::steady_clock;

@@ -21,14 +21,14 @@
 // fill value) on tessera and on native with 1 x H x W chunks.
 // Every read is hashed and compared with the data generated for it, for both connectors.
 // Times are to durability: native H5Fclose + fsync of the file; tessera's H5Fclose is
-// itself durable (vol/file.cc file_close -> flush_all -> tessera::commit_arrays, which
+// itself durable (vol/callbacks/file.cc file_close -> flush_all -> tessera::commit_arrays, which
 // syncs fragments, journals and the catalog: docs/engine.md "Durability"). Reads are cold:
 // the page cache of the file is dropped before it is opened (bench_h5_common.h).
 // Output: the RESULT/CHECK lines of bench_h5_common.h plus one table per kernel and B.
 #include <array>
 #include <random>
 
-#include "api/tessera.h"
+#include "tessera/tessera.h"
 #include "bench_h5_common.h"
 
 using namespace bench;

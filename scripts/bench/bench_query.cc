@@ -28,7 +28,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "api/tessera.h"
+#include "tessera/tessera.h"
 #include "bench_h5_common.h"
 
 namespace {

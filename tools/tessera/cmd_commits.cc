@@ -1,10 +1,10 @@
 // cmd_commits.cc — `tessera commits CONTAINER [--json]`: the container's commits (every
-// HDF5 flush or close that changed something; engine/history.h), oldest first, and how
+// HDF5 flush or close that changed something; engine/catalog/history.h), oldest first, and how
 // far back it can be read (`--as-of` of info, fragments and export;
 // `tessera.open_as_of` in Python; tessera_Pset_as_of in C).
 #include <cstdio>
 
-#include "engine/history.h"
+#include "engine/catalog/history.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/container_view.h"
 #include "tools/tessera/output.h"

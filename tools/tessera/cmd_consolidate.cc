@@ -17,8 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/file_io.h"
-#include "engine/file_records.h"
+#include "engine/util/file_io.h"
+#include "engine/catalog/file_records.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/container_view.h"
 #include "tools/tessera/output.h"
@@ -161,7 +161,7 @@ int run_parallel(const Args& args) {
   const uint64_t epoch = c.committed_epoch() + 1;
   for (size_t i = 0; i < ids.size(); ++i) check_mpi(arrays[i]->stage_prepared(true, epoch), "staging");
   check_mpi(c.sync(), "sync");
-  // The commit point records every part's file (engine/file_records.h), so a part that
+  // The commit point records every part's file (engine/catalog/file_records.h), so a part that
   // goes missing later is an error naming it: rank 0 gathers them (array id, fragment
   // ts, rank << 32 | seq, gen, size per file).
   std::vector<uint64_t> mine;

@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "engine/container.h"
-#include "engine/file_io.h"
+#include "engine/container/container.h"
+#include "engine/util/file_io.h"
 #include "tools/tessera/command.h"
 #include "convert/h5copy.h"
 #include "tools/tessera/h5util.h"

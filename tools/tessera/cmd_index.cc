@@ -4,7 +4,7 @@
 // Indexes are derived data beside the fragments; a writer must not have the container open.
 #include <cstdio>
 
-#include "engine/index_builder.h"
+#include "engine/index/index_builder.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/container_view.h"
 #include "tools/tessera/output.h"

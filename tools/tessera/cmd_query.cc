@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <regex>
 
-#include "engine/query.h"
-#include "engine/value_type.h"
+#include "engine/query/query.h"
+#include "engine/index/value_type.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/container_view.h"
 #include "tools/tessera/output.h"

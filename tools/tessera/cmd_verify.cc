@@ -5,7 +5,7 @@
 //  1. the HDF5 objects in the catalog: every object, link and attribute record decodes;
 //     every hard link names an object that exists; every dataset's array has its schema;
 //     every committed datatype a dataset or attribute names exists;
-//  2. the engine's check of everything stored (engine/verify.h): the container header,
+//  2. the engine's check of everything stored (engine/container/verify.h): the container header,
 //     the catalog log's checksums, every array schema, every fragment file and inline
 //     fragment (footer, every tile's checksums and filter streams), variable-length
 //     values against their heaps, compact arrays, and every fragment file the catalog
@@ -16,13 +16,13 @@
 #include <map>
 #include <set>
 
-#include "engine/file_io.h"
-#include "engine/verify.h"
+#include "engine/util/file_io.h"
+#include "engine/container/verify.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/h5util.h"
 #include "tools/tessera/output.h"
 #include "tools/tessera/progress.h"
-#include "vol/object_model.h"
+#include "vol/model/object_model.h"
 
 namespace tool {
 

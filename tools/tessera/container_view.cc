@@ -2,7 +2,7 @@
 #include "tools/tessera/container_view.h"
 
 
-#include "engine/file_io.h"
+#include "engine/util/file_io.h"
 #include "tools/tessera/command.h"
 
 namespace tool {

@@ -1,5 +1,5 @@
 // container_view.h — a container as the `tessera` tool sees it: the engine's container
-// (catalog and arrays) and the HDF5 objects its catalog records (vol/object_model.h),
+// (catalog and arrays) and the HDF5 objects its catalog records (vol/model/object_model.h),
 // read straight from the catalog, without the connector or HDF5's file layer.
 #pragma once
 #include <cstdint>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/container.h"
+#include "engine/container/container.h"
 #include "tools/tessera/h5util.h"
-#include "vol/object_model.h"
+#include "vol/model/object_model.h"
 
 namespace tool {
 
@@ -46,7 +46,7 @@ class ContainerView {
  public:
   // Opens the container: read-only (no lock: works while another process writes it) or
   // writable (takes the writer lock; fails when a writer has it open).  Throws Failure.
-  // as_of (not empty): read-only, as of that past commit (engine/history.h).
+  // as_of (not empty): read-only, as of that past commit (engine/catalog/history.h).
   static std::unique_ptr<ContainerView> open(const std::string& path, bool writable, const std::string& as_of = "");
 
   const std::string& path() const { return path_; }

@@ -127,7 +127,7 @@ std::vector<std::string> filter_texts(hid_t dcpl) {
 #include <H5VLconnector.h>
 #include <unistd.h>
 
-#include "engine/file_io.h"
+#include "engine/util/file_io.h"
 #include "tools/tessera/command.h"
 
 namespace tool {

@@ -33,11 +33,11 @@
  *
  * Addresses: v1 structures carry a haddr_t where v2 carries an H5O_token_t (16 bytes).
  * tessera's token holds the 64-bit object id in its first 8 bytes (host order, rest zero;
- * vol/objects.cc oid_to_token), so address := object id and token := {id, zeros}.  For
+ * vol/model/objects.cc oid_to_token), so address := object id and token := {id, zeros}.  For
  * another connector whose token uses more than 8 bytes the mapping is not lossless:
  * such tokens get the address HADDR_UNDEF and cannot be referenced.
  *
- *   H5Rcreate (H5R_DATASET_REGION)        -> the connector stores the selection (vol/region_ops.h)
+ *   H5Rcreate (H5R_DATASET_REGION)        -> the connector stores the selection (include/tessera/region_ops.h)
  *   H5Rget_region                         -> the connector returns it, H5Sdecode
  *
  * Not covered: the native-only parts of H5O_info1_t (hdr, meta_size) are zero.
@@ -62,7 +62,7 @@
 #include <hdf5.h>
 #include <stdlib.h>
 
-#include "vol/region_ops.h"
+#include "tessera/region_ops.h"
 
 /* ------------------------------------------------------------------ libhdf5 table */
 
@@ -458,7 +458,7 @@ static int object_ref_only(const char *func, H5R_type_t ref_type) {
   return 0;
 }
 
-/* The connector's region operations (vol/region_ops.h), by name. */
+/* The connector's region operations (include/tessera/region_ops.h), by name. */
 static int region_op(const char *op_name) {
   int op = -1;
   if (api.H5VLfind_opt_operation(H5VL_SUBCLS_OBJECT, op_name, &op) < 0) return -1;

@@ -16,7 +16,7 @@
  *      loaded), so the connector's undefined HDF5 symbols bind to it;
  *   3. dlopen the connector (RTLD_NOW: every symbol it needs must exist in that library,
  *      or loading fails here with the linker's message) and ask it for the class that
- *      matches the running version (tessera_vol_class, vol/h5_runtime.h).
+ *      matches the running version (tessera_vol_class, vol/base/h5_runtime.h).
  *
  * Every failure is printed on stderr with the reason, and HDF5 gets NULL (it then
  * reports that the connector cannot be loaded).  The loader uses HDF5's headers for

@@ -1,0 +1,149 @@
+// array_sparse.cc — Array::defined, defined_points, erase, erase_points (docs/sparse.md).
+//
+// An erase is a fragment like a write: fill boxes (DenseEntry::kFill, the same entries an
+// extent shrink writes) for boxes of at least kFillBoxCells cells, clipped to their tiles,
+// and an erased tile of coordinates for the rest.  It gets the next fragment id, so it is
+// newer than every write before it and older than every write after it; buffered cells it
+// covers are dropped from the write buffer first (they are older and would otherwise be
+// spilled into a fragment newer than the erase).
+#include <algorithm>
+#include <numeric>
+#include <unordered_set>
+
+#include "engine/array/array.h"
+#include "engine/read/defined_cells.h"
+#include "engine/schema/layout.h"
+
+namespace tessera {
+
+namespace {
+
+// Smaller boxes are erased cell by cell (8 bytes per coordinate beat a ~100-byte footer
+// entry per box).
+constexpr uint64_t kFillBoxCells = 16;
+
+}  // namespace
+
+Status Array::defined(const std::vector<Box>& region, std::vector<Box>* out) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] { defined_locked(region, out); });
+}
+
+void Array::defined_locked(const std::vector<Box>& region, std::vector<Box>* out) {
+  out->clear();
+  for (const Box& b : region) check_selection(Selection::from_box(b));
+  if (compact_) {  // one record: every cell defined once written, none before
+    if (compact_->storage_bytes() > 0) *out = region;
+    std::sort(out->begin(), out->end(), [](const Box& a, const Box& b) { return a.lo < b.lo; });
+    return;
+  }
+  close_direct();
+  finish_parked();
+  if (!blobs_->empty()) spill();  // DefinedPlanner reads fragments and cells, not blobs
+  buffer_->normalize();
+  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+  DefinedPlanner(schema_, view).defined(region, out);
+}
+
+Status Array::defined_points(const uint64_t* coords, size_t n, std::vector<uint8_t>* out) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] {
+    check_points(coords, n);
+    out->assign(n, 0);
+    if (compact_) {
+      if (compact_->storage_bytes() > 0) out->assign(n, 1);
+      return;
+    }
+    close_direct();
+    finish_parked();
+    if (!blobs_->empty()) spill();
+    buffer_->normalize();
+    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+    DefinedPlanner(schema_, view).defined_points(coords, n, out->data());
+  });
+}
+
+Status Array::erase(const std::vector<Box>& boxes) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] { erase_impl(boxes, nullptr, 0); });
+}
+
+Status Array::erase_points(const uint64_t* coords, size_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  return guard([&] { erase_impl({}, coords, n); });
+}
+
+void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n) {
+  require_writable();
+  for (const Box& b : boxes) check_selection(Selection::from_box(b));
+  check_points(points, n);
+  if (compact_)
+    throw_error(Errc::kUnsupported,
+                "cells of a compact array (a contiguous or compact dataset of at most 64 KiB) cannot be erased: "
+                "it is stored as one record; use a chunked dataset");
+  if (boxes.empty() && n == 0) return;
+  close_direct();
+  // Blobs are read after every fragment: those the erase touches go to a fragment first.
+  bool hit = blobs_->covers_any(points, n, schema_.rank());
+  for (const Box& b : boxes) hit = hit || blobs_->intersects(b);
+  if (hit) spill();
+  const Layout layout(schema_);
+  const int r = schema_.rank();
+  // Large boxes become fill boxes per tile; small ones and points, erased cells.
+  std::vector<std::pair<Coords, Box>> fills;
+  std::vector<uint64_t> cells(points, points + n * r);
+  for (const Box& b : boxes) {
+    if (b.cells() >= kFillBoxCells) {
+      buffer_->erase_inside(b);
+      layout.for_each_tile(b, [&](const Coords& t) {
+        Box piece;
+        if (intersect(layout.tile_box(t.data()), b, &piece)) fills.push_back({t, std::move(piece)});
+      });
+      continue;
+    }
+    Coords c = b.lo;
+    for (uint64_t k = 0, m = b.cells(); k < m; ++k) {
+      cells.insert(cells.end(), c.begin(), c.end());
+      for (int d = r - 1; d >= 0; --d) {  // next cell of b, row-major
+        if (++c[d] <= b.hi[d]) break;
+        c[d] = b.lo[d];
+      }
+    }
+  }
+  std::stable_sort(fills.begin(), fills.end(),
+                   [&](auto& x, auto& y) { return layout.compare_tiles(x.first.data(), y.first.data()) < 0; });
+  // Erased cells in global order, each once.
+  const size_t ncells = cells.size() / r;
+  std::vector<uint64_t> sorted;
+  if (ncells > 0) {
+    std::vector<uint32_t> perm = layout.sort_global(cells.data(), ncells);
+    sorted.reserve(cells.size());
+    for (size_t i = 0; i < ncells; ++i) {
+      const uint64_t* c = &cells[size_t{perm[i]} * r];
+      if (!sorted.empty() && std::equal(c, c + r, sorted.end() - r)) continue;
+      sorted.insert(sorted.end(), c, c + r);
+    }
+    if (!buffer_->empty()) {
+      struct Hash {
+        size_t operator()(const Coords& c) const {
+          size_t h = 0;
+          for (uint64_t v : c) h = h * 1000003u ^ std::hash<uint64_t>()(v);
+          return h;
+        }
+      };
+      std::unordered_set<Coords, Hash> gone;
+      for (size_t i = 0; i < sorted.size(); i += r) gone.insert(Coords(&sorted[i], &sorted[i] + r));
+      Coords key(r);
+      buffer_->erase_where([&](const uint64_t* c) {
+        key.assign(c, c + r);
+        return gone.count(key) > 0;
+      });
+    }
+  }
+  auto w = make_writer(next_id());
+  for (auto& [t, piece] : fills) w->add_fill_tile(t.data(), piece);
+  w->add_erased_cells(sorted.data(), sorted.size() / r);
+  park(std::move(w));
+}
+
+}  // namespace tessera

@@ -1,0 +1,69 @@
+// context.h — what the arrays of a process share: the filter pool (tile compression and
+// decompression), the I/O pool (cold reads in parallel, writeback hints), the
+// decoded-tile cache and the write budget (one memory bound for all write buffers, with
+// the background flusher), sized from one EngineOptions.  The engine takes them from the
+// context an array was opened with (ArrayOptions::context), never from statics, so a
+// test or a tool can run arrays with their own pool sizes and cache next to others.
+// Arrays opened without one use Context::process(), built at first use from the
+// process's options (options.h configure_process: the connector's first file).
+// The context also carries the Env all their file-system calls go through (env.h):
+// POSIX unless a test passes one that injects faults.
+#pragma once
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+
+#include "engine/write/blob_memory.h"
+#include "engine/util/env.h"
+#include "engine/context/options.h"
+#include "engine/util/thread_pool.h"
+#include "engine/tile/tile_cache.h"
+#include "engine/write/write_budget.h"
+
+namespace tessera {
+
+class Context {
+ public:
+  // env null: the POSIX one.
+  explicit Context(const EngineOptions& o, std::shared_ptr<Env> env = nullptr);
+  ~Context();  // joins the pools' threads (in the process that started them)
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  ThreadPool& filters();  // EngineOptions::threads workers (0: the usable cores)
+  ThreadPool& io();       // EngineOptions::io_threads workers: they mostly wait for the disk
+  TileCache& tiles() { return tiles_; }
+  // The memory bound of all write buffers, and their background flusher.
+  WriteBudget& budget() { return budget_; }
+  // Spilled blobs' memory kept for the next blobs, within the budget (blob_memory.h).
+  BlobMemory& blob_memory() { return blob_memory_; }
+  const EngineOptions& options() const { return opts_; }
+  Env& env() const { return *env_; }
+  const std::shared_ptr<Env>& env_shared() const { return env_; }
+
+  // The process's default context.  Never destroyed: pool threads may still be running
+  // (a writeback hint) while static destructors and HDF5's plugin unloading run.
+  static const std::shared_ptr<Context>& process();
+  // ctx, or the process's context when ctx is null.
+  static std::shared_ptr<Context> or_process(std::shared_ptr<Context> ctx) { return ctx ? ctx : process(); }
+
+ private:
+  // A pool is started at first use, and again in a forked child, which inherits the
+  // object but none of its threads (the parent's pool is then left alone, never joined).
+  struct LazyPool {
+    std::mutex mu;
+    ThreadPool* pool = nullptr;
+    pid_t owner = 0;
+    ThreadPool& get(unsigned threads);
+    ~LazyPool();
+  };
+  EngineOptions opts_;
+  std::shared_ptr<Env> env_;
+  LazyPool filters_, io_;
+  TileCache tiles_;
+  WriteBudget budget_;  // after the pools: its flusher thread stops before they do
+  BlobMemory blob_memory_{budget_};  // leaves the budget (forget) before it stops
+};
+
+}  // namespace tessera
