@@ -113,6 +113,15 @@ class Container {
   // file are opened.
   Status recover_arrays();
   std::string array_dir(uint64_t id) const;
+  // Copies what array `src_id` of `src` stores (this container or another) into array
+  // `dst_id` of this one, created empty with the same schema (H5Ocopy of a dataset).
+  // kRecords: the inline fragments and the committed fragment files' records, one
+  // commit; kFiles: those files, hard-linked (byte-copied where links are impossible;
+  // published files never change) with the heap files.  A parallel file's ranks all put
+  // the records in their catalog copy, rank 0 alone links the files.  The source's
+  // buffered writes must have been flushed; compact arrays hold no fragments (not here).
+  enum CopyParts : unsigned { kCopyRecords = 1, kCopyFiles = 2, kCopyAll = 3 };
+  Status copy_array(Container& src, uint64_t src_id, uint64_t dst_id, unsigned parts = kCopyAll);
   // An array whose catalog records a caller committed before the flush (a connector
   // publishing a compact array's cells as its dataset closes): the next commit
   // (commit_arrays) counts it among the arrays it publishes (history.h).

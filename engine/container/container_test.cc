@@ -190,3 +190,40 @@ TEST(Container, TruncateReplacesWhatAnUnfinishedCreationLeft) {
   EXPECT_FALSE(Container::create(f, Container::CreateMode::kTruncate, &c).ok());
   remove_tree(env, root);
 }
+
+// H5Ocopy of a dataset (copy_array): the copy reads what the source array stored, in
+// another container and in the same one, and the source is left as it was.
+TEST(Container, CopyArray) {
+  const std::string root = temp_dir();
+  std::unique_ptr<Container> src, dst;
+  ASSERT_TRUE(Container::create(root + "/src.h5", Container::CreateMode::kExclusive, &src).ok());
+  ASSERT_TRUE(Container::create(root + "/dst.h5", Container::CreateMode::kExclusive, &dst).ok());
+  uint64_t a = 0;
+  ASSERT_TRUE(src->create_array(small_schema(), &a).ok());
+  std::vector<int32_t> v(100);
+  for (int i = 0; i < 100; ++i) v[i] = 3 * i + 1;
+  {
+    std::unique_ptr<Array> arr;
+    ASSERT_TRUE(src->open_array(a, true, ArrayOptions{}, &arr).ok());
+    ASSERT_TRUE(arr->write(Selection::from_box(Box({0}, {99})), v.data()).ok());
+    ASSERT_TRUE(arr->flush().ok());
+  }
+  for (Container* to : {dst.get(), src.get()}) {
+    uint64_t b = 0;
+    ASSERT_TRUE(to->create_array(small_schema(), &b).ok());
+    ASSERT_TRUE(to->copy_array(*src, a, b).ok());
+    std::unique_ptr<Array> copy;
+    ASSERT_TRUE(to->open_array(b, false, ArrayOptions{}, &copy).ok());
+    std::vector<int32_t> back(100, -1);
+    ASSERT_TRUE(copy->read(Selection::from_box(Box({0}, {99})), back.data()).ok());
+    EXPECT_EQ(back, v) << (to == src.get() ? "within the container" : "between containers");
+  }
+  std::unique_ptr<Array> orig;
+  ASSERT_TRUE(src->open_array(a, false, ArrayOptions{}, &orig).ok());
+  std::vector<int32_t> back(100, -1);
+  ASSERT_TRUE(orig->read(Selection::from_box(Box({0}, {99})), back.data()).ok());
+  EXPECT_EQ(back, v) << "the source is unchanged";
+  src.reset();
+  dst.reset();
+  remove_tree(Env::posix(), root);
+}

@@ -16,13 +16,15 @@
 #include <map>
 #include <set>
 
-#include "engine/util/file_io.h"
+#include "engine/container/container.h"
 #include "engine/container/verify.h"
+#include "engine/util/file_io.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/h5util.h"
 #include "tools/tessera/output.h"
 #include "tools/tessera/progress.h"
-#include "vol/model/object_model.h"
+#include "vol/base/error.h"  // VolError: a record that does not decode
+#include "vol/model/records.h"
 
 namespace tool {
 

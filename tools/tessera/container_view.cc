@@ -4,6 +4,7 @@
 
 #include "engine/util/file_io.h"
 #include "tools/tessera/command.h"
+#include "vol/base/error.h"  // VolError: a record that does not decode
 
 namespace tool {
 

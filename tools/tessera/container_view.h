@@ -11,7 +11,7 @@
 
 #include "engine/container/container.h"
 #include "tools/tessera/h5util.h"
-#include "vol/model/object_model.h"
+#include "vol/model/records.h"
 
 namespace tool {
 

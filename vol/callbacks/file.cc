@@ -146,7 +146,7 @@ void* file_create(const char* name, unsigned flags, hid_t fcpl_id, hid_t fapl_id
   return vol_call_ptr(__func__, "file create", [&]() -> void* {
     if (!name || !*name) fail_arg("empty file name");
     // An MPI-IO fapl makes the file parallel: collective metadata, per-rank fragments,
-    // epoch commits at flush/close (object_model.cc, docs/parallel.md).
+    // epoch commits at flush/close (file_arrays.cc, docs/parallel.md).
     auto f = SharedFile::create(name, flags, fcpl_id, fapl_id);
     // A foreign driver's file (file_image.h) exists through its driver from the create
     // on, as natively (and a driver that cannot hold it fails here, not at close).

@@ -15,8 +15,6 @@
 #include <memory>
 
 #include "engine/container/container.h"
-#include "engine/util/file_io.h"
-#include "engine/publish/publish_log.h"
 #include "vol/features/elink.h"
 #include "vol/model/objects.h"
 #include "vol/model/parallel.h"
@@ -76,46 +74,14 @@ struct Copier {
       check(dst.array(id)->write(all, cells.data()));
       return id;
     }
-    std::string from = src.container().array_dir(array_id), to = dst.container().array_dir(id);
-    tessera::Env& env = dst.container().env();
-    check(tessera::guard([&] {
-      // Inline fragments (catalog records) are copied as records under the new array.
-      const std::string sp = tessera::Container::array_prefix(array_id) + "frag/";
-      const std::string tp = tessera::Container::array_prefix(id) + "frag/";
-      tessera::CatalogBatch rb;
-      for (auto& [key, value] : src.container().catalog().scan(sp)) rb.put(tp + key.substr(sp.size()), value);
-      // The fragment files linked below are the source's committed ones, recorded with
-      // their sizes (file_records.h): the copy reads them and a lost or damaged one is an
-      // error naming it.  Unrecorded, a serial array (complete records) skipped them and
-      // read the fill value; a parallel file's array (publish logs) refused them as
-      // foreign.  Every rank puts the same records in its copy of the catalog.
-      const std::string sf = tessera::Container::array_prefix(array_id) + "file/";
-      const std::string tf = tessera::Container::array_prefix(id) + "file/";
-      for (auto& [key, value] : src.container().catalog().scan(sf)) rb.put(tf + key.substr(sf.size()), value);
-      dst.container().catalog().commit(rb);
-    }));
-    auto link_files = [&] {
-      for (const char* sub : {"frag", "heap"}) {
-        std::string fd = tessera::join_path(from, sub), td = tessera::join_path(to, sub);
-        if (!tessera::is_directory(env, fd)) continue;
-        tessera::make_dir(env, to);
-        tessera::make_dir(env, td);
-        for (const std::string& name : tessera::list_dir(env, fd)) {
-          if (name.empty() || name[0] == '.' || name.find(".tmp") != std::string::npos) continue;  // temp files
-          if (tessera::is_publish_log(name)) continue;  // the source's writers' (recorded above)
-          std::string sp = tessera::join_path(fd, name), tp = tessera::join_path(td, name);
-          if (env.link(sp.c_str(), tp.c_str()) != 0) {
-            auto bytes = tessera::read_file(env, sp);
-            tessera::write_file_atomic(env, tp, bytes.data(), bytes.size());
-          }
-        }
-        tessera::sync_dir(env, td);
-      }
-    };
-    if (!par) check(tessera::guard(link_files));
-    else par->agree([&] {
-      if (par->root()) check(tessera::guard(link_files));
-    });
+    if (!par) {
+      check(dst.container().copy_array(src.container(), array_id, id));
+    } else {
+      check(dst.container().copy_array(src.container(), array_id, id, tessera::Container::kCopyRecords));
+      par->agree([&] {
+        if (par->root()) check(dst.container().copy_array(src.container(), array_id, id, tessera::Container::kCopyFiles));
+      });
+    }
     return id;
   }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vol/model/object_model.h"
+#include "vol/model/records.h"
 #include "vol/model/objects.h"
 
 namespace tessera_vol {

@@ -1,56 +1,43 @@
-// attr_store.cc — attributes in the catalog: records per owner, creation order.
-#include "vol/model/object_model.h"
-
-#include <fcntl.h>
-#include <unistd.h>
+// attr_store.cc — attributes in the catalog: records per owner, creation order
+// (attr_store.h).
+#include "vol/model/attr_store.h"
 
 #include <algorithm>
-#include <climits>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
+#include <atomic>
 
-#include "engine/util/bytes.h"
-#include "vol/model/catalog_keys.h"
-#include "vol/base/connector_info.h"
 #include "vol/base/error.h"
-#include "vol/base/file_settings.h"
-#include "vol/model/link_storage.h"
-#include "vol/model/objects.h"  // Obj: open handles keep unreferenced objects
-#include "vol/model/parallel.h"
-#include "vol/model/swmr.h"
-#include "vol/model/value_filters.h"
+#include "vol/model/catalog_keys.h"
+#include "vol/model/object_model.h"
+#include "vol/model/objects.h"  // g_deferred_attr_file
 
 namespace tessera_vol {
 
 // ---------------------------------------------------------------- attributes
 
-std::vector<std::pair<std::string, AttrRecord>> SharedFile::attrs(uint64_t owner) {
+std::vector<std::pair<std::string, AttrRecord>> AttrStore::attrs(uint64_t owner) {
   std::string prefix = id_key("a/", owner, "/");
   std::vector<std::pair<std::string, AttrRecord>> out;
   check(tessera::guard([&] {
-    container_->catalog().scan_each(prefix, [&](std::string_view k, std::string_view v) {
+    f_.container_->catalog().scan_each(prefix, [&](std::string_view k, std::string_view v) {
       out.emplace_back(std::string(k.substr(prefix.size())), AttrRecord::deserialize(v));
     });
   }));
   return out;
 }
 
-uint64_t SharedFile::attr_count(uint64_t owner) {
+uint64_t AttrStore::attr_count(uint64_t owner) {
   uint64_t n = 0;
-  check(tessera::guard([&] { n = container_->catalog().count(id_key("a/", owner, "/"), UINT64_MAX); }));
+  check(tessera::guard([&] { n = f_.container_->catalog().count(id_key("a/", owner, "/"), UINT64_MAX); }));
   return n;
 }
 
-std::shared_ptr<const AttrRecord> SharedFile::find_attr(uint64_t owner, const std::string& name) {
-  const uint64_t version = container_->catalog().version();
+std::shared_ptr<const AttrRecord> AttrStore::find_attr(uint64_t owner, const std::string& name) {
+  const uint64_t version = f_.container_->catalog().version();
   if (last_attr_ && last_attr_->version == version && last_attr_->owner == owner && last_attr_->name == name)
     return last_attr_->rec;
   std::shared_ptr<AttrRecord> r;
   check(tessera::guard([&] {
-    container_->catalog().read(attr_key(owner, name),
+    f_.container_->catalog().read(attr_key(owner, name),
                                [&](std::string_view v) { r = std::make_shared<AttrRecord>(AttrRecord::deserialize(v)); });
   }));
   if (!r) return nullptr;
@@ -58,16 +45,14 @@ std::shared_ptr<const AttrRecord> SharedFile::find_attr(uint64_t owner, const st
   return r;
 }
 
-void SharedFile::remember_attr(uint64_t owner, const std::string& name, std::shared_ptr<const AttrRecord> r) {
-  last_attr_ = LastAttr{container_->catalog().version(), owner, name, std::move(r)};
+void AttrStore::remember_attr(uint64_t owner, const std::string& name, std::shared_ptr<const AttrRecord> r) {
+  last_attr_ = LastAttr{f_.container_->catalog().version(), owner, name, std::move(r)};
 }
 
-void SharedFile::remember_attr_at(uint64_t version, uint64_t owner, const std::string& name,
+void AttrStore::remember_attr_at(uint64_t version, uint64_t owner, const std::string& name,
                                   std::shared_ptr<const AttrRecord> r) {
   last_attr_ = LastAttr{version, owner, name, std::move(r)};
 }
-
-uint64_t SharedFile::catalog_version() { return container_->catalog().version(); }
 
 std::atomic<SharedFile*> g_deferred_attr_file{nullptr};
 
@@ -78,65 +63,61 @@ void commit_deferred_attr_create() {
   f->commit_deferred_attr();
 }
 
-void SharedFile::defer_attr_create(DeferredAttr d) {
+void AttrStore::defer_attr_create(DeferredAttr d) {
   commit_deferred_attr_create();  // at most one, in any file (callbacks committed it already)
   deferred_attr_ = std::move(d);
-  g_deferred_attr_file.store(this);
+  g_deferred_attr_file.store(&f_);
 }
 
-std::optional<SharedFile::DeferredAttr> SharedFile::release_deferred_attr() {
+std::optional<AttrStore::DeferredAttr> AttrStore::release_deferred_attr() {
   std::optional<DeferredAttr> d = std::move(deferred_attr_);
   deferred_attr_.reset();
-  SharedFile* self = this;
+  SharedFile* self = &f_;
   g_deferred_attr_file.compare_exchange_strong(self, nullptr);
   return d;
 }
 
-std::optional<SharedFile::DeferredAttr> SharedFile::take_deferred_attr(uint64_t owner, const std::string& name) {
+std::optional<AttrStore::DeferredAttr> AttrStore::take_deferred_attr(uint64_t owner, const std::string& name) {
   if (deferred_attr_ && deferred_attr_->owner == owner && deferred_attr_->name == name) return release_deferred_attr();
   commit_deferred_attr_create();
   return std::nullopt;
 }
 
-void SharedFile::commit_deferred_attr() {
+void AttrStore::commit_deferred_attr() {
   if (std::optional<DeferredAttr> d = release_deferred_attr()) commit_attr_create(std::move(*d));
 }
 
-void SharedFile::commit_attr_create(DeferredAttr&& d) {
+void AttrStore::commit_attr_create(DeferredAttr&& d) {
   put_attr(d.extra, d.owner, d.name, *d.rec);
-  commit(d.extra);
+  f_.commit(d.extra);
   remember_attr(d.owner, d.name, std::move(d.rec));
 }
 
-void SharedFile::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r) {
+void AttrStore::put_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name, const AttrRecord& r) {
   b.put(attr_key(owner, name), r.serialize());
 }
 
-void SharedFile::del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name) {
+void AttrStore::del_attr(tessera::CatalogBatch& b, uint64_t owner, const std::string& name) {
   b.del(attr_key(owner, name));
 }
 
-bool SharedFile::has_attr(uint64_t owner, const std::string& name) {
-  return container_->catalog().contains(attr_key(owner, name));
+bool AttrStore::has_attr(uint64_t owner, const std::string& name) {
+  return f_.container_->catalog().contains(attr_key(owner, name));
 }
 
-bool SharedFile::tracks_attr_corder(uint64_t owner, const ObjectRecord& rec) {
+bool AttrStore::tracks_attr_corder(uint64_t owner, const ObjectRecord& rec) {
   hid_t pl = H5I_INVALID_HID;
-  if (!rec.cpl.empty()) pl = decoded_plist(rec.cpl);
-  else if (owner == kRootOid) pl = fcpl();
+  if (!rec.cpl.empty()) pl = f_.decoded_plist(rec.cpl);
+  else if (owner == kRootOid) pl = f_.fcpl();
   unsigned flags = 0;
   if (pl >= 0 && H5Pget_attr_creation_order(pl, &flags) < 0) flags = 0;
   return (flags & H5P_CRT_ORDER_TRACKED) != 0;
 }
 
-void SharedFile::note_new_object(uint64_t oid, bool attr_order_tracked) {
-  attr_corders_[oid] = AttrOrder{0, attr_order_tracked};
-}
-
-SharedFile::AttrOrder SharedFile::take_attr_corder(uint64_t owner) {
+AttrStore::AttrOrder AttrStore::take_attr_corder(uint64_t owner) {
   auto it = attr_corders_.find(owner);
   if (it == attr_corders_.end()) {
-    const ObjectRecord rec = object(owner);
+    const ObjectRecord rec = f_.object(owner);
     int64_t next = rec.next_attr_corder;
     for (auto& [name, a] : attrs(owner)) next = std::max(next, a.corder + 1);
     it = attr_corders_.emplace(owner, AttrOrder{next, tracks_attr_corder(owner, rec)}).first;

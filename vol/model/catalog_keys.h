@@ -1,4 +1,4 @@
-// catalog_keys.h — keys of the connector's catalog records (object_model.h) and reading a
+// catalog_keys.h — keys of the connector's catalog records (records.h; the keys: object_model.h) and reading a
 // record a pending batch may already have changed.  Internal to the connector.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/catalog/catalog.h"
-#include "vol/model/object_model.h"
+#include "vol/model/records.h"
 
 namespace tessera_vol {
 

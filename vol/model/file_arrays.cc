@@ -1,122 +1,114 @@
 // file_arrays.cc — a file's engine arrays: the registry of open arrays, their options,
-// extents, and committing them (flush, epochs under MPI).
-#include "vol/model/object_model.h"
+// extents, and committing them (flush, epochs under MPI) (file_arrays.h).
+#include "vol/model/file_arrays.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <climits>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <map>
+#include <string>
+#include <vector>
 
-#include "engine/util/bytes.h"
 #include "engine/container/commit.h"
-#include "vol/model/catalog_keys.h"
-#include "vol/base/connector_info.h"
 #include "vol/base/error.h"
-#include "vol/base/file_settings.h"
-#include "vol/model/link_storage.h"
-#include "vol/model/objects.h"  // Obj: open handles keep unreferenced objects
+#include "vol/model/object_model.h"
 #include "vol/model/parallel.h"
-#include "vol/model/swmr.h"
 #include "vol/model/value_filters.h"
 
 namespace tessera_vol {
 
 // ---------------------------------------------------------------- arrays
 
-std::shared_ptr<tessera::Array> SharedFile::array(uint64_t array_id) {
+std::shared_ptr<tessera::Array> FileArrays::array(uint64_t array_id) {
   auto it = arrays_.find(array_id);
   if (it != arrays_.end()) return it->second;
   std::unique_ptr<tessera::Array> a;
   tessera::ArrayOptions opts = array_options();
-  if (par_) {
+  if (f_.par_.comm) {
     // Each rank writes fragments named by its rank.  Not collective: recovery was done
     // at file open (recover_arrays), so a rank may open a dataset the others never open
     // (h5py's `if rank == 0: print(f["x"][...])`).
-    opts.writer_rank = static_cast<uint32_t>(par_->rank());
+    opts.writer_rank = static_cast<uint32_t>(f_.par_.comm->rank());
     opts.collective = true;
     // Small writes are shown to the other ranks through share logs (engine/publish/share_log.h;
     // docs/parallel.md "Visibility").  A job of one rank shares nothing (dataset.cc).
-    opts.share_ranks = static_cast<uint32_t>(par_->size());
+    opts.share_ranks = static_cast<uint32_t>(f_.par_.comm->size());
   }
-  check(container_->open_array(array_id, writable(), opts, &a));
+  check(f_.container_->open_array(array_id, f_.writable(), opts, &a));
   std::shared_ptr<tessera::Array> sp(std::move(a));
   arrays_[array_id] = sp;
   return sp;
 }
 
-std::shared_ptr<tessera::Array> SharedFile::open_array(uint64_t array_id) {
+std::shared_ptr<tessera::Array> FileArrays::open_array(uint64_t array_id) {
   bool cached = arrays_.count(array_id) != 0;
   auto a = array(array_id);
   // A freshly opened array listed its directory just now; a cached one may miss what
   // other ranks published since (rank-local, at their H5Dclose).
-  if (par_ && cached) check(a->refresh_fragments());
+  if (f_.par_.comm && cached) check(a->refresh_fragments());
   return a;
 }
 
-void SharedFile::release_array(uint64_t array_id, const std::shared_ptr<tessera::Array>& held) {
-  if (par_ || !held->schema().compact) return;
+void FileArrays::release_array(uint64_t array_id, const std::shared_ptr<tessera::Array>& held) {
+  if (f_.par_.comm || !held->schema().compact) return;
   auto it = arrays_.find(array_id);
   // Held by the registry and by the closing handle only: no other handle uses it.
   if (it == arrays_.end() || it->second != held || held.use_count() != 2) return;
-  if (writable()) {
+  if (f_.writable()) {
     // Into the catalog without a sync (synced = true: the flush syncs the catalog).  A
     // failure keeps the array registered: the flush publishes it and reports the error.
-    const uint64_t before = container_->catalog().version();
+    const uint64_t before = f_.container_->catalog().version();
     if (!held->publish_prepared(/*synced=*/true, nullptr).ok()) return;
-    if (container_->catalog().version() != before) container_->note_published(array_id);
+    if (f_.container_->catalog().version() != before) f_.container_->note_published(array_id);
   }
   arrays_.erase(it);
 }
 
-void SharedFile::publish_own(tessera::Array& a) {
-  if (!par_ || !writable()) return;
+void FileArrays::publish_own(tessera::Array& a) {
+  if (!f_.par_.comm || !f_.writable()) return;
   size_t n = 0;
   check(a.publish_own(&n));
   if (n == 0) return;
   for (auto& [id, sp] : arrays_)
-    if (sp.get() == &a) own_published_[id] += n;
+    if (sp.get() == &a) f_.par_.own_published[id] += n;
 }
 
-tessera::ArrayOptions SharedFile::array_options() {
+tessera::ArrayOptions FileArrays::array_options() {
   if (!array_opts_) {  // the file's options (apply_options), read once per open file
-    array_opts_ = options_.array_options();
+    array_opts_ = f_.options_.array_options();
     array_opts_->durable_writes = false;  // published at flush/close (flush_arrays)
   }
   return *array_opts_;
 }
 
-void SharedFile::create_array(const tessera::Schema& schema, uint64_t* id) {
+void FileArrays::create_array(const tessera::Schema& schema, uint64_t* id) {
   // Every rank allocates the same id; rank 0 alone creates the directory.
-  if (!par_) fail_unsupported("an array created apart from its records in a serial file (create_array_into)");
-  par_->agree([&] { check(container_->create_array(schema, id, /*durable=*/false)); });
+  if (!f_.par_.comm) fail_unsupported("an array created apart from its records in a serial file (create_array_into)");
+  f_.par_.comm->agree([&] { check(f_.container_->create_array(schema, id, /*durable=*/false)); });
 }
 
-bool SharedFile::create_array_into(const tessera::Schema& schema, tessera::CatalogBatch* b, uint64_t* id) {
-  if (par_) {
+bool FileArrays::create_array_into(const tessera::Schema& schema, tessera::CatalogBatch* b, uint64_t* id) {
+  if (f_.par_.comm) {
     create_array(schema, id);
     return false;
   }
   // Opened at once (the dataset's handle needs it) from what was just put.
   std::unique_ptr<tessera::Array> a;
-  check(container_->create_and_open_array_into(schema, writable(), array_options(), b, id, &a));
+  check(f_.container_->create_and_open_array_into(schema, f_.writable(), array_options(), b, id, &a));
   arrays_[*id] = std::shared_ptr<tessera::Array>(std::move(a));
   return true;
 }
 
-void SharedFile::abandon_array(uint64_t array_id) {
+void FileArrays::drop_array(uint64_t array_id) {
   arrays_.erase(array_id);
-  container_->abandon_array(array_id);
+  if (f_.writable()) (void)f_.container_->remove_array(array_id);
 }
 
-void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {
-  if (!par_) {
+void FileArrays::abandon_array(uint64_t array_id) {
+  arrays_.erase(array_id);
+  f_.container_->abandon_array(array_id);
+}
+
+void FileArrays::set_extent(tessera::Array& a, const tessera::Coords& extent) {
+  if (!f_.par_.comm) {
     check(a.set_extent(extent));
     return;
   }
@@ -129,9 +121,9 @@ void SharedFile::set_extent(tessera::Array& a, const tessera::Coords& extent) {
   for (size_t d = 0; d < extent.size() && d < cur.size(); ++d) shrink |= extent[d] < cur[d];
   if (shrink) commit_epoch();
   std::vector<uint64_t> ts{a.last_timestamp()};
-  par_->max(ts);  // the change (and the fill fragment) sorts after every rank's writes
+  f_.par_.comm->max(ts);  // the change (and the fill fragment) sorts after every rank's writes
   a.raise_timestamp(ts[0]);
-  par_->agree([&] { check(a.set_extent(extent)); });
+  f_.par_.comm->agree([&] { check(a.set_extent(extent)); });
   if (shrink) commit_epoch();
 }
 
@@ -155,27 +147,27 @@ tessera::CommitOptions commit_options(int rank) {
 }  // namespace
 
 // The engine commits (engine/container/commit.h): the ranks' agreement comes from RankGroup.
-void SharedFile::commit_epoch() {
-  RankGroup g(*par_);
-  const uint64_t e = epoch_ + 1;
-  auto alone = std::move(own_published_);
-  own_published_.clear();
-  check(tessera::commit_epoch(*container_, g, arrays_, alone, e, {}, commit_options(par_->rank())));
-  epoch_ = e;
+void FileArrays::commit_epoch() {
+  RankGroup g(*f_.par_.comm);
+  const uint64_t e = f_.par_.epoch + 1;
+  auto alone = std::move(f_.par_.own_published);
+  f_.par_.own_published.clear();
+  check(tessera::commit_epoch(*f_.container_, g, arrays_, alone, e, {}, commit_options(f_.par_.comm->rank())));
+  f_.par_.epoch = e;
 }
 
 // HDF5's rule: everything is durable after a flush or close, not before.  The order and
 // the syncing are the engine's (engine/container/commit.h).
-void SharedFile::flush_arrays() {
-  if (!writable()) return;
-  flush_value_filters(*this);  // chunks written through value-changing filters
-  if (par_) {
+void FileArrays::flush_arrays() {
+  if (!f_.writable()) return;
+  flush_value_filters(f_);  // chunks written through value-changing filters
+  if (f_.par_.comm) {
     commit_epoch();
     return;
   }
   std::vector<tessera::Array*> list;
   for (auto& [id, a] : arrays_) list.push_back(a.get());
-  check(tessera::commit_arrays(*container_, list, commit_options(0)));
+  check(tessera::commit_arrays(*f_.container_, list, commit_options(0)));
 }
 
 }  // namespace tessera_vol

@@ -1,65 +1,48 @@
-// link_graph.cc — the group graph in the catalog: links, creation order, deleting
-// unreferenced objects, and path resolution.
-#include "vol/model/object_model.h"
-
-#include <fcntl.h>
-#include <unistd.h>
+// link_graph.cc — a file's links, paths and the deletion of unreferenced objects
+// (link_graph.h).
+#include "vol/model/link_graph.h"
 
 #include <algorithm>
-#include <climits>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
 
-#include "engine/util/bytes.h"
-#include "vol/model/catalog_keys.h"
-#include "vol/base/connector_info.h"
 #include "vol/base/error.h"
-#include "vol/base/file_settings.h"
+#include "vol/model/catalog_keys.h"
 #include "vol/model/link_storage.h"
-#include "vol/model/objects.h"  // Obj: open handles keep unreferenced objects
-#include "vol/model/parallel.h"
-#include "vol/model/swmr.h"
-#include "vol/model/value_filters.h"
+#include "vol/model/object_model.h"
 
 namespace tessera_vol {
 
 // ---------------------------------------------------------------- links
 
-
-
-bool SharedFile::may_have_ud_links() {
-  const uint64_t version = container_->catalog().version();
+bool LinkGraph::may_have_ud_links() {
+  const uint64_t version = f_.container_->catalog().version();
   if (version != ud_version_) {
-    auto v = container_->catalog().get(kUdLinksKey);
+    auto v = f_.container_->catalog().get(SharedFile::kUdLinksKey);
     ud_links_ = !v || *v != "0";  // containers from before the key: unknown
     ud_version_ = version;
   }
   return ud_links_;
 }
 
-std::optional<LinkRecord> SharedFile::find_link(uint64_t group, const std::string& name) {
+std::optional<LinkRecord> LinkGraph::find_link(uint64_t group, const std::string& name) {
   std::optional<LinkRecord> r;
   check(tessera::guard([&] {
-    container_->catalog().read(link_key(group, name), [&](std::string_view v) { r = LinkRecord::deserialize(v); });
+    f_.container_->catalog().read(link_key(group, name), [&](std::string_view v) { r = LinkRecord::deserialize(v); });
   }));
   return r;
 }
 
-std::vector<std::pair<std::string, LinkRecord>> SharedFile::links(uint64_t group) {
+std::vector<std::pair<std::string, LinkRecord>> LinkGraph::links(uint64_t group) {
   std::string prefix = id_key("l/", group, "/");
   std::vector<std::pair<std::string, LinkRecord>> out;
   check(tessera::guard([&] {
-    container_->catalog().scan_each(prefix, [&](std::string_view k, std::string_view v) {
+    f_.container_->catalog().scan_each(prefix, [&](std::string_view k, std::string_view v) {
       out.emplace_back(std::string(k.substr(prefix.size())), LinkRecord::deserialize(v));
     });
   }));
   return out;
 }
 
-void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec,
+void LinkGraph::add_link(tessera::CatalogBatch& b, uint64_t group, const std::string& name, LinkRecord rec,
                           bool target_counted) {
   if (name.empty() || name == "." || name.find('/') != std::string::npos)
     fail_arg("invalid link name '" + name + "'");
@@ -71,25 +54,25 @@ void SharedFile::add_link(tessera::CatalogBatch& b, uint64_t group, const std::s
   if (link_corders_.find(group) == link_corders_.end()) {
     ObjectRecord g;
     if (auto v = from_batch(b, id_key("o/", group), &deleted)) g = ObjectRecord::deserialize(*v);
-    else g = object(group);
+    else g = f_.object(group);
     if (g.type != ObjType::kGroup) fail_arg("link parent is not a group");
     peek_link_corder(group, g);
   }
   if (rec.corder_kept) ++link_corders_[group];  // the link brings its order (LinkRecord)
   else rec.corder = link_corders_[group]++;
-  link_storage_adding(*this, b, group);
-  if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(kUdLinksKey, "1");
+  link_storage_adding(f_, b, group);
+  if (rec.type != H5L_TYPE_HARD && rec.type != H5L_TYPE_SOFT) b.put(SharedFile::kUdLinksKey, "1");
   if (rec.type == H5L_TYPE_HARD && !target_counted) {
     ObjectRecord t;
     if (auto v = from_batch(b, id_key("o/", rec.target), &deleted)) t = ObjectRecord::deserialize(*v);
-    else t = object(rec.target);
+    else t = f_.object(rec.target);
     t.rc++;
-    put_object(b, rec.target, t);
+    f_.put_object(b, rec.target, t);
   }
   b.put(link_key(group, name), rec.serialize());
 }
 
-int64_t SharedFile::peek_link_corder(uint64_t group, const ObjectRecord& rec) {
+int64_t LinkGraph::peek_link_corder(uint64_t group, const ObjectRecord& rec) {
   auto it = link_corders_.find(group);
   if (it == link_corders_.end()) {
     int64_t next = rec.next_link_corder;
@@ -99,44 +82,44 @@ int64_t SharedFile::peek_link_corder(uint64_t group, const ObjectRecord& rec) {
   return it->second;
 }
 
-void SharedFile::keep_link_corder(tessera::CatalogBatch& b, uint64_t group, int64_t removed) {
+void LinkGraph::keep_link_corder(tessera::CatalogBatch& b, uint64_t group, int64_t removed) {
   bool deleted;
   ObjectRecord g;
   if (auto v = from_batch(b, id_key("o/", group), &deleted)) g = ObjectRecord::deserialize(*v);
   else if (deleted) return;  // the group itself goes in this batch
-  else if (auto r = find_object(group)) g = *r;
+  else if (auto r = f_.find_object(group)) g = *r;
   else return;
   if (g.next_link_corder > removed) return;
   g.next_link_corder = removed + 1;
-  put_object(b, group, g);
+  f_.put_object(b, group, g);
 }
 
-void SharedFile::remove_link(uint64_t group, const std::string& name) {
+void LinkGraph::remove_link(uint64_t group, const std::string& name) {
   auto l = find_link(group, name);
   if (!l) fail_arg("link '" + name + "' does not exist");
   tessera::CatalogBatch b;
   b.del(link_key(group, name));
-  link_storage_removing(*this, b, group);
+  link_storage_removing(f_, b, group);
   if (l->type == H5L_TYPE_HARD) {
-    ObjectRecord t = object(l->target);
+    ObjectRecord t = f_.object(l->target);
     if (t.rc > 0) t.rc--;
     if (t.rc == 0) delete_object(l->target, b, 0);
-    else put_object(b, l->target, t);
+    else f_.put_object(b, l->target, t);
   }
   keep_link_corder(b, group, l->corder);  // after: the target may be the group itself
-  commit(b);
+  f_.commit(b);
 }
 
-void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth) {
+void LinkGraph::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth) {
   if (depth > 1000) fail_arg("object graph too deep to delete");
-  auto rec = find_object(oid);
+  auto rec = f_.find_object(oid);
   if (!rec) return;
   b.del(id_key("o/", oid));
   if (rec->type == ObjType::kGroup) link_storage_deleted(b, oid);
   if (rec->type == ObjType::kDataset) b.del(id_key("ae/", oid));  // allocation.h
-  for (auto& [name, a] : attrs(oid)) {
+  for (auto& [name, a] : f_.attrs(oid)) {
     b.del(attr_key(oid, name));
-    if (a.committed_type && a.committed_type != oid) unref_object(b, a.committed_type);
+    if (a.committed_type && a.committed_type != oid) f_.unref_object(b, a.committed_type);
   }
   if (rec->type == ObjType::kGroup) {
     for (auto& [name, l] : links(oid)) {
@@ -146,48 +129,21 @@ void SharedFile::delete_object(uint64_t oid, tessera::CatalogBatch& b, int depth
       ObjectRecord t;
       if (auto v = from_batch(b, id_key("o/", l.target), &deleted)) t = ObjectRecord::deserialize(*v);
       else if (deleted) continue;
-      else if (auto f = find_object(l.target)) t = *f;
+      else if (auto f = f_.find_object(l.target)) t = *f;
       else continue;
       if (t.rc > 0) t.rc--;
       if (t.rc == 0) delete_object(l.target, b, depth + 1);
-      else put_object(b, l.target, t);
+      else f_.put_object(b, l.target, t);
     }
   } else if (rec->type == ObjType::kDataset) {
-    drop_array(rec->array_id);
-    if (rec->committed_type) unref_object(b, rec->committed_type);
+    f_.drop_array(rec->array_id);
+    if (rec->committed_type) f_.unref_object(b, rec->committed_type);
   }
-}
-
-void SharedFile::ref_object(tessera::CatalogBatch& b, uint64_t oid) {
-  bool deleted;
-  ObjectRecord t;
-  if (auto v = from_batch(b, id_key("o/", oid), &deleted)) t = ObjectRecord::deserialize(*v);
-  else if (deleted) fail_arg("object " + std::to_string(oid) + " is being deleted");
-  else t = object(oid);
-  t.rc++;
-  put_object(b, oid, t);
-}
-
-void SharedFile::unref_object(tessera::CatalogBatch& b, uint64_t oid) {
-  bool deleted;
-  ObjectRecord t;
-  if (auto v = from_batch(b, id_key("o/", oid), &deleted)) t = ObjectRecord::deserialize(*v);
-  else if (deleted) return;  // deleted earlier in this batch (reference cycles)
-  else if (auto r = find_object(oid)) t = *r;
-  else return;
-  if (t.rc > 0) t.rc--;
-  // An unreferenced object that is still open stays (refcount 0) until its last handle
-  // closes, as in native HDF5; datatype_close removes such a committed type then.
-  bool open = false;
-  for (auto& [p, type] : open_)
-    if (type == H5I_DATATYPE && static_cast<Obj*>(p)->oid == oid) open = true;
-  if (t.rc == 0 && !open) delete_object(oid, b, 1);
-  else put_object(b, oid, t);
 }
 
 // ---------------------------------------------------------------- paths
 
-std::optional<uint64_t> SharedFile::try_resolve(uint64_t start, const std::string& path, bool follow_last) {
+std::optional<uint64_t> LinkGraph::try_resolve(uint64_t start, const std::string& path, bool follow_last) {
   uint64_t cur = path.size() && path[0] == '/' ? kRootOid : start;
   std::vector<std::string> parts = path_components(path);
   int soft_budget = 64;  // HDF5's default limit on soft link traversals is 16; be generous
@@ -207,20 +163,20 @@ std::optional<uint64_t> SharedFile::try_resolve(uint64_t start, const std::strin
       return std::nullopt;  // external links are not followed
     }
     if (!last) {
-      auto o = find_object_ref(cur);
+      auto o = f_.find_object_ref(cur);
       if (!o || o->type != ObjType::kGroup) return std::nullopt;
     }
   }
   return cur;
 }
 
-uint64_t SharedFile::resolve(uint64_t start, const std::string& path, bool follow_last) {
+uint64_t LinkGraph::resolve(uint64_t start, const std::string& path, bool follow_last) {
   auto r = try_resolve(start, path, follow_last);
   if (!r) fail_arg("object '" + path + "' doesn't exist");
   return *r;
 }
 
-std::pair<uint64_t, std::string> SharedFile::resolve_parent(uint64_t start, const std::string& path,
+std::pair<uint64_t, std::string> LinkGraph::resolve_parent(uint64_t start, const std::string& path,
                                                             bool create_intermediate, tessera::CatalogBatch* b) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();
@@ -244,13 +200,13 @@ std::pair<uint64_t, std::string> SharedFile::resolve_parent(uint64_t start, cons
     if (!l && !deleted) l = find_link(cur, part);
     if (!l) {
       if (!create_intermediate || !b) fail_arg("parent group '" + parent + "' of '" + path + "' doesn't exist");
-      uint64_t g = create_group_record(*b, H5P_DEFAULT);
-      add_link(*b, cur, part, LinkRecord::hard(g));
+      uint64_t g = f_.create_group_record(*b, H5P_DEFAULT);
+      add_link(*b, cur, part, LinkRecord::hard(g), false);
       cur = g;
       continue;
     }
     auto t = l->type == H5L_TYPE_HARD ? std::optional<uint64_t>(l->target)
-                                      : l->type == H5L_TYPE_SOFT ? try_resolve(cur, l->soft_path) : std::nullopt;
+                                      : l->type == H5L_TYPE_SOFT ? try_resolve(cur, l->soft_path, true) : std::nullopt;
     if (!t) fail_arg("parent '" + part + "' of '" + path + "' cannot be resolved");
     cur = *t;
   }

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "vol/base/h5_runtime.h"
-#include "vol/model/object_model.h"  // fail_arg
+#include "vol/base/error.h"  // fail_arg
 
 namespace tessera_vol {
 

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "vol/base/error.h"
-#include "vol/model/object_model.h"
 
 namespace tessera_vol {
 

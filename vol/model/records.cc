@@ -1,31 +1,12 @@
-// records.cc — the catalog records of HDF5 objects, links and attributes (object_model.h;
-// byte layouts in docs/format.md, "Connector records"), path and key helpers, and the
-// errors connector code throws.
-#include "vol/model/object_model.h"
+// records.cc — the catalog records of HDF5 objects, links and attributes (records.h;
+// byte layouts in docs/format.md, "Connector records"), and the path and key helpers.
+#include "vol/model/records.h"
 
-#include "vol/base/default_plists.h"
-
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <climits>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
 #include "engine/util/bytes.h"
-#include "vol/model/catalog_keys.h"
-#include "vol/base/connector_info.h"
-#include "vol/base/error.h"
-#include "vol/base/file_settings.h"
-#include "vol/model/link_storage.h"
-#include "vol/model/objects.h"  // Obj: open handles keep unreferenced objects
-#include "vol/model/parallel.h"
-#include "vol/model/swmr.h"
-#include "vol/model/value_filters.h"
+#include "vol/base/default_plists.h"
 
 namespace tessera_vol {
 

@@ -65,18 +65,18 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   f->name_ = name;
   if (temporary) f->temporary_ = path;
   f->foreign_ = foreign;
-  f->par_ = Parallel::from_fapl(fapl);
-  if (f->par_) {
-    f->par_->check_fapl(fapl);
-    f->open_container_parallel(path, flags, /*create=*/true);
+  f->par_.comm = Parallel::from_fapl(fapl);
+  if (f->par_.comm) {
+    f->par_.comm->check_fapl(fapl);
+    f->par_.open_container(path, flags, /*create=*/true, &f->container_);
   } else {
     auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
                                        : tessera::Container::CreateMode::kTruncate;
     check(tessera::Container::create(path, mode, &f->container_));
   }
   f->real_ = real_path(path);
-  f->locking_ = LockingFlags::of(fapl);
-  f->intent_ = H5F_ACC_RDWR | (flags & H5F_ACC_SWMR_WRITE);
+  f->swmr_.locking = LockingFlags::of(fapl);
+  f->swmr_.intent = H5F_ACC_RDWR | (flags & H5F_ACC_SWMR_WRITE);
   f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
   f->fcpl_ = H5Pcopy(fcpl == H5P_DEFAULT ? H5P_FILE_CREATE_DEFAULT : fcpl);
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
@@ -137,7 +137,7 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
     if (auto f = it->second.lock()) {
       if ((flags & H5F_ACC_RDWR) && !f->writable())
         fail_arg("file '" + name + "' is already open read-only");
-      if (!(LockingFlags::of(fapl) == f->locking_)) fail_arg("file locking flag values don't match");
+      if (!(LockingFlags::of(fapl) == f->swmr_.locking)) fail_arg("file locking flag values don't match");
       swmr_on_open(*f, flags, /*already_open=*/true);
       return f;
     }
@@ -151,17 +151,17 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   f->name_ = name;
   if (image) f->temporary_ = path;
   f->foreign_ = foreign;
-  f->locking_ = LockingFlags::of(fapl);
+  f->swmr_.locking = LockingFlags::of(fapl);
   bool rw = (flags & H5F_ACC_RDWR) != 0;
-  f->par_ = Parallel::from_fapl(fapl);
-  if (f->par_) f->par_->check_fapl(fapl);
-  if (f->par_ && !as_of.empty()) fail_unsupported("setting as_of: parallel files cannot be opened as of a past commit");
-  if (f->par_) f->open_container_parallel(path, flags, /*create=*/false);
+  f->par_.comm = Parallel::from_fapl(fapl);
+  if (f->par_.comm) f->par_.comm->check_fapl(fapl);
+  if (f->par_.comm && !as_of.empty()) fail_unsupported("setting as_of: parallel files cannot be opened as of a past commit");
+  if (f->par_.comm) f->par_.open_container(path, flags, /*create=*/false, &f->container_);
   else if (!as_of.empty()) check(tessera::Container::open_as_of(path, as_of, &f->container_));
   else check(tessera::Container::open(path, rw, &f->container_));
-  f->epoch_ = f->container_->committed_epoch();
+  f->par_.epoch = f->container_->committed_epoch();
   f->real_ = real;
-  f->intent_ = rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
+  f->swmr_.intent = rw ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
   if (rw) f->container_->catalog().set_durability(tessera::Catalog::Durability::kOnSync);
   f->fapl_ = H5Pcopy(fapl == H5P_DEFAULT ? H5P_FILE_ACCESS_DEFAULT : fapl);
   if (auto enc = f->container_->catalog().get("sys/fcpl")) f->fcpl_ = H5Pdecode(enc->data());
@@ -170,37 +170,10 @@ std::shared_ptr<SharedFile> SharedFile::open(const std::string& name, unsigned f
   f->apply_options();
   if (!f->find_object(kRootOid)) fail_engine(tessera::Status(tessera::Errc::kCorrupt,
                                                                "container '" + name + "' has no root group"));
-  f->intent_ |= swmr_on_open(*f, flags, /*already_open=*/false);
+  f->swmr_.intent |= swmr_on_open(*f, flags, /*already_open=*/false);
   f->fileno_ = g_next_fileno++;
   g_files[real] = f;
   return f;
-}
-
-// Rank 0 creates (or opens and recovers) the container before any other rank reads it;
-// the others then open a shadow (read-write intent) or a read-only view.  Both steps are
-// agreed, so every rank succeeds or fails together.
-void SharedFile::open_container_parallel(const std::string& name, unsigned flags, bool create) {
-  Parallel& p = *par_;
-  bool rw = create || (flags & H5F_ACC_RDWR) != 0;
-  p.agree([&] {
-    if (!p.root()) return;
-    if (create) {
-      auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
-                                         : tessera::Container::CreateMode::kTruncate;
-      check(tessera::Container::create(name, mode, &container_));
-      container_->set_file_arrays(true);  // new arrays: directories + schema files
-    } else {
-      check(tessera::Container::open(name, rw, &container_));
-      container_->set_file_arrays(true);
-      // Recovery happens here, once, so that later array opens need no ordering.
-      if (rw) check(container_->recover_arrays());
-    }
-  });
-  p.agree([&] {
-    if (p.root()) return;
-    if (rw) check(tessera::Container::open_shadow(name, &container_));
-    else check(tessera::Container::open(name, false, &container_));
-  });
 }
 
 SharedFile::~SharedFile() {
@@ -213,7 +186,7 @@ SharedFile::~SharedFile() {
   }
   arrays_.clear();
   container_.reset();
-  par_.reset();
+  par_.comm.reset();
   plists_.clear();
   for (auto& [cset, acpl] : acpls_) H5Pclose(acpl);
   if (fcpl_ >= 0) H5Pclose(fcpl_);
@@ -238,6 +211,18 @@ void* SharedFile::directory_handle() {
   if (dir_fd_ < 0) dir_fd_ = ::open(container_->path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd_ < 0) fail_arg("cannot open the container directory of '" + name_ + "'");
   return &dir_fd_;
+}
+
+hid_t SharedFile::shared_acpl(H5T_cset_t cset) {
+  auto it = acpls_.find(static_cast<int>(cset));
+  if (it != acpls_.end()) return it->second;
+  hid_t acpl = H5Pcreate(H5P_ATTRIBUTE_CREATE);
+  if (acpl >= 0 && H5Pset_char_encoding(acpl, cset) < 0) {
+    H5Pclose(acpl);
+    acpl = H5I_INVALID_HID;
+  }
+  if (acpl >= 0) acpls_[static_cast<int>(cset)] = acpl;
+  return acpl;
 }
 
 void SharedFile::require_writable(const char* what) {
