@@ -1,6 +1,6 @@
 // A publish journal (publish.journal, publish-r<rank>.journal: docs/format.md "Publish
 // journal"), decoded as recovery does on open, and the schema file it may carry parsed
-// as array_publish.cc does.
+// as publish_recovery.cc does.
 #include "engine/array/array_files.h"
 #include "engine/publish/publish_journal.h"
 #include "fuzz/fuzz_util.h"

@@ -24,10 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "engine/array/array_info.h"
+#include "engine/array/array_options.h"
 #include "engine/array/array_store.h"
 #include "engine/write/blob_buffer.h"
 #include "engine/catalog/catalog.h"
 #include "engine/array/compact_array.h"
+#include "engine/array/publisher.h"
+#include "engine/array/share_session.h"
 #include "engine/util/error.h"
 #include "engine/fragment/fragment.h"
 #include "engine/fragment/fragment_set.h"
@@ -35,165 +39,11 @@
 #include "engine/index/index_builder.h"
 #include "engine/index/query_term.h"
 #include "engine/schema/schema.h"
-#include "engine/publish/share_log.h"
 #include "engine/fragment/var_heap.h"
 #include "engine/write/write_budget.h"
 #include "engine/write/write_buffer.h"
 
 namespace tessera {
-
-struct ArrayOptions {
-  uint32_t writer_rank = 0;          // goes into fragment ids (MPI rank)
-  // true: every write returns only once its fragment is durable and published.
-  // false (HDF5's rule, used by the connector): fragments are written, filtered on the
-  // pool while the caller goes on, and readable at once, but synced and published under
-  // their final names only at flush() / close — a crash loses everything since the last
-  // flush and nothing before it, and a reader never sees a half-written fragment.
-  bool durable_writes = true;
-  size_t max_open_writers = 4;       // deferred mode: dense writes filtered concurrently
-  uint64_t buffer_budget = 64 << 20; // spill the write buffer past this many bytes
-  uint64_t direct_cells = 16384;     // box writes of at least min(this, tile cells) bypass the buffer
-  // Deferred mode: box writes of at least blob_min_cells cells and at most blob_bytes bytes
-  // are buffered whole (blob_buffer.h) instead of as cells or a fragment of their own.
-  uint64_t blob_min_cells = 64;
-  uint64_t blob_bytes = 16 << 20;
-  // MPI (docs/parallel.md).  collective: fragments are published only by epoch commits
-  // (stage_prepared with an epoch) and whatever is unpublished when the array is destroyed
-  // is discarded, never published on its own.  shadow: another rank (0) owns journal
-  // recovery, the schema file, extent-shrink fill fragments and cleanup; this one only
-  // writes its own fragments.  committed_epoch: recovery rolls per-rank journals of epochs
-  // up to this one forward and later ones back (Container::open_array fills it in).
-  bool collective = false;
-  bool shadow = false;
-  // MPI, collective arrays: the job's size when small writes are shared through share
-  // logs (share_log.h; 0 or 1: every shared write ends a fragment file, and every
-  // refresh lists the directory).
-  uint32_t share_ranks = 0;
-  // The bound of this rank's share log (share_log.h): once it holds this many bytes, the
-  // next small write is shared through a file (a kShared record) and the log restarts.
-  // On disk it stays below this plus one write's record (docs/parallel.md).
-  uint64_t share_log_bytes = 4 << 20;
-  // No other writer can be at work on the array (the opener holds the container's writer
-  // lock, or is MPI rank 0 opening before the others): temporary fragment files left in
-  // it after journal recovery are a crashed writer's garbage and are removed.
-  bool sole_writer = false;
-  uint64_t committed_epoch = 0;
-  // Catalog-bound arrays only: fragments up to this many bytes are stored inline in the
-  // catalog (0: never — e.g. MPI ranks that cannot commit to the catalog), as long as
-  // the array's inline fragments stay within inline_array_bytes.
-  uint64_t inline_fragment_bytes = 64 << 10;
-  uint64_t inline_array_bytes = 1 << 20;
-  // Consolidation keeps the fragments it merged (its result's `replaces` hides them from
-  // reads) instead of removing them at once; vacuum() removes them later (the `tessera`
-  // tool's consolidate and vacuum).  Opening an array never removes replaced fragments.
-  bool keep_replaced = false;
-  // Read-only, as of a past commit (history.h; Container::open_as_of fills it in): the
-  // commit's time.  Fragment files count only if the (as-of) catalog records them, or
-  // never recorded any and their timestamp is at most this; no journal is rolled.
-  uint64_t as_of_ts = 0;
-  // Value indexes (docs/queries.md): build the index of every file fragment this array
-  // publishes (flush, consolidation) with these options.
-  bool index_on_write = false;
-  IndexOptions index;
-  // The pools and the tile cache the array works with (context.h); null: the process's.
-  std::shared_ptr<Context> context;
-  // The environment's settings (EngineOptions::from_env, options.h); throws Error for a
-  // bad value.
-  static ArrayOptions from_env();
-};
-
-// Inline bytes a whole container may hold in its catalog (which lives in memory).  The
-// arrays of a container flush concurrently (background flushes, threads), so room is
-// taken in one atomic step (try_take): a check and an add apart would let two writers
-// both see the last room and both take it.
-struct InlineBudget {
-  std::atomic<uint64_t> used{0};
-  uint64_t cap = 256ull << 20;
-  // Takes n bytes if they fit under cap.
-  bool try_take(uint64_t n) {
-    uint64_t u = used.load();
-    do {
-      if (n > cap || u > cap - n) return false;
-    } while (!used.compare_exchange_weak(u, u + n));
-    return true;
-  }
-  // Takes n bytes whether or not they fit (records already in the catalog).
-  void take(uint64_t n) { used += n; }
-  void give_back(uint64_t n) {
-    uint64_t u = used.load();
-    while (!used.compare_exchange_weak(u, u - std::min(u, n))) {
-    }
-  }
-  // Compact arrays created by this process whose cells record is not written yet: their
-  // cells' bytes were taken at creation (by array key prefix).
-  std::mutex mu;
-  std::map<std::string, uint64_t> compact_reserved;
-  // The bytes reserved for `prefix`'s cells, now claimed (0: none were).
-  uint64_t claim_compact(const std::string& prefix) {
-    std::lock_guard<std::mutex> g(mu);
-    auto it = compact_reserved.find(prefix);
-    if (it == compact_reserved.end()) return 0;
-    const uint64_t n = it->second;
-    compact_reserved.erase(it);
-    return n;
-  }
-};
-
-// An array kept in a container's catalog (see the top of this file).
-struct CatalogBinding {
-  std::shared_ptr<Catalog> catalog;
-  std::string prefix;  // "arr/<hex16 id>/": <prefix>schema, <prefix>frag/<fragment id>
-  std::shared_ptr<InlineBudget> budget;
-  // The container knows the directory does not exist (skips a stat per open of thousands
-  // of small arrays); dir_created tells it when the array creates it (synced: its new
-  // names are durable already).
-  bool dir_absent = false;
-  std::function<void(bool synced)> dir_created;
-};
-
-// What an array's value indexes cover (Array::index_info).
-struct IndexInfo {
-  uint64_t fragments = 0;         // file fragments (inline ones are always scanned)
-  uint64_t indexed = 0;           // of those, with an index file
-  uint64_t inline_fragments = 0;
-  uint64_t data_bytes = 0;        // bytes of the file fragments
-  uint64_t indexed_data_bytes = 0;  // bytes of the indexed ones
-  uint64_t index_bytes = 0;       // bytes of their index files
-  uint64_t unindexed_cells = 0;   // data cells a query would scan (file fragments without an index)
-};
-
-// An index build's work and result (Array::build_index).
-struct IndexBuild {
-  uint32_t part = 0, parts = 1;  // MPI: this rank builds fragment i when i % parts == part
-  bool rebuild = false;          // also rebuild indexes that exist
-  // Only fragments every rank sees (MPI: published ones, in the same order everywhere);
-  // nothing is spilled.  Otherwise the write buffer is spilled first and every file
-  // fragment, published or not, is indexed.
-  bool published_only = false;
-  // Called on the building thread as chunks finish: cells done, cells to do in all.
-  std::function<void(uint64_t done, uint64_t total)> progress;
-  // Out: fragments indexed, their cells, bytes of index written.
-  uint64_t built = 0, cells = 0, bytes = 0;
-};
-
-struct FragmentInfo {
-  FragmentId id;
-  std::string path;  // the file, or for an inline fragment its catalog record's label
-  uint64_t file_size = 0, cells = 0, dense_tiles = 0, sparse_tiles = 0;
-  bool has_domain = false;
-  Box domain;
-  uint64_t fill_boxes = 0, erased_tiles = 0;  // dense entries that are fill boxes; erased tiles
-  bool is_inline = false;
-  bool sets_extent = false;
-  std::vector<FragmentId> replaces;  // the fragments a consolidation merged into this one
-  StorageOrder order;  // its tiles' and cells' order (Fragment::order): the schema's unless converted since
-  static FragmentInfo of(const Fragment& f, const Schema& s);
-};
-
-// What Array::vacuum removed.
-struct VacuumResult {
-  uint64_t fragments = 0, bytes = 0;
-};
 
 class Array final : public BufferOwner {
  public:
@@ -414,6 +264,10 @@ class Array final : public BufferOwner {
   size_t buffered_cells() const;
 
  private:
+  // The components (publisher.h, share_session.h) are parts of this class: they run under
+  // mu_, held by the public method that calls them, and use the array's other members.
+  friend class Publisher;
+  friend class ShareSession;
   // opts_.context, or the process's.  The first member, so the last destroyed: the files
   // the other members hold (the store's catalog, share logs, writers) close through its
   // Env, and an array may hold the last reference to its Context (its container closed
@@ -421,6 +275,8 @@ class Array final : public BufferOwner {
   std::shared_ptr<Context> ctx_;
 
   Array() = default;
+
+  // --- Opening and the fragment set (array.cc, array_listing.cc).
   void open_impl(bool writable, const Schema* known = nullptr);
   void load_fragments();
   // The catalog's file records name every committed fragment file of this array
@@ -433,105 +289,85 @@ class Array final : public BufferOwner {
   // the catalog: load_fragments checks it against the reloaded one).
   bool list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem,
                     std::optional<FragmentId>* unrecorded = nullptr);
+  void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
+  bool apply_extent_commits();
   FragmentId next_id();
   void check_selection(const Selection& sel) const;
-  // --- MPI share logs and runs (array_share.cc, docs/parallel.md "Visibility").  A run
-  // is this rank's consecutive small box writes, each shared as a share-log record,
-  // buffered together and spilled as one fragment; every record and that fragment carry
-  // the run's first timestamp, so the fragment sorts where the run's first write did.
-  // A run ends (is spilled) before any other kind of write, and when another rank's
-  // newly seen fragment meets its cells (fence_: those seen during the run, which later
-  // writes of the run must not meet either) — a write ordered after another rank's
-  // must sort after it.
-  // Only a writable array: a read-only one belongs to a job of readers (the connector
-  // opens arrays writable exactly when the file is), so the share logs it could find are
-  // another job's uncommitted writes — a crashed one's, until recovery removes them.
+  void check_points(const uint64_t* coords, size_t n) const;
+  void require_var(bool var) const;
+  void check_writable() const;
+  // check_writable, and ends the share run: every write but a logged one calls it.
+  void require_writable();
+
+  // --- MPI share logs and runs (share_session.h, docs/parallel.md "Visibility").
+  // Declared before the store, as its fields were: destroyed after it.
+  ShareSession share_{*this};
+  // Only a writable array shares: a read-only one belongs to a job of readers (the
+  // connector opens arrays writable exactly when the file is), so the share logs it could
+  // find are another job's uncommitted writes — a crashed one's, until recovery removes them.
   bool share_logging() const { return opts_.share_ranks > 1 && opts_.collective && !compact_ && writable_; }
-  // A buffered box write: queued for the share log (true), or not loggable (false: the
-  // run ends and the next share_own shares through files).
-  bool note_logged_write(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
-  void note_unlogged_write();
-  void end_share_run();
-  FragmentId spill_id();  // the id of a spill: the run's, ending it; else next_id()
-  void open_share_log();
-  void log_pending_shares();
-  void announce_files();  // a kList record: other ranks list the directory
-  void announce_shared(const std::vector<std::string>& names);  // a kShared record
-  // Reads the other ranks' new share-log records; true when one asks for a listing.
-  // retired: fragments the logs showed before that files hold now.
-  bool poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh, std::vector<std::shared_ptr<Fragment>>* retired);
-  // Picks up what other ranks shared: their new records, and a listing when asked (or
-  // `list`); ends the run if something new meets it.
-  void pick_up_shared(bool list);
-  void note_foreign(const std::vector<std::shared_ptr<Fragment>>& fresh);
-  void close_share_logs() noexcept;
-  struct PendingShare {
-    Box box;
-    std::vector<uint8_t> cells;  // row-major
-  };
-  std::vector<PendingShare> share_pending_;  // box writes since the last share_own
-  bool share_broken_ = false;  // a write since the last share_own was not logged
-  uint64_t run_ts_ = 0;        // the current run's timestamp (0: none)
-  BoundingBox run_bounds_;
-  std::vector<Box> fence_;
-  std::unique_ptr<ShareLogWriter> share_log_;
-  struct PeerLog {
-    ShareLogReader log;
-    std::vector<std::shared_ptr<Fragment>> frags;  // shown by the log, not yet in files
-  };
-  std::vector<PeerLog> peers_;  // by rank
+
+  // --- The write path (array_write.cc) and variable-length cells (array.cc).
   void write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
-  void maybe_spill();
-  // The fragment of a spill: the buffer's cells tile by tile (dense where they fill a box).
-  void fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const;
   void buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
   // Spills first when buffered blobs overlap `b` (a write or erase that would otherwise
   // become a fragment older-looking than them: fragments sort before blobs in reads).
   void spill_blobs_over(const Box& b);
   // Whether `box` starts after the open dense fragment's last tile (it can be appended).
   bool appends_after_direct(const Box& box) const;
+  std::vector<uint8_t> make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths, const void* data);
+  void resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
+                           std::vector<uint8_t>* data);
+  HeapBuilder* pending_heap();
+
+  // --- Spills and the background flush (array_spill.cc).
+  void spill();
+  void maybe_spill();
+  // The fragment of a spill: the buffer's cells tile by tile (dense where they fill a box).
+  void fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const;
   // Tells the context's write budget what this array holds; true when over its limit.
   bool report_bytes();
   // Waits (releasing mu_) until no background flush of this array is writing.
   void finish_inflight();
+  void wait_inflight();
   // A background flush that failed: every later flush (and write) reports it.
   void check_background() const;
   // Back-pressure after a buffered write, with mu_ released (write_budget.h).
   Status throttle(Status st, std::unique_lock<std::mutex>* held);
-  void erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n);
-  // Value indexes: builds the indexes of just-published file fragments when asked
-  // (index_on_write, or `inputs_indexed`: a consolidation of indexed fragments), and
-  // removes the index file of a fragment that goes.
-  void index_published(const std::vector<std::shared_ptr<Fragment>>& published, bool inputs_indexed = false);
-  void remove_index_of(const FragmentId& id);
-  void defined_locked(const std::vector<Box>& region, std::vector<Box>* out);
-  void spill();
-  // part/parts: see consolidate_part; parts == 1 publishes at once (serial).
-  // target: the schema to merge into (a converted order, consolidate_layout), published
-  // with the result; null: schema_.
-  void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1,
-                         const Schema* target = nullptr);
-  std::vector<uint8_t> make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths, const void* data);
-  void resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
-                           std::vector<uint8_t>* data);
-  void check_points(const uint64_t* coords, size_t n) const;
-  HeapBuilder* pending_heap();
-  void require_var(bool var) const;
-  void check_writable() const;
-  // check_writable, and ends the share run: every write but a logged one calls it.
-  void require_writable();
-  // Completes a writer: durable publish (durable_writes) or finish into unpublished_.
-  // batch: into unpublished_ even in durable mode (the caller publishes them together).
-  void complete(std::unique_ptr<FragmentWriter> w, bool batch = false);
-  // Deferred mode: lets a dense writer keep filtering in the background.
-  void park(std::unique_ptr<FragmentWriter> w);
+
+  // --- Before a read or a publish (array_publish.cc): the flush in flight and the
+  // parked writers finished.
   void finish_parked();
   // finish_parked for a read of `region` only: the flush in flight is waited for only when
   // its writes may lie there (its bounds are not known yet, or they meet the region).
   void finish_parked_for(const Box& region);
   Box points_bounds(const uint64_t* coords, size_t n) const;
-  // Direct chunk writes (array_chunks.cc): the open fragment they append to, closed
+  void flush_impl();
+  // A read-only view whose catalog was just reloaded: the journals are rolled again by
+  // the reloaded catalog's epoch, so an epoch committed since is read whole — through the
+  // temporary names of the files its members have not renamed yet (an outside reader of
+  // a parallel file; docs/format.md, "Epoch journals").  Then the stored schema, unless
+  // a journal's is newer.  Nothing for writers, shadows and views as of a past commit.
+  void reread_journals();
+  void take_stored_schema();
+
+  // --- Sparse data, value indexes, consolidation (array_sparse.cc, array_index.cc,
+  // consolidate.cc).
+  void erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n);
+  void defined_locked(const std::vector<Box>& region, std::vector<Box>* out);
+  // Value indexes: builds the indexes of just-published file fragments when asked
+  // (index_on_write, or `inputs_indexed`: a consolidation of indexed fragments), and
+  // removes the index file of a fragment that goes.
+  void index_published(const std::vector<std::shared_ptr<Fragment>>& published, bool inputs_indexed = false);
+  void remove_index_of(const FragmentId& id);
+  // part/parts: see consolidate_part; parts == 1 publishes at once (serial).
+  // target: the schema to merge into (a converted order, consolidate_layout), published
+  // with the result; null: schema_.
+  void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1,
+                         const Schema* target = nullptr);
+
+  // --- Direct chunk writes (array_chunks.cc): the open fragment they append to, closed
   // (parked) before anything else writes or reads, so fragment order stays write order.
   void close_direct();
   Box chunk_box(const uint64_t* tile) const;
@@ -545,35 +381,11 @@ class Array final : public BufferOwner {
                      bool whole = false);
   void encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, uint64_t* size, uint32_t* skip);
   std::unique_ptr<FragmentWriter> direct_;
-  // Why unflushed writes were lost (a fragment file whose write failed), until the next
-  // flush reports it (report_lost throws kIo): a flush never succeeds over lost writes.
-  std::string lost_;
-  void note_lost(const std::string& why);
-  // Syncs every unpublished fragment; one whose sync fails is dropped and noted lost.
-  void sync_unpublished();
-  void report_lost();
-  void complete_parked(std::unique_ptr<FragmentWriter> w);
   uint32_t direct_skip_ = 0;
   bool direct_whole_ = false;  // direct_ checksums tiles whole (FragmentWriter::set_whole_checksums)
   Coords direct_last_;  // the last tile direct_ holds
-  void stage_publish(bool synced, uint64_t epoch = 0, bool fragments_synced = false);
-  bool stage_writes_locked(uint64_t epoch) const;
-  std::string journal_path() const;
-  void recover_one_journal(const std::string& path);
-  void discard_unpublished();
-  void finish_publish(bool synced, CatalogBatch* into = nullptr);
-  void recover_journal();
-  // A read-only view whose catalog was just reloaded: the journals are rolled again by
-  // the reloaded catalog's epoch, so an epoch committed since is read whole — through the
-  // temporary names of the files its members have not renamed yet (an outside reader of
-  // a parallel file; docs/format.md, "Epoch journals").  Then the stored schema, unless
-  // a journal's is newer.  Nothing for writers, shadows and views as of a past commit.
-  void reread_journals();
-  void take_stored_schema();
-  void flush_impl();
-  bool apply_extent_commits();
-  void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
-  // --- where the schema and inline fragments live (array_store.h)
+
+  // --- Where the schema and inline fragments live (array_store.h, array_bound.cc).
   // A converted schema (consolidate_layout) becomes the array's, once published.
   void adopt_schema(const Schema& s) {
     schema_ = s;
@@ -593,7 +405,6 @@ class Array final : public BufferOwner {
   std::unique_ptr<CompactArray> compact_;
 
   std::unique_ptr<ArrayStore> store_;
-  std::vector<std::shared_ptr<Fragment>> unpublished_inline_;  // deferred mode
 
   mutable std::mutex mu_;
   Env& env() const { return ctx_->env(); }  // every file-system call of the array
@@ -615,49 +426,17 @@ class Array final : public BufferOwner {
   // it (outside the lock: a scattered buffer has millions of cells); !any until then.
   BoundingBox inflight_bounds_;
   // Waited on with mu_ held (wait_inflight).  Not a condition_variable_any, and parked_
-  // not a deque: both allocate when constructed, and an array is opened and closed per
+  // (publisher.h) not a deque: both allocate when constructed, and an array is opened and closed per
   // small dataset (issue 20).
   std::condition_variable inflight_cv_;
-  void wait_inflight();
   Status bg_error_;
   std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells
   std::unique_ptr<HeapReader> heaps_;
   std::string heap_dir_;
   FragmentSet frags_;  // oldest first (published or not)
-  std::list<std::unique_ptr<FragmentWriter>> parked_;  // dense writers still filtering
-  // Finished but unpublished fragments (deferred mode): (fragment, final path).
-  std::vector<std::pair<std::shared_ptr<Fragment>, std::string>> unpublished_;
+  // Deferred fragments, parked writers, publish journals and logs (publisher.h).
+  Publisher pub_{*this};
   FragmentId extent_id_;       // the extent change the schema file records
-  bool schema_dirty_ = false;  // deferred mode: schema to write at flush
-  bool journal_staged_ = false;
-  bool single_ = false;  // the staged batch is one fragment: no journal file
-  uint64_t staged_epoch_ = 0;  // the staged journal's epoch (0: serial journal)
-  // The staged batch commits with the caller's catalog batch before its renames
-  // (record_staged); first_committed_: that batch is durable, so a batch whose renames
-  // failed is finished from here before a new journal replaces its journal.  The batch
-  // is the first staged_n_ of unpublished_ (a retry's new fragments follow it), and the
-  // schema it publishes is staged_schema_ (a later extent change is not its).
-  bool first_ = false;
-  bool first_committed_ = false;
-  size_t staged_n_ = 0;
-  std::optional<std::pair<Schema, FragmentId>> staged_schema_;
-  bool commits_first_locked() const;
-  void record_first(CatalogBatch& into) const;
-  std::vector<std::shared_ptr<Fragment>> recovered_;  // read-only: fragments named by a journal
-  // Published by publish_own since the last epoch, not yet recorded (files_to_record).
-  std::vector<std::pair<FragmentId, uint64_t>> alone_files_;
-  // This writer appended to its publish log since its last trim (log_publish).
-  bool logged_ = false;
-  // An append to or trim of the log failed: the next append rewrites it whole.
-  bool log_suspect_ = false;
-  // publish_own renamed files and the directory sync making the names durable has not
-  // returned yet: the next epoch syncs it before its record names them.
-  bool alone_unsynced_ = false;
-  // Files about to be renamed into place before a durable catalog batch records them:
-  // appended to this writer's publish log first (publish_log.h).
-  void log_publish(const std::vector<std::pair<FragmentId, uint64_t>>& files);
-  void log_unpublished();
-  void trim_log();  // publish_log_recorded, the caller holding mu_
   std::vector<FragmentInfo> replaced_;  // present but replaced (replaced_fragments())
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;

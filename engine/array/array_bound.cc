@@ -56,7 +56,7 @@ void Array::add_inline(std::vector<uint8_t> bytes, bool batch) {
     b.put(key, std::string(sp->begin(), sp->end()));
     store_->commit(std::move(b), /*sync=*/true);
   } else {
-    unpublished_inline_.push_back(f);
+    pub_.unpublished_inline_.push_back(f);
   }
   add_fragment(f, {});
 }
@@ -77,18 +77,18 @@ std::string Array::inline_to_file(const std::vector<uint8_t>& bytes, const std::
 // so its inline fragments are written out as files and join the journal (rare: an array
 // that got both a large and a small fragment since the last flush).
 void Array::materialize_inline() {
-  if (unpublished_inline_.empty() || unpublished_.empty()) return;
+  if (pub_.unpublished_inline_.empty() || pub_.unpublished_.empty()) return;
   store_->ensure_dir(false, schema_.var);
-  for (auto& f : unpublished_inline_) {
+  for (auto& f : pub_.unpublished_inline_) {
     auto bytes = f->inline_bytes();
     const std::string final_path = join_path(frag_dir_, FragmentWriter::file_name(f->meta().id));
     const std::string tmp = inline_to_file(*bytes, final_path);
     auto ff = Fragment::open(tmp, ctx_);
     store_->count_inline(-static_cast<int64_t>(f->file_size()));
     frags_.swap(f, ff);
-    unpublished_.push_back({ff, final_path});
+    pub_.unpublished_.push_back({ff, final_path});
   }
-  unpublished_inline_.clear();
+  pub_.unpublished_inline_.clear();
 }
 
 }  // namespace tessera

@@ -87,10 +87,10 @@ void Array::close_direct() {
   auto w = std::move(direct_);
   direct_last_.clear();
   if (w->failed()) {  // a write into it failed: its cells are gone (w's destructor removes the file)
-    note_lost("a write to fragment '" + w->final_path() + "' failed");
+    pub_.note_lost("a write to fragment '" + w->final_path() + "' failed");
     return;
   }
-  park(std::move(w));
+  pub_.park(std::move(w));
 }
 
 void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {

@@ -1,6 +1,6 @@
 // array_files.h — the files inside an array's directory (docs/format.md, "Arrays"):
 // their names and the schema file's format, shared by the parts of Array (array.cc,
-// array_publish.cc, array_bound.cc).  Internal to the engine.
+// array_publish.cc, publisher.cc, array_bound.cc).  Internal to the engine.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -55,7 +55,7 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
       size_t i = 0;
       for (const auto& f : frags_) {
         if (f->is_inline()) continue;
-        if (b->published_only && std::any_of(unpublished_.begin(), unpublished_.end(),
+        if (b->published_only && std::any_of(pub_.unpublished_.begin(), pub_.unpublished_.end(),
                                              [&](const auto& u) { return u.first == f; }))
           continue;
         if (i++ % b->parts != b->part) continue;

@@ -143,7 +143,7 @@ void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, si
   auto w = make_writer(next_id());
   for (auto& [t, piece] : fills) w->add_fill_tile(t.data(), piece);
   w->add_erased_cells(sorted.data(), sorted.size() / r);
-  park(std::move(w));
+  pub_.park(std::move(w));
 }
 
 }  // namespace tessera

@@ -112,7 +112,7 @@ Status Array::consolidate_part(uint32_t part, uint32_t parts) {
     if (opts_.durable_writes) throw_error(Errc::kInvalidArgument, "consolidate_part: needs deferred publishing");
     finish_parked();
     spill();
-    if (!unpublished_.empty())
+    if (!pub_.unpublished_.empty())
       throw_error(Errc::kInvalidArgument, "consolidate_part: publish pending writes first (an epoch commit)");
     if (frags_.size() > 1) consolidate_range(0, frags_.size() - 1, part, parts);
   });
@@ -138,7 +138,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     // Published with the other parts by an epoch commit; until then not even this
     // rank's reads use it (it would hide the inputs of the other parts' tiles).
     std::string tmp = w.finish();
-    unpublished_.push_back({Fragment::open(tmp, ctx_), w.final_path()});
+    pub_.unpublished_.push_back({Fragment::open(tmp, ctx_), w.final_path()});
     return;
   }
   // The result is durable before any input goes: an inline result and the removal of
@@ -159,7 +159,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
     b.put(key, std::string(bytes->begin(), bytes->end()));
   } else {
     nf = Fragment::open(tmp, ctx_);
-    log_publish({{id, nf->file_size()}});  // recorded by the batch below, after the rename
+    pub_.log_publish({{id, nf->file_size()}});  // recorded by the batch below, after the rename
     FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
     sync_dir(env(), frag_dir_);
     nf->set_path(w.final_path());
@@ -184,7 +184,7 @@ void Array::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t
   if (target) store_->publish({}, target, extent_id_, {}, /*synced=*/false, &b);
   store_->commit(std::move(b), /*sync=*/true);
   if (target) adopt_schema(*target);
-  trim_log();
+  pub_.trim_log();
   add_fragment(nf, replaced);
   // The merged fragment gets its own index when its inputs had some (or index_on_write):
   // rebuilt from the merged values, whose range decides its bins.

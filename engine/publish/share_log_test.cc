@@ -1,4 +1,4 @@
-// Share logs and runs (array_share.cc, docs/parallel.md "Visibility"): "ranks" are
+// Share logs and runs (share_session.cc, docs/parallel.md "Visibility"): "ranks" are
 // Array objects of one array directory with different writer ranks in one process, used
 // as the connector uses them — every write preceded by a refresh and followed by
 // share_own, every read preceded by a refresh.  Each step is then ordered after all

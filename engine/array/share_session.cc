@@ -1,5 +1,5 @@
-// array_share.cc — MPI: how a rank shows its small writes to the other ranks of its job
-// before an epoch commits them (share logs, share_log.h), and how it picks up theirs.
+// share_session.cc — ShareSession (share_session.h), MPI: how a rank shows its small
+// writes to the other ranks of its job before an epoch commits them (share logs, share_log.h), and how it picks up theirs.
 // docs/parallel.md ("Visibility") states the guarantee; this is the mechanism.
 //
 // Each small box write of a collective array is, before H5Dwrite returns, one record in
@@ -45,8 +45,8 @@ constexpr uint64_t kRestartAfterList = 64 << 10;
 
 }  // namespace
 
-bool Array::note_logged_write(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
-  if (!share_logging() || !sel.is_box() || sel.cells() * schema_.elem_size > kShareLogMaxBytes) return false;
+bool ShareSession::note_logged_write(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
+  if (!a_.share_logging() || !sel.is_box() || sel.cells() * a_.schema_.elem_size > kShareLogMaxBytes) return false;
   const Box& box = sel.bbox();
   if (run_ts_)
     for (const Box& f : fence_)
@@ -54,8 +54,8 @@ bool Array::note_logged_write(const Selection& sel, const uint8_t* src, const ui
         end_share_run();  // this write is ordered after that rank's: it sorts after it
         break;
       }
-  const int r = schema_.rank();
-  const size_t es = schema_.elem_size;
+  const int r = a_.schema_.rank();
+  const size_t es = a_.schema_.elem_size;
   PendingShare ps{box, std::vector<uint8_t>(box.cells() * es)};
   uint64_t shape[kMaxRank], dstride[kMaxRank];
   sel.dense_strides(dstride);
@@ -66,21 +66,21 @@ bool Array::note_logged_write(const Selection& sel, const uint8_t* src, const ui
   return true;
 }
 
-void Array::note_unlogged_write() {
-  if (!share_logging()) return;
+void ShareSession::note_unlogged_write() {
+  if (!a_.share_logging()) return;
   end_share_run();
   share_broken_ = true;
 }
 
-void Array::end_share_run() {
-  if (run_ts_ || run_bounds_.any) spill();  // spill_id() gives it the run's timestamp
+void ShareSession::end_share_run() {
+  if (run_ts_ || run_bounds_.any) a_.spill();  // spill_id() gives it the run's timestamp
   run_ts_ = 0;
   run_bounds_ = BoundingBox();
   fence_.clear();
 }
 
-FragmentId Array::spill_id() {
-  FragmentId id = next_id();
+FragmentId ShareSession::spill_id() {
+  FragmentId id = a_.next_id();
   if (run_ts_) id.ts = run_ts_;
   // Writes queued for the log are in this spill's file, not in any record: the next
   // share_own shares the file instead.
@@ -91,24 +91,24 @@ FragmentId Array::spill_id() {
   return id;
 }
 
-void Array::open_share_log() {
+void ShareSession::open_share_log() {
   if (share_log_) return;
   // A catalog-bound array (created by a serial writer) has no directory until it needs a file.
-  if (!store_->dir_exists()) store_->ensure_dir(opts_.durable_writes, schema_.var);
-  share_log_ = std::make_unique<ShareLogWriter>(env(), join_path(frag_dir_, share_log_name(opts_.writer_rank)));
+  if (!a_.store_->dir_exists()) a_.store_->ensure_dir(a_.opts_.durable_writes, a_.schema_.var);
+  share_log_ = std::make_unique<ShareLogWriter>(a_.env(), join_path(a_.frag_dir_, share_log_name(a_.opts_.writer_rank)));
 }
 
-void Array::log_pending_shares() {
+void ShareSession::log_pending_shares() {
   open_share_log();
-  const Layout layout(schema_);
-  const int r = schema_.rank();
-  const size_t es = schema_.elem_size;
+  const Layout layout(a_.schema_);
+  const int r = a_.schema_.rank();
+  const size_t es = a_.schema_.elem_size;
   for (const PendingShare& ps : share_pending_) {
-    FragmentId id = next_id();
+    FragmentId id = a_.next_id();
     if (run_ts_) id.ts = run_ts_;
     else run_ts_ = id.ts;
     // In memory whatever its size (the limit is far above kShareLogMaxBytes' encoding).
-    FragmentWriter w(*ctx_, frag_dir_, id, schema_, /*inline_limit=*/uint64_t{1} << 40);
+    FragmentWriter w(*a_.ctx_, a_.frag_dir_, id, a_.schema_, /*inline_limit=*/uint64_t{1} << 40);
     uint64_t bstride[kMaxRank];
     Selection::from_box(ps.box).dense_strides(bstride);
     layout.for_each_tile(ps.box, [&](const Coords& t) {
@@ -131,7 +131,7 @@ void Array::log_pending_shares() {
   share_pending_.clear();
 }
 
-void Array::announce_files() {
+void ShareSession::announce_files() {
   open_share_log();
   share_log_->append(ShareRecord::kList, nullptr, 0);
   // The readers list the directory now anyway (an epoch, H5Dclose): past a small size
@@ -139,26 +139,26 @@ void Array::announce_files() {
   if (share_log_->size() > kRestartAfterList) share_log_->restart();
 }
 
-void Array::announce_shared(const std::vector<std::string>& names) {
+void ShareSession::announce_shared(const std::vector<std::string>& names) {
   open_share_log();
   std::string payload;
   for (const std::string& n : names) payload += (payload.empty() ? "" : "\n") + n;
   share_log_->append(ShareRecord::kShared, reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
   // Readers open just the named files after a kShared; a restart costs each of them a
   // listing, so only a full log restarts here (share_own sends a write to a file then).
-  if (share_log_->size() >= opts_.share_log_bytes) share_log_->restart();
+  if (share_log_->size() >= a_.opts_.share_log_bytes) share_log_->restart();
 }
 
-bool Array::poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh,
+bool ShareSession::poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh,
                             std::vector<std::shared_ptr<Fragment>>* retired) {
-  if (peers_.size() != opts_.share_ranks) peers_.resize(opts_.share_ranks);
+  if (peers_.size() != a_.opts_.share_ranks) peers_.resize(a_.opts_.share_ranks);
   bool list = false;
   std::vector<ShareLogReader::Record> recs;
   for (uint32_t k = 0; k < peers_.size(); ++k) {
-    if (k == opts_.writer_rank) continue;
-    const std::string path = join_path(frag_dir_, share_log_name(k));
+    if (k == a_.opts_.writer_rank) continue;
+    const std::string path = join_path(a_.frag_dir_, share_log_name(k));
     recs.clear();
-    peers_[k].log.poll(env(), path, &recs);
+    peers_[k].log.poll(a_.env(), path, &recs);
     for (auto& rec : recs) {
       if (rec.kind != ShareRecord::kFragment) {
         // Everything the log showed so far is in files now (or was discarded with a
@@ -180,11 +180,11 @@ bool Array::poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh,
           if (!parse_shared_name(name, &id) || id.rank != k)
             throw_error(Errc::kCorrupt, "share log '" + path + "', record at byte " + std::to_string(rec.offset) +
                                             ": '" + name + "' is not a shared fragment of rank " + std::to_string(k));
-          const std::string fpath = join_path(frag_dir_, name);
-          if (frags_.find(fpath)) continue;
+          const std::string fpath = join_path(a_.frag_dir_, name);
+          if (a_.frags_.find(fpath)) continue;
           std::shared_ptr<Fragment> f;
           try {
-            f = Fragment::open(fpath, ctx_);
+            f = Fragment::open(fpath, a_.ctx_);
           } catch (const Error& e) {
             if (e.code() != Errc::kNotFound) throw;
             list = true;  // published (renamed) since: the listing finds it
@@ -198,9 +198,9 @@ bool Array::poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh,
       }
       auto bytes = std::make_shared<const std::vector<uint8_t>>(std::move(rec.payload));
       auto f = Fragment::open_inline("share log '" + path + "', record at byte " + std::to_string(rec.offset), bytes,
-                                     ctx_);
-      if (f->meta().id.rank != k || f->meta().rank != static_cast<uint32_t>(schema_.rank()) ||
-          f->meta().elem_size != schema_.elem_size)
+                                     a_.ctx_);
+      if (f->meta().id.rank != k || f->meta().rank != static_cast<uint32_t>(a_.schema_.rank()) ||
+          f->meta().elem_size != a_.schema_.elem_size)
         throw_error(Errc::kCorrupt, f->path() + ": not a fragment of rank " + std::to_string(k) + " for this array");
       peers_[k].frags.push_back(f);
       fresh->push_back(f);
@@ -209,34 +209,34 @@ bool Array::poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh,
   return list;
 }
 
-void Array::pick_up_shared(bool list) {
+void ShareSession::pick_up_shared(bool list) {
   std::vector<std::shared_ptr<Fragment>> fresh, retired;
   if (poll_share_logs(&fresh, &retired)) list = true;
   if (list) {
     std::set<FragmentId> before;
-    for (auto& f : frags_) before.insert(f->meta().id);
+    for (auto& f : a_.frags_) before.insert(f->meta().id);
     // A catalog-bound array (created by a serial writer) gets a fragment directory when
     // a rank first writes a file into it.
-    store_->refresh(/*records=*/false);
-    load_fragments();  // lists the records of peers_ too
+    a_.store_->refresh(/*records=*/false);
+    a_.load_fragments();  // lists the records of peers_ too
     fresh.clear();
-    for (auto& f : frags_)
-      if (f->meta().id.rank != opts_.writer_rank && !before.count(f->meta().id)) fresh.push_back(f);
+    for (auto& f : a_.frags_)
+      if (f->meta().id.rank != a_.opts_.writer_rank && !before.count(f->meta().id)) fresh.push_back(f);
   } else if (!fresh.empty() || !retired.empty()) {
     FragmentList all;
-    all.reserve(frags_.size() + fresh.size());
+    all.reserve(a_.frags_.size() + fresh.size());
     std::set<const Fragment*> gone;
     for (auto& f : retired) gone.insert(f.get());
-    for (auto& f : frags_)
+    for (auto& f : a_.frags_)
       if (!gone.count(f.get())) all.push_back(f);
     all.insert(all.end(), fresh.begin(), fresh.end());
-    for (auto& f : fresh) last_ts_ = std::max(last_ts_, f->meta().id.ts);
-    frags_.assign(std::move(all));
+    for (auto& f : fresh) a_.last_ts_ = std::max(a_.last_ts_, f->meta().id.ts);
+    a_.frags_.assign(std::move(all));
   }
   note_foreign(fresh);
 }
 
-void Array::note_foreign(const std::vector<std::shared_ptr<Fragment>>& fresh) {
+void ShareSession::note_foreign(const std::vector<std::shared_ptr<Fragment>>& fresh) {
   if (!run_ts_ && !run_bounds_.any) return;
   for (auto& f : fresh) {
     const FragmentMeta& m = f->meta();
@@ -248,7 +248,7 @@ void Array::note_foreign(const std::vector<std::shared_ptr<Fragment>>& fresh) {
   }
 }
 
-void Array::close_share_logs() noexcept {
+void ShareSession::close_share_logs() noexcept {
   if (share_log_) (void)guard([&] { share_log_->close_and_remove(); });
   share_log_.reset();
   peers_.clear();
