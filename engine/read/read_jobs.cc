@@ -15,9 +15,11 @@
 #include "engine/util/thread_pool.h"
 
 namespace tessera {
+// A read without a context of its own tells nobody: asking Context::process() would
+// start the process's pools here, which a forked child then lacks.
 void ReadPlanner::took(ReadPath p) const {
-  Context& ctx = view_.ctx ? *view_.ctx : *Context::process();
-  if (ReadObserver* o = ctx.read_observer()) o->took(p);
+  if (!view_.ctx) return;
+  if (ReadObserver* o = view_.ctx->read_observer()) o->took(p);
 }
 
 // Cuts every run longer than a job at kSplitBytes-aligned block boundaries, so that a

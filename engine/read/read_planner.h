@@ -94,7 +94,7 @@ class ReadPlanner {
     long staged;         // index into staged_, or -1: runs land in the destination
   };
   void run_job(Job& j) const;
-  void took(ReadPath p) const;  // tells the context's ReadObserver, if any
+  void took(ReadPath p) const;  // tells view_.ctx's ReadObserver, if any
   uint64_t scattered_tile_ends(uint64_t cold) const;  // readahead past whole tiles not read on from
   std::vector<Job> jobs_;
   size_t queued_runs_ = 0;
