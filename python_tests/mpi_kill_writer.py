@@ -1,6 +1,7 @@
 """Writer for test_mpi_kill.py, run under mpirun: epoch 1 flushed, then epoch 2 written
 and one rank SIGKILLed — while writing (KILL_MODE=write) or inside the epoch commit
-(TESSERA_TEST_KILL_AT=staged:<rank>:2 / committed:<rank>:2, hooks in the connector).
+(TESSERA_TEST_KILL_AT=staged:<rank>:2 / committed:<rank>:2, hooks in a connector built with
+-DTESSERA_KILL_POINTS=ON).
 
 usage: mpirun -n N python mpi_kill_writer.py PATH VICTIM_RANK KILL_MODE
 (KILL_MODE "reopen": no kill; open the container r+ in parallel and print what x holds;

@@ -30,10 +30,24 @@ CASES = [
 ]
 
 
+def _require_kill_points():
+    """The kill hooks exist only in a connector built with -DTESSERA_KILL_POINTS=ON (the
+    build scripts/test makes); without them no rank would die and the cases would fail
+    for the wrong reason."""
+    for d in filter(None, os.environ.get("HDF5_PLUGIN_PATH", "").split(":")):
+        cache = Path(d).parent / "CMakeCache.txt"
+        if cache.is_file():
+            if "TESSERA_KILL_POINTS:BOOL=ON" in cache.read_text():
+                return
+            pytest.fail(f"{cache.parent} was built without the kill points: configure it with "
+                        "-DTESSERA_KILL_POINTS=ON (scripts/test does)")
+
+
 def _mpirun_cmd(path, mode, hook, **extra):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **extra)
     env.pop("TESSERA_TEST_KILL_AT", None)
     if hook:
+        _require_kill_points()
         env["TESSERA_TEST_KILL_AT"] = hook
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(NP),
            sys.executable, str(WRITER), str(path), "1", mode]

@@ -12,72 +12,12 @@
 
 #include "engine/util/bytes.h"
 #include "engine/util/checksum.h"
+#include "engine/catalog/catalog_log.h"
 #include "engine/util/error.h"
 
 namespace tessera {
-namespace {
 
-constexpr char kMagic[8] = {'T', 'S', 'R', 'A', 'C', 'A', 'T', 'L'};
-constexpr uint32_t kVersion = 1;
-constexpr uint64_t kFileHeaderSize = 16;  // magic + u32 version + u32 reserved
-constexpr uint64_t kRecordHeaderSize = 16;  // u32 len + u64 payload xxh3 + u32 header check
-constexpr uint64_t kCompactSlack = 64 * 1024;
-
-std::vector<uint8_t> file_header() {
-  ByteWriter w;
-  w.bytes(kMagic, sizeof kMagic);
-  w.u32(kVersion);
-  w.u32(0);
-  return std::move(w.buf());
-}
-
-uint32_t header_check(const uint8_t* first12) {
-  return static_cast<uint32_t>(checksum64(first12, 12));
-}
-
-// A record is framed as [u32 len][u64 xxh3(payload)][u32 low32(xxh3(previous 12 bytes))]
-// followed by the payload (Catalog::write_record).  Fills in that header at h.
-void make_header(uint8_t* h, uint64_t len, uint64_t sum) {
-  uint32_t len32 = static_cast<uint32_t>(len);
-  std::memcpy(h, &len32, 4);
-  std::memcpy(h + 4, &sum, 8);
-  uint32_t check = header_check(h);
-  std::memcpy(h + 12, &check, 4);
-}
-
-// Bytes one live pair costs in a compacted log (op byte + two length-prefixed strings).
-uint64_t entry_bytes(std::string_view k, std::string_view v) {
-  return 1 + 4 + k.size() + 4 + v.size();
-}
-
-bool all_zero(const uint8_t* p, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (p[i]) return false;
-  return true;
-}
-
-struct RecordView {
-  enum Kind { kGood, kTruncated, kBadHeader, kBadPayload } kind;
-  uint64_t end = 0;  // offset after the record (valid for kGood / kBadPayload)
-};
-
-// Classifies the record starting at `off` within buf[0, n).
-RecordView inspect(const uint8_t* buf, uint64_t n, uint64_t off) {
-  if (n - off < kRecordHeaderSize) return {RecordView::kTruncated};
-  const uint8_t* h = buf + off;
-  uint32_t len, check;
-  uint64_t sum;
-  std::memcpy(&len, h, 4);
-  std::memcpy(&sum, h + 4, 8);
-  std::memcpy(&check, h + 12, 4);
-  if (check != header_check(h)) return {RecordView::kBadHeader};
-  if (len > n - off - kRecordHeaderSize) return {RecordView::kTruncated};
-  uint64_t end = off + kRecordHeaderSize + len;
-  if (checksum64(h + kRecordHeaderSize, len) != sum) return {RecordView::kBadPayload, end};
-  return {RecordView::kGood, end};
-}
-
-}  // namespace
+using namespace catalog_log;
 
 std::unique_ptr<Catalog> Catalog::open(const std::string& dir, Mode mode, bool create, Env& env) {
   std::unique_ptr<Catalog> c(new Catalog());
@@ -618,13 +558,11 @@ void Catalog::maybe_compact() {
   }
   // The log being replaced stays readable as history (reads as of an earlier commit):
   // linked into catalog.history/ before the rename, so no crash loses it.
-  if (history_) {
-    try {
-      archive_log();
-    } catch (const Error&) {
-      try { remove_file(*env_, tmp); } catch (...) {}
-      return;  // keep appending to the old log; history is never dropped silently
-    }
+  try {
+    archive_log();
+  } catch (const Error&) {
+    try { remove_file(*env_, tmp); } catch (...) {}
+    return;  // keep appending to the old log; history is never dropped silently
   }
   try {
     rename_durable(*env_, tmp, log_path_);
@@ -647,97 +585,6 @@ void Catalog::maybe_compact() {
 bool Catalog::has_pending() const {
   std::lock_guard<std::mutex> g(mu_);
   return !dirty_.empty();
-}
-
-namespace {
-
-// Archived logs, oldest first: catalog.history/<16 hex digits>.log.
-std::vector<std::string> history_files(Env& env, const std::string& dir) {
-  std::vector<std::string> out;
-  const std::string h = join_path(dir, Catalog::kHistoryDir);
-  if (!is_directory(env, h)) return out;
-  for (const std::string& name : list_dir(env, h))
-    if (name.size() == 20 && name.compare(16, 4, ".log") == 0 &&
-        name.find_first_not_of("0123456789abcdef") == 16)
-      out.push_back(join_path(h, name));
-  return out;  // list_dir sorts: the numbers have a fixed width
-}
-
-}  // namespace
-
-void Catalog::archive_log() {
-  const std::string h = join_path(dir_, kHistoryDir);
-  if (!is_directory(*env_, h)) {
-    make_dir(*env_, h);
-    sync_dir(*env_, dir_);
-  }
-  // The next number; a crash after a link and before the rename left the live log linked
-  // already (the same inode): then that link is the archive.
-  struct stat live;
-  if (env_->fstat(log_.fd(), &live) != 0) throw_errno("cannot stat", log_path_, errno);
-  uint64_t next = 1;
-  for (const std::string& p : history_files(*env_, dir_)) {
-    struct stat st;
-    if (env_->stat(p.c_str(), &st, true) == 0 && st.st_ino == live.st_ino && st.st_dev == live.st_dev) return;
-    next = std::strtoull(p.c_str() + p.size() - 20, nullptr, 16) + 1;
-  }
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx.log", static_cast<unsigned long long>(next));
-  const std::string to = join_path(h, name);
-  if (env_->link(log_path_.c_str(), to.c_str()) != 0) throw_errno("cannot archive the catalog log as", to, errno);
-  sync_dir(*env_, h);
-}
-
-uint64_t Catalog::drop_history() {
-  std::lock_guard<std::mutex> g(mu_);
-  uint64_t bytes = 0;
-  for (const std::string& p : history_files(*env_, dir_)) {
-    bytes += File::open_read(*env_, p).size();
-    remove_file(*env_, p);
-  }
-  const std::string h = join_path(dir_, kHistoryDir);
-  if (is_directory(*env_, h)) sync_dir(*env_, h);
-  return bytes;
-}
-
-std::unique_ptr<Catalog> Catalog::open_as_of(const std::string& dir, uint64_t commit, Env& env) {
-  std::unique_ptr<Catalog> c(new Catalog());
-  c->env_ = &env;
-  c->mode_ = Mode::kReadOnly;
-  c->frozen_ = true;
-  c->dir_ = dir;
-  c->log_path_ = join_path(dir, "catalog.log");
-  std::vector<std::string> files = history_files(env, dir);
-  files.push_back(c->log_path_);
-  const std::string want = std::to_string(commit);
-  bool found = false;
-  for (size_t i = 0; i < files.size() && !found; ++i) {
-    const bool live = i + 1 == files.size();
-    std::vector<uint8_t> buf = read_file(env, files[i]);
-    if (buf.size() < kFileHeaderSize) {
-      if (live && all_zero(buf.data(), buf.size())) break;  // an interrupted creation: empty
-      throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad file header");
-    }
-    if (std::memcmp(buf.data(), kMagic, sizeof kMagic) != 0)
-      throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad magic (not a tessera catalog)");
-    uint32_t version;
-    std::memcpy(&version, buf.data() + 8, 4);
-    if (version == 0 || version > kVersion)
-      throw_error(Errc::kUnsupported, "catalog '" + files[i] + "': format version " + std::to_string(version));
-    parse_records(buf.data() + kFileHeaderSize, buf.size() - kFileHeaderSize, kFileHeaderSize, files[i],
-                  /*tail_ok=*/live, [&](const std::vector<OpView>& batch, uint64_t) {
-                    for (const OpView& op : batch) {
-                      c->apply_one(op.put, op.key, op.value, false);
-                      if (op.put && op.key == kCommitKey && op.value == want) found = true;
-                    }
-                    return !found;
-                  });
-  }
-  if (!found)
-    throw_error(Errc::kNotFound, "catalog '" + c->log_path_ + "': commit " + want +
-                                     " is not in its history (removed by `tessera vacuum --history`?)");
-  c->version_.fetch_add(1, std::memory_order_acq_rel);
-  return c;
 }
 
 }  // namespace tessera

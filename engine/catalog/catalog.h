@@ -133,10 +133,6 @@ class Catalog {
   bool writable() const { return mode_ != Mode::kReadOnly; }
   // Commits applied in memory that are not durable yet (kOnSync: until the next sync).
   bool has_pending() const;
-  // Compaction archives the log it replaces in catalog.history/ (on by default for a
-  // writer): reads as of an earlier commit replay it.  Off: history before the last
-  // compaction is lost.
-  void set_history(bool on) { history_ = on; }
   // Removes the archived logs (`tessera vacuum --history`); returns how many bytes.
   uint64_t drop_history();
   // Changes whenever the map does (a commit, a reload): callers may cache what they
@@ -173,7 +169,6 @@ class Catalog {
     bool put;
     std::string_view key, value;
   };
-  bool history_ = true;
   bool frozen_ = false;  // open_as_of: a fixed past state
   void commit_impl(const CatalogBatch& batch);
   void maybe_compact();

@@ -263,4 +263,43 @@ Status commit_epoch(Container& c, CommitGroup& g, const std::map<uint64_t, std::
   });
 }
 
+Status commit_prepared_epoch(Container& c, CommitGroup& g, const std::vector<std::pair<uint64_t, Array*>>& arrays) {
+  return guard([&] {
+    g.agree([&] { ok(c.sync()); });  // every member's fragments durable before any journal
+    const uint64_t epoch = c.committed_epoch() + 1;
+    g.agree([&] {
+      for (auto& [id, a] : arrays) ok(a->stage_prepared(true, epoch));
+      ok(c.sync());
+    });
+    // The commit point records every member's file (file_records.h), so a part that goes
+    // missing later is an error naming it.  Five values per file: array id, fragment ts,
+    // rank << 32 | seq, gen, size.
+    std::vector<uint64_t> mine;
+    g.agree([&] {
+      for (auto& [array_id, a] : arrays) {
+        size_t alone = 0;
+        for (auto& [id, size] : a->files_to_record(&alone))
+          mine.insert(mine.end(), {array_id, id.ts, (uint64_t{id.rank} << 32) | id.seq, id.gen, size});
+      }
+    });
+    const std::vector<uint64_t> files = g.gather(mine);
+    g.agree([&] {
+      if (!g.root()) return;
+      CatalogBatch b;
+      for (size_t k = 0; k + 5 <= files.size(); k += 5) {
+        const FragmentId id{files[k + 1], static_cast<uint32_t>(files[k + 2] >> 32),
+                            static_cast<uint32_t>(files[k + 2]), static_cast<uint32_t>(files[k + 3])};
+        put_file_record(b, Container::array_prefix(files[k]), id, files[k + 4]);
+      }
+      b.put(Container::kEpochKey, std::to_string(epoch));
+      c.catalog().commit(b);
+      c.catalog().sync();
+    });
+    g.agree([&] {
+      for (auto& [id, a] : arrays) ok(a->publish_prepared(true));
+      ok(c.sync());
+    });
+  });
+}
+
 }  // namespace tessera

@@ -34,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/array/array.h"
@@ -117,5 +118,14 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
 Status commit_epoch(Container& c, CommitGroup& g, const std::map<uint64_t, std::shared_ptr<Array>>& open,
                     const std::map<uint64_t, uint64_t>& published_alone, uint64_t epoch,
                     CatalogBatch metadata = {}, const CommitOptions& o = {});
+
+// Publishes, as one epoch, batches every member has already prepared (e.g.
+// Array::consolidate_part: each member's merged part of the same arrays), so a crash
+// leaves the old fragments or every part.  Each member syncs its whole file system
+// (syncfs) after its fragments, after its journals (tagged with the container's last
+// epoch + 1) and after its renames; the root alone writes the epoch record, with the
+// records of every member's files.  The arrays, by id, are the same on every member
+// (opened collective, see ArrayOptions).  A failure on any member fails it on every member.
+Status commit_prepared_epoch(Container& c, CommitGroup& g, const std::vector<std::pair<uint64_t, Array*>>& arrays);
 
 }  // namespace tessera

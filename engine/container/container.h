@@ -35,7 +35,6 @@ class Container {
                            const std::shared_ptr<Context>& ctx = nullptr);
   // The commit an as-of container shows (seq 0: the live container).
   uint64_t as_of_commit() const { return as_of_seq_; }
-  uint64_t as_of_time() const { return as_of_ts_; }
   // MPI ranks other than 0 of a parallel file: a writable view whose catalog is a shadow
   // (catalog.h) and whose array creation/removal only allocates ids — rank 0 runs the same
   // calls and does the disk work.  Rank 0 must have created or opened the container first.
@@ -70,8 +69,9 @@ class Container {
   void set_inline_cap(uint64_t bytes) { budget_->cap = bytes; }
 
   // Array ids are allocated from a counter kept in the catalog; the schema is a catalog
-  // record committed with the id (durable per the catalog's durability; `durable` is
-  // kept for callers and means nothing more: no file is created).
+  // record committed with the id (durable per the catalog's durability).  `durable`
+  // matters for file arrays only (set_file_arrays): false leaves their new directory and
+  // schema file to the commit's syncfs.
   // schema.compact is a request: the array is created compact only when it can be (a
   // catalog-bound container with inline budget left), else as an ordinary array.
   Status create_array(const Schema& schema, uint64_t* id, bool durable = true);

@@ -17,6 +17,7 @@
 #include "engine/write/blob_memory.h"
 #include "engine/util/env.h"
 #include "engine/context/options.h"
+#include "engine/context/read_observer.h"
 #include "engine/util/thread_pool.h"
 #include "engine/tile/tile_cache.h"
 #include "engine/write/write_budget.h"
@@ -40,7 +41,10 @@ class Context {
   BlobMemory& blob_memory() { return blob_memory_; }
   const EngineOptions& options() const { return opts_; }
   Env& env() const { return *env_; }
-  const std::shared_ptr<Env>& env_shared() const { return env_; }
+  // Told which way each read ran (null: nobody).  Set before the context's first read;
+  // the observer outlives the context.
+  void set_read_observer(ReadObserver* o) { read_observer_ = o; }
+  ReadObserver* read_observer() const { return read_observer_; }
 
   // The process's default context.  Never destroyed: pool threads may still be running
   // (a writeback hint) while static destructors and HDF5's plugin unloading run.
@@ -60,6 +64,7 @@ class Context {
   };
   EngineOptions opts_;
   std::shared_ptr<Env> env_;
+  ReadObserver* read_observer_ = nullptr;
   LazyPool filters_, io_;
   TileCache tiles_;
   WriteBudget budget_;  // after the pools: its flusher thread stops before they do

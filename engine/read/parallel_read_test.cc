@@ -21,6 +21,7 @@
 #include "engine/fragment/fragment.h"
 #include "engine/fragment/fragment_format.h"
 #include "engine/read/read_planner.h"
+#include "engine/testing/read_counts.h"
 #include "engine/testing/testutil.h"
 
 namespace tessera {
@@ -77,9 +78,17 @@ class CachedEnv final : public EnvWrapper {
   int missing_fd_ = -1;
 };
 
+// The paths the reads of every context below took (Context::set_read_observer).
+ReadCounts reads;
+
+std::shared_ptr<Context> counted(std::shared_ptr<Context> ctx) {
+  ctx->set_read_observer(&reads);
+  return ctx;
+}
+
 ArrayOptions with_env(std::shared_ptr<Env> env) {
   ArrayOptions o;
-  o.context = std::make_shared<Context>(EngineOptions(), std::move(env));
+  o.context = counted(std::make_shared<Context>(EngineOptions(), std::move(env)));
   return o;
 }
 
@@ -179,13 +188,13 @@ TEST_P(ParallelReadCells, ColdAndWarmBoxReadsMatchTheModel) {
   }
   boxes.push_back({0, kN - 1, 1234, 1234, 0});             // a column through every tile row
   boxes.push_back({kO0 - 40, kO1 + 40, kP0 - 40, kP1 + 40, 0});  // around the overlay
-  const uint64_t before = ReadPlanner::parallel_reads();
+  const uint64_t before = reads.parallel_reads();
   for (const B& b : boxes) fx.check_box(*a, b.r0, b.r1, b.c0, b.c1, b.pad);  // first reads: cold path
-  EXPECT_GT(ReadPlanner::parallel_reads(), before) << "no read took the parallel path";
-  const uint64_t mid = ReadPlanner::parallel_reads(), warm = ReadPlanner::warm_parallel_reads();
+  EXPECT_GT(reads.parallel_reads(), before) << "no read took the parallel path";
+  const uint64_t mid = reads.parallel_reads(), warm = reads.warm_parallel_reads();
   for (const B& b : boxes) fx.check_box(*a, b.r0, b.r1, b.c0, b.c1, b.pad);  // verified blocks
-  EXPECT_EQ(ReadPlanner::parallel_reads(), mid) << "re-reads of verified blocks take no cold path";
-  EXPECT_GT(ReadPlanner::warm_parallel_reads(), warm) << "no large re-read was split over the cores";
+  EXPECT_EQ(reads.parallel_reads(), mid) << "re-reads of verified blocks take no cold path";
+  EXPECT_GT(reads.warm_parallel_reads(), warm) << "no large re-read was split over the cores";
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // everything, after the blocks are verified
   // A fresh open reads the whole array cold in one call (many jobs, a sliding prefetch).
   ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
@@ -226,13 +235,13 @@ TEST(ParallelRead, DamagedBlockIsReportedFromThePool) {
     const uint64_t r0 = tile.lo[0], r1 = tile.hi[0] - 300;
     const uint64_t c0 = tile.lo[1] > 300 ? tile.lo[1] - 300 : 0, c1 = std::min(kN - 1, tile.hi[1] + 300);
     std::vector<int32_t> out((r1 - r0 + 1) * (c1 - c0 + 1));
-    const uint64_t before = ReadPlanner::parallel_reads();
+    const uint64_t before = reads.parallel_reads();
     for (int attempt = 0; attempt < 2; ++attempt) {
       Status st = a->read(Selection::from_box(Box({r0, c0}, {r1, c1})), out.data());
       EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
       EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
     }
-    EXPECT_GT(ReadPlanner::parallel_reads(), before);
+    EXPECT_GT(reads.parallel_reads(), before);
     // Rows of the same tile in other blocks, and other tiles, still read right.
     fx.check_box(*a, tile.lo[0] + 128, tile.hi[0], tile.lo[1], tile.hi[1]);
     const uint64_t other_r0 = tile.lo[0] >= kT ? 0 : kT;
@@ -259,13 +268,13 @@ TEST(ParallelRead, ScatteredWholeTilesPrefetchContiguousOnesStaySerial) {
   Fixture fx;
   std::unique_ptr<Array> a;
   ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
-  uint64_t before = ReadPlanner::parallel_reads();
+  uint64_t before = reads.parallel_reads();
   fx.check_box(*a, 2 * kT, 3 * kT - 1, 0, kN - 1);  // band 2: no overlay, four whole tiles
-  EXPECT_EQ(ReadPlanner::parallel_reads(), before) << "contiguous whole tiles should stay serial";
+  EXPECT_EQ(reads.parallel_reads(), before) << "contiguous whole tiles should stay serial";
   ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
-  before = ReadPlanner::parallel_reads();
+  before = reads.parallel_reads();
   fx.check_box(*a, 0, kN - 1, 1700, 1700);  // a column outside the overlay
-  EXPECT_GT(ReadPlanner::parallel_reads(), before) << "scattered whole tiles should be prefetched exactly";
+  EXPECT_GT(reads.parallel_reads(), before) << "scattered whole tiles should be prefetched exactly";
 }
 
 }  // namespace
@@ -284,15 +293,15 @@ TEST(ParallelRead, WarmReadNeverWaitsForHelpersThatCannotStart) {
   eo.threads = 2;
   eo.io_threads = 1;
   eo.tile_cache_mb = 0;  // re-reads from the file: the tile cache would serve them on the caller
-  auto ctx = std::make_shared<Context>(eo);
+  auto ctx = counted(std::make_shared<Context>(eo));
   ArrayOptions ao;
   ao.context = ctx;
   std::unique_ptr<Array> a;
   ASSERT_TRUE(Array::open(fx.dir, false, ao, &a).ok());
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // verifies every block: the next reads are warm
-  const uint64_t warm0 = ReadPlanner::warm_parallel_reads();
+  const uint64_t warm0 = reads.warm_parallel_reads();
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);
-  ASSERT_GT(ReadPlanner::warm_parallel_reads(), warm0) << "the whole re-read should be split over the cores";
+  ASSERT_GT(reads.warm_parallel_reads(), warm0) << "the whole re-read should be split over the cores";
 
   std::promise<void> read_done;
   std::shared_future<void> done = read_done.get_future().share();
@@ -318,7 +327,7 @@ namespace {
 
 // A short cold read that stays serial (two tiles' pieces ending in their tiles' last
 // blocks: nothing for readahead to overread) hands its blocks to the kernel first
-// (ReadPlanner::hinted_serial_reads); its cells match the model, a re-read of the
+// (ReadPath::kHintedSerial); its cells match the model, a re-read of the
 // verified blocks and a read of more than kPrefetchWindow hint nothing, and a damaged
 // block in the hinted span still fails the read.
 TEST(ParallelRead, ShortSerialColdReadIsHintedAndStillVerified) {
@@ -327,16 +336,16 @@ TEST(ParallelRead, ShortSerialColdReadIsHintedAndStillVerified) {
   ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
   // Band 2 (no overlay), tiles (2,0) and (2,1) but for their last row and column.
   const uint64_t r0 = 2 * kT, r1 = 3 * kT - 2, c0 = 0, c1 = 2 * kT - 2;
-  uint64_t par = ReadPlanner::parallel_reads(), hinted = ReadPlanner::hinted_serial_reads();
+  uint64_t par = reads.parallel_reads(), hinted = reads.hinted_serial_reads();
   fx.check_box(*a, r0, r1, c0, c1);
-  EXPECT_EQ(ReadPlanner::parallel_reads(), par) << "the box should have stayed serial";
-  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1) << "its cold blocks should have been hinted";
+  EXPECT_EQ(reads.parallel_reads(), par) << "the box should have stayed serial";
+  EXPECT_EQ(reads.hinted_serial_reads(), hinted + 1) << "its cold blocks should have been hinted";
   fx.check_box(*a, r0, r1, c0, c1);
-  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1) << "a re-read of verified blocks hints nothing";
+  EXPECT_EQ(reads.hinted_serial_reads(), hinted + 1) << "a re-read of verified blocks hints nothing";
   ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
-  hinted = ReadPlanner::hinted_serial_reads();
+  hinted = reads.hinted_serial_reads();
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // 16 MiB cold: left to the readahead
-  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted) << "a read longer than the window is not hinted";
+  EXPECT_EQ(reads.hinted_serial_reads(), hinted) << "a read longer than the window is not hinted";
 
   // The same box with one byte of tile (2,1) damaged, in a fresh open.
   std::string frag;
@@ -350,12 +359,12 @@ TEST(ParallelRead, ShortSerialColdReadIsHintedAndStillVerified) {
   ASSERT_FALSE(frag.empty()) << "no fragment holds tile (2,1) whole";
   testutil::flip_byte(frag, off);
   ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
-  hinted = ReadPlanner::hinted_serial_reads();
+  hinted = reads.hinted_serial_reads();
   std::vector<int32_t> out((r1 - r0 + 1) * (c1 - c0 + 1));
   Status st = a->read(Selection::from_box(Box({r0, c0}, {r1, c1})), out.data());
   EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
   EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
-  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted + 1);
+  EXPECT_EQ(reads.hinted_serial_reads(), hinted + 1);
 }
 
 }  // namespace
@@ -366,7 +375,7 @@ namespace {
 
 // A large first read of blocks all in the page cache (a file reopened just after it was
 // written) costs CPU only, as a warm re-read does: it is split over the cores
-// (ReadPlanner::resident_parallel_reads), contiguous whole tiles too, without hints; every
+// (ReadPath::kParallelResident), contiguous whole tiles too, without hints; every
 // block is still verified (a damaged one fails the read), and the cells match the model.
 // The same reads from the disk take the cold paths, and a read that finds one job's
 // blocks missing from the page cache is not taken for a resident one.
@@ -374,25 +383,25 @@ TEST(ParallelRead, ResidentFirstReadIsSplitOverTheCores) {
   Fixture fx;
   std::unique_ptr<Array> a;
   ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<CachedEnv>()), &a).ok());
-  uint64_t res = ReadPlanner::resident_parallel_reads(), par = ReadPlanner::parallel_reads();
-  const uint64_t hinted = ReadPlanner::hinted_serial_reads();
+  uint64_t res = reads.resident_parallel_reads(), par = reads.parallel_reads();
+  const uint64_t hinted = reads.hinted_serial_reads();
   fx.check_box(*a, 2 * kT, 3 * kT - 1, 0, kN - 1);  // band 2: four contiguous whole tiles
-  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 1) << "a resident band should be split over the cores";
+  EXPECT_EQ(reads.resident_parallel_reads(), res + 1) << "a resident band should be split over the cores";
   fx.check_box(*a, 0, kN - 1, 1700, 1700);  // a column through scattered tiles
   fx.check_box(*a, 0, kN - 1, 0, kN - 1, 5);  // everything, strided (band 2 now verified)
-  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 3);
-  EXPECT_EQ(ReadPlanner::parallel_reads(), par) << "resident blocks take no cold path";
-  EXPECT_EQ(ReadPlanner::hinted_serial_reads(), hinted) << "resident blocks need no hint";
+  EXPECT_EQ(reads.resident_parallel_reads(), res + 3);
+  EXPECT_EQ(reads.parallel_reads(), par) << "resident blocks take no cold path";
+  EXPECT_EQ(reads.hinted_serial_reads(), hinted) << "resident blocks need no hint";
   fx.check_box(*a, 0, kN - 1, 0, kN - 1);  // verified now: a warm re-read
-  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 3);
+  EXPECT_EQ(reads.resident_parallel_reads(), res + 3);
 
   // From the disk, the band stays serial (readahead) and the column is prefetched.
   ASSERT_TRUE(Array::open(fx.dir, false, fx.disk(), &a).ok());
-  res = ReadPlanner::resident_parallel_reads(), par = ReadPlanner::parallel_reads();
+  res = reads.resident_parallel_reads(), par = reads.parallel_reads();
   fx.check_box(*a, 2 * kT, 3 * kT - 1, 0, kN - 1);
   fx.check_box(*a, 0, kN - 1, 1700, 1700);
-  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res);
-  EXPECT_EQ(ReadPlanner::parallel_reads(), par + 1);
+  EXPECT_EQ(reads.resident_parallel_reads(), res);
+  EXPECT_EQ(reads.parallel_reads(), par + 1);
 
   // Band 3 cached, band 1 not: the read of both is not a resident one.
   const std::string band1 = [&] {
@@ -405,9 +414,9 @@ TEST(ParallelRead, ResidentFirstReadIsSplitOverTheCores) {
   }();
   ASSERT_FALSE(band1.empty());
   ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<CachedEnv>(band1)), &a).ok());
-  res = ReadPlanner::resident_parallel_reads();
+  res = reads.resident_parallel_reads();
   fx.check_box(*a, kT + kT / 2, 3 * kT - 1, 0, kN - 1);  // half of band 1, all of band 3
-  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res) << "a read with blocks on the disk is not resident";
+  EXPECT_EQ(reads.resident_parallel_reads(), res) << "a read with blocks on the disk is not resident";
 
   // A damaged block in a resident read still fails it, from the pool, and the rest reads.
   const std::string frag = band_fragments(fx.dir).front();
@@ -418,12 +427,12 @@ TEST(ParallelRead, ResidentFirstReadIsSplitOverTheCores) {
   ASSERT_EQ(e.kind, DenseEntry::kData);
   testutil::flip_byte(frag, e.blob.offset + 3 * kCheckBlock + 9);
   ASSERT_TRUE(Array::open(fx.dir, false, with_env(std::make_shared<CachedEnv>()), &a).ok());
-  res = ReadPlanner::resident_parallel_reads();
+  res = reads.resident_parallel_reads();
   std::vector<int32_t> out(kN * kN);
   Status st = a->read(Selection::from_box(Box({0, 0}, {kN - 1, kN - 1})), out.data());
   EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
   EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
-  EXPECT_EQ(ReadPlanner::resident_parallel_reads(), res + 1);
+  EXPECT_EQ(reads.resident_parallel_reads(), res + 1);
   const uint64_t other_r0 = e.box.lo[0] >= kT ? 0 : kT;
   fx.check_box(*a, other_r0, other_r0 + kT - 1, 0, kN - 1);
 }
@@ -439,22 +448,22 @@ TEST(ParallelRead, TileCacheCopiesAreSplitOverTheCores) {
   const uint64_t r0 = 2 * kT, r1 = 3 * kT - 1;  // band 2: four whole 1 MiB tiles
   fx.check_box(*a, r0, r1, 0, kN - 1);  // cold
   fx.check_box(*a, r0, r1, 0, kN - 1);  // verified, read again: cached now
-  const uint64_t cached = ReadPlanner::cached_parallel_reads();
+  const uint64_t cached = reads.cached_parallel_reads();
   fx.check_box(*a, r0, r1, 0, kN - 1);
   fx.check_box(*a, r0, r1, 0, kN - 1, 3);
-  EXPECT_EQ(ReadPlanner::cached_parallel_reads(), cached + 2) << "copies out of the tile cache stayed serial";
+  EXPECT_EQ(reads.cached_parallel_reads(), cached + 2) << "copies out of the tile cache stayed serial";
   fx.check_box(*a, r0, r0 + kT / 4, 0, kN - 1);  // 1 MiB: too small to split
-  EXPECT_EQ(ReadPlanner::cached_parallel_reads(), cached + 2);
+  EXPECT_EQ(reads.cached_parallel_reads(), cached + 2);
 
   EngineOptions eo;
   eo.tile_cache_mb = 0;
   ArrayOptions no_cache;
-  no_cache.context = std::make_shared<Context>(eo, std::make_shared<DiskEnv>());
+  no_cache.context = counted(std::make_shared<Context>(eo, std::make_shared<DiskEnv>()));
   ASSERT_TRUE(Array::open(fx.dir, false, no_cache, &a).ok());
-  const uint64_t warm = ReadPlanner::warm_parallel_reads();
+  const uint64_t warm = reads.warm_parallel_reads();
   for (int k = 0; k < 3; ++k) fx.check_box(*a, r0, r1, 0, kN - 1);
-  EXPECT_EQ(ReadPlanner::cached_parallel_reads(), cached + 2);
-  EXPECT_EQ(ReadPlanner::warm_parallel_reads(), warm + 2);
+  EXPECT_EQ(reads.cached_parallel_reads(), cached + 2);
+  EXPECT_EQ(reads.warm_parallel_reads(), warm + 2);
 }
 
 }  // namespace

@@ -10,12 +10,12 @@
 // Those partial reads are queued as jobs and run after the dense pass: a cold read of
 // them runs in parallel with exact prefetch (run_jobs; docs/engine.md "Reads").
 #pragma once
-#include <atomic>
 #include <memory>
 #include <vector>
 
 #include "engine/write/blob_buffer.h"
 #include "engine/geometry/box.h"
+#include "engine/context/read_observer.h"
 #include "engine/fragment/fragment.h"
 #include "engine/fragment/fragment_set.h"
 #include "engine/schema/layout.h"
@@ -41,16 +41,6 @@ class ReadPlanner {
   void read(const Selection& sel, uint8_t* dst, const uint64_t* dst_strides = nullptr);
   // Reads n cells given by coordinates, in the given order.
   void read_points(const uint64_t* coords, size_t n, uint8_t* dst);
-  // How many reads so far ran their cold tile reads in parallel (tests check the path).
-  static uint64_t parallel_reads() { return parallel_reads_.load(); }
-  // How many re-reads of verified blocks were split over the cores.
-  static uint64_t warm_parallel_reads() { return warm_parallel_reads_.load(); }
-  // How many first reads of blocks found in the page cache were split over the cores.
-  static uint64_t resident_parallel_reads() { return resident_parallel_reads_.load(); }
-  // How many copies out of the tile cache were split over the cores.
-  static uint64_t cached_parallel_reads() { return cached_parallel_reads_.load(); }
-  // How many short serial cold reads handed their blocks to the kernel first.
-  static uint64_t hinted_serial_reads() { return hinted_serial_reads_.load(); }
 
  private:
   struct Run {
@@ -104,6 +94,7 @@ class ReadPlanner {
     long staged;         // index into staged_, or -1: runs land in the destination
   };
   void run_job(Job& j) const;
+  void took(ReadPath p) const;  // tells view_.ctx's ReadObserver, if any
   uint64_t scattered_tile_ends(uint64_t cold) const;  // readahead past whole tiles not read on from
   std::vector<Job> jobs_;
   size_t queued_runs_ = 0;
@@ -123,8 +114,6 @@ class ReadPlanner {
     uint64_t tile_bytes;
   };
   std::vector<Staged> staged_;
-  static std::atomic<uint64_t> parallel_reads_, warm_parallel_reads_, resident_parallel_reads_, cached_parallel_reads_,
-      hinted_serial_reads_;
   // Job size (bytes of check blocks), the cold bytes (and bytes readahead would read past
   // the pieces) below which a read stays serial, and
   // how far ahead of the readers blocks are prefetched (bounds the page cache a read claims).

@@ -48,7 +48,9 @@ tessera_configure() {
   local build="$1"; shift
   # The same defaults for every caller (scripts/test, scripts/demo), so that they reuse
   # each other's build directory; later -D arguments override earlier ones.
+  # TESSERA_KILL_POINTS: the build the tests run has the crash tests' kill points.
   local args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_WERROR=ON -DTESSERA_SANITIZE=OFF
+              -DTESSERA_KILL_POINTS=ON
               "-DTESSERA_HDF5_PREFIX=${HDF5_PREFIX:?run tessera_bootstrap first}" "$@")
   local stamp="$build/.tessera-configure-args" want
   want="$(printf '%s\n' "${args[@]}")"

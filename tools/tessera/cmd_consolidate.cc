@@ -17,10 +17,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "engine/container/commit.h"
 #include "engine/util/file_io.h"
-#include "engine/catalog/file_records.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/container_view.h"
+#include "tools/tessera/mpi_group.h"
 #include "tools/tessera/output.h"
 #include "tools/tessera/progress.h"
 
@@ -156,50 +157,11 @@ int run_parallel(const Args& args) {
     check_mpi(arrays[i]->consolidate_part(static_cast<uint32_t>(g_rank), static_cast<uint32_t>(g_size)),
               "consolidating '" + paths[i] + "'");
   }
-  check_mpi(c.sync(), "sync");
-  MPI_Barrier(MPI_COMM_WORLD);
-  const uint64_t epoch = c.committed_epoch() + 1;
-  for (size_t i = 0; i < ids.size(); ++i) check_mpi(arrays[i]->stage_prepared(true, epoch), "staging");
-  check_mpi(c.sync(), "sync");
-  // The commit point records every part's file (engine/catalog/file_records.h), so a part that
-  // goes missing later is an error naming it: rank 0 gathers them (array id, fragment
-  // ts, rank << 32 | seq, gen, size per file).
-  std::vector<uint64_t> mine;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    size_t alone = 0;
-    for (auto& [id, size] : arrays[i]->files_to_record(&alone))
-      mine.insert(mine.end(), {ids[i], id.ts, (uint64_t{id.rank} << 32) | id.seq, id.gen, size});
-  }
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(g_size)), displs(static_cast<size_t>(g_size));
-  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  int total = 0;
-  for (int r = 0; r < g_size; ++r) {
-    displs[static_cast<size_t>(r)] = total;
-    total += counts[static_cast<size_t>(r)];
-  }
-  std::vector<uint64_t> files(static_cast<size_t>(g_rank == 0 ? total : 0));
-  MPI_Gatherv(mine.data(), n, MPI_UINT64_T, files.data(), counts.data(), displs.data(), MPI_UINT64_T, 0,
-              MPI_COMM_WORLD);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (g_rank == 0) {  // the commit point
-    tessera::CatalogBatch b;
-    for (size_t k = 0; k + 5 <= files.size(); k += 5) {
-      const tessera::FragmentId id{files[k + 1], static_cast<uint32_t>(files[k + 2] >> 32),
-                                   static_cast<uint32_t>(files[k + 2]), static_cast<uint32_t>(files[k + 3])};
-      tessera::put_file_record(b, tessera::Container::array_prefix(files[k]), id, files[k + 4]);
-    }
-    b.put(tessera::Container::kEpochKey, std::to_string(epoch));
-    check_mpi(tessera::guard([&] {
-                c.catalog().commit(b);
-                c.catalog().sync();
-              }),
-              "committing the epoch");
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  for (auto& a : arrays) check_mpi(a->publish_prepared(true), "publishing");
-  check_mpi(c.sync(), "sync");
-  MPI_Barrier(MPI_COMM_WORLD);
+  // The parts become one epoch (engine/container/commit.h owns the order and the syncs).
+  std::vector<std::pair<uint64_t, tessera::Array*>> parts;
+  for (size_t i = 0; i < ids.size(); ++i) parts.emplace_back(ids[i], arrays[i].get());
+  MpiGroup group;
+  check_mpi(tessera::commit_prepared_epoch(c, group, parts), "committing the epoch");
   if (g_rank == 0)
     for (size_t i = 0; i < ids.size(); ++i) {
       check_mpi(arrays[i]->refresh(), "refresh");

@@ -128,19 +128,22 @@ void FileArrays::set_extent(tessera::Array& a, const tessera::Coords& extent) {
 }
 
 namespace {
-// Crash tests (python_tests/test_mpi_kill.py): TESSERA_TEST_KILL_AT=<step>:<rank>[:<epoch>]
+// Crash tests (python_tests/test_mpi_kill.py), in test builds only (cmake
+// -DTESSERA_KILL_POINTS=ON): TESSERA_TEST_KILL_AT=<step>:<rank>[:<epoch>]
 // makes that rank SIGKILL itself at that step of an epoch commit (the steps of
 // tessera::CommitOptions::at_step): "staged": its journals are durable but no rank has
 // agreed yet, so the epoch can never commit; "committed": the epoch record is durable and
 // this rank has renamed nothing.
-tessera::CommitOptions commit_options(int rank) {
+tessera::CommitOptions commit_options([[maybe_unused]] int rank) {
   tessera::CommitOptions o;
+#ifdef TESSERA_KILL_POINTS
   static const char* spec = std::getenv("TESSERA_TEST_KILL_AT");
   if (spec)
     o.at_step = [rank](const char* step, uint64_t epoch) {
       std::string at = std::string(step) + ":" + std::to_string(rank);
       if (spec == at || spec == at + ":" + std::to_string(epoch)) std::raise(SIGKILL);
     };
+#endif
   return o;
 }
 
