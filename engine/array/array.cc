@@ -1,7 +1,8 @@
 // array.cc — Array: create and open, extent changes, reads (fixed and variable-length
-// cells), variable-length writes.  The rest of the facade: array_write.cc (write path),
-// array_spill.cc (spills, background flush), array_listing.cc (fragment set),
-// array_publish.cc (flush, refresh, MPI), with the Publisher and ShareSession components.
+// cells), variable-length writes.  The rest of the facade: array_write.cc (write calls,
+// background flush), array_listing.cc (fragment set), array_publish.cc (flush, refresh,
+// MPI), array_consolidate.cc, with the WritePath, Publisher, ShareSession and
+// Consolidation components.
 #include "engine/array/array.h"
 
 #include <sys/resource.h>
@@ -93,8 +94,8 @@ void Array::open_impl(bool writable, const Schema* known) {
                                               /*fresh=*/known != nullptr);
     return;
   }
-  buffer_ = std::make_unique<WriteBuffer>(schema_);
-  blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
+  write_.buffer_ = std::make_unique<WriteBuffer>(schema_);
+  write_.blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
   heap_dir_ = join_path(dir_, kHeapDir);
   heaps_ = std::make_unique<HeapReader>(env(), heap_dir_);
   // A shadow rank never recovers: rank 0 recovered every array at file open.  A view as
@@ -121,7 +122,7 @@ bool Array::apply_extent_commits() {
   if (!newest) return false;
   schema_.extent = newest->meta().extent;
   extent_id_ = newest->meta().id;
-  buffer_->reset_layout(schema_);
+  write_.buffer_->reset_layout(schema_);
   return true;
 }
 
@@ -195,8 +196,8 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
       return compact_->read(sel, static_cast<uint8_t*>(dst), dstride);
     }
     finish_parked_for(sel.empty() ? Box() : sel.bbox());
-    buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+    write_.buffer_->normalize();
+    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
   });
 }
@@ -208,8 +209,8 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
     check_points(coords, n);
     if (compact_) return compact_->read_points(coords, n, static_cast<uint8_t*>(dst));
     finish_parked_for(points_bounds(coords, n));
-    buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+    write_.buffer_->normalize();
+    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
   });
 }
@@ -227,8 +228,8 @@ std::vector<uint8_t> Array::make_descriptors(HeapBuilder* heap, size_t n, const 
 }
 
 HeapBuilder* Array::pending_heap() {
-  if (!pending_heap_) pending_heap_ = std::make_unique<HeapBuilder>(next_id());
-  return pending_heap_.get();
+  if (!write_.pending_heap_) write_.pending_heap_ = std::make_unique<HeapBuilder>(next_id());
+  return write_.pending_heap_.get();
 }
 
 Status Array::write_var(const Selection& sel, const uint64_t* lengths, const void* data) {
@@ -248,10 +249,10 @@ Status Array::write_var(const Selection& sel, const uint64_t* lengths, const voi
         store_->ensure_dir(true, schema_.var);
         heap.publish(env(), heap_dir_);
       }
-      write_dense(sel, desc.data(), sstride);
+      write_.write_dense(sel, desc.data(), sstride);
     } else {
       std::vector<uint8_t> desc = make_descriptors(pending_heap(), n, lengths, data);
-      buffer_cells(sel, desc.data(), sstride);
+      write_.buffer_cells(sel, desc.data(), sstride);
     }
   });
 }
@@ -263,8 +264,8 @@ Status Array::write_points_var(const uint64_t* coords, size_t n, const uint64_t*
     require_var(true);
     check_points(coords, n);
     std::vector<uint8_t> desc = make_descriptors(pending_heap(), n, lengths, data);
-    buffer_->add(coords, desc.data(), n, /*scattered=*/true);
-    maybe_spill();
+    write_.buffer_->add(coords, desc.data(), n, /*scattered=*/true);
+    write_.maybe_spill();
   });
 }
 
@@ -277,7 +278,7 @@ void Array::resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<ui
     VarDescriptor d;
     std::memcpy(&d, &desc[i * kVarDescriptorSize], sizeof d);
     size_t before = data->size();
-    heaps_->read(d, pending_heap_.get(), data);
+    heaps_->read(d, write_.pending_heap_.get(), data);
     (*lengths)[i] = data->size() - before;
   }
 }
@@ -289,8 +290,8 @@ Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std
     check_selection(sel);
     std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
     finish_parked();
-    buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+    write_.buffer_->normalize();
+    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
     resolve_descriptors(desc, lengths, data);
   });
@@ -304,8 +305,8 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
     check_points(coords, n);
     std::vector<uint8_t> desc(n * kVarDescriptorSize);
     finish_parked();
-    buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+    write_.buffer_->normalize();
+    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, desc.data());
     resolve_descriptors(desc, lengths, data);
   });
@@ -319,7 +320,7 @@ Status Array::set_extent(const Coords& extent) {
     if (extent.size() != next.extent.size()) throw_error(Errc::kInvalidArgument, "set_extent: rank differs");
     if (compact_) return compact_->set_extent(schema_.extent, extent);
     finish_parked();  // the fill fragments must be newer than every write before them
-    if (!blobs_->empty()) spill();  // blobs the change cuts must be in fragments the fill hides
+    if (!write_.blobs_->empty()) write_.spill();  // blobs the change cuts must be in fragments the fill hides
     next.extent = extent;
     next.validate();
     const Box old_dom = schema_.domain(), new_dom = next.domain();
@@ -331,8 +332,8 @@ Status Array::set_extent(const Coords& extent) {
     if (shrink && old_dom.cells() > 0) {
       // Cells beyond the new extent must read as fill if the extent grows back: erase
       // them with a fill fragment (only where some fragment holds data).
-      if (new_dom.cells() > 0) buffer_->erase_outside(new_dom);
-      else buffer_->clear();
+      if (new_dom.cells() > 0) write_.buffer_->erase_outside(new_dom);
+      else write_.buffer_->clear();
       std::vector<Box> cut;
       if (new_dom.cells() > 0) subtract(old_dom, new_dom, &cut);
       else cut.push_back(old_dom);
@@ -382,7 +383,7 @@ Status Array::set_extent(const Coords& extent) {
     }
     schema_ = next;
     extent_id_ = extent_id;
-    buffer_->reset_layout(schema_);
+    write_.buffer_->reset_layout(schema_);
     // Durable mode: the schema follows its fill fragment at once.  Deferred mode: at
     // flush, after the fragments are published.
     if (opts_.shadow) return;
@@ -403,7 +404,7 @@ Status Array::set_extent(const Coords& extent) {
 size_t Array::buffered_cells() const {
   std::lock_guard<std::mutex> g(mu_);
   if (compact_) return 0;  // writes go straight into its cells
-  return buffer_->cells() + blobs_->cells();
+  return write_.buffer_->cells() + write_.blobs_->cells();
 }
 
 }  // namespace tessera

@@ -30,8 +30,10 @@
 #include "engine/write/blob_buffer.h"
 #include "engine/catalog/catalog.h"
 #include "engine/array/compact_array.h"
+#include "engine/array/consolidation.h"
 #include "engine/array/publisher.h"
 #include "engine/array/share_session.h"
+#include "engine/array/write_path.h"
 #include "engine/util/error.h"
 #include "engine/fragment/fragment.h"
 #include "engine/fragment/fragment_set.h"
@@ -264,10 +266,13 @@ class Array final : public BufferOwner {
   size_t buffered_cells() const;
 
  private:
-  // The components (publisher.h, share_session.h) are parts of this class: they run under
-  // mu_, held by the public method that calls them, and use the array's other members.
+  // The components (publisher.h, share_session.h, write_path.h, consolidation.h) are
+  // parts of this class: they run under mu_, held by the public method that calls them,
+  // and use the array's other members.
   friend class Publisher;
   friend class ShareSession;
+  friend class WritePath;
+  friend class Consolidation;
   // opts_.context, or the process's.  The first member, so the last destroyed: the files
   // the other members hold (the store's catalog, share logs, writers) close through its
   // Env, and an array may hold the last reference to its Context (its container closed
@@ -307,34 +312,11 @@ class Array final : public BufferOwner {
   // find are another job's uncommitted writes — a crashed one's, until recovery removes them.
   bool share_logging() const { return opts_.share_ranks > 1 && opts_.collective && !compact_ && writable_; }
 
-  // --- The write path (array_write.cc) and variable-length cells (array.cc).
-  void write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
-  void buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
-  void buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t* sstride);
-  // Spills first when buffered blobs overlap `b` (a write or erase that would otherwise
-  // become a fragment older-looking than them: fragments sort before blobs in reads).
-  void spill_blobs_over(const Box& b);
-  // Whether `box` starts after the open dense fragment's last tile (it can be appended).
-  bool appends_after_direct(const Box& box) const;
+  // --- Variable-length cells (array.cc); their heap bytes wait in write_.pending_heap_.
   std::vector<uint8_t> make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths, const void* data);
   void resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<uint64_t>* lengths,
                            std::vector<uint8_t>* data);
   HeapBuilder* pending_heap();
-
-  // --- Spills and the background flush (array_spill.cc).
-  void spill();
-  void maybe_spill();
-  // The fragment of a spill: the buffer's cells tile by tile (dense where they fill a box).
-  void fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const;
-  // Tells the context's write budget what this array holds; true when over its limit.
-  bool report_bytes();
-  // Waits (releasing mu_) until no background flush of this array is writing.
-  void finish_inflight();
-  void wait_inflight();
-  // A background flush that failed: every later flush (and write) reports it.
-  void check_background() const;
-  // Back-pressure after a buffered write, with mu_ released (write_budget.h).
-  Status throttle(Status st, std::unique_lock<std::mutex>* held);
 
   // --- Before a read or a publish (array_publish.cc): the flush in flight and the
   // parked writers finished.
@@ -352,8 +334,7 @@ class Array final : public BufferOwner {
   void reread_journals();
   void take_stored_schema();
 
-  // --- Sparse data, value indexes, consolidation (array_sparse.cc, array_index.cc,
-  // consolidate.cc).
+  // --- Sparse data and value indexes (array_sparse.cc, array_index.cc).
   void erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n);
   void defined_locked(const std::vector<Box>& region, std::vector<Box>* out);
   // Value indexes: builds the indexes of just-published file fragments when asked
@@ -361,15 +342,10 @@ class Array final : public BufferOwner {
   // removes the index file of a fragment that goes.
   void index_published(const std::vector<std::shared_ptr<Fragment>>& published, bool inputs_indexed = false);
   void remove_index_of(const FragmentId& id);
-  // part/parts: see consolidate_part; parts == 1 publishes at once (serial).
-  // target: the schema to merge into (a converted order, consolidate_layout), published
-  // with the result; null: schema_.
-  void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1,
-                         const Schema* target = nullptr);
 
-  // --- Direct chunk writes (array_chunks.cc): the open fragment they append to, closed
-  // (parked) before anything else writes or reads, so fragment order stays write order.
-  void close_direct();
+  // --- Direct chunk writes (array_chunks.cc): appended to the write path's open fragment
+  // (WritePath::direct_), closed (parked) before anything else writes or reads, so
+  // fragment order stays write order.
   Box chunk_box(const uint64_t* tile) const;
   void check_tile(const uint64_t* tile) const;  // inside the maximum extent
   void require_tiles() const;                    // fixed-size cells in tiles (not compact)
@@ -380,16 +356,12 @@ class Array final : public BufferOwner {
   void append_direct(const uint64_t* tile, uint32_t skip, const std::function<void(FragmentWriter&)>& add,
                      bool whole = false);
   void encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, uint64_t* size, uint32_t* skip);
-  std::unique_ptr<FragmentWriter> direct_;
-  uint32_t direct_skip_ = 0;
-  bool direct_whole_ = false;  // direct_ checksums tiles whole (FragmentWriter::set_whole_checksums)
-  Coords direct_last_;  // the last tile direct_ holds
 
   // --- Where the schema and inline fragments live (array_store.h, array_bound.cc).
   // A converted schema (consolidate_layout) becomes the array's, once published.
   void adopt_schema(const Schema& s) {
     schema_ = s;
-    buffer_->reset_layout(schema_);
+    write_.buffer_->reset_layout(schema_);
   }
   // s: the schema whose order the fragment takes (null: schema_).
   std::unique_ptr<FragmentWriter> make_writer(FragmentId id, const Schema* s = nullptr);
@@ -412,30 +384,18 @@ class Array final : public BufferOwner {
   bool writable_ = false;
   ArrayOptions opts_;
   Schema schema_;
-  // Made with the schema (open_impl); null, as heaps_, for a compact array.
-  std::unique_ptr<WriteBuffer> buffer_;
-  std::unique_ptr<BlobBuffer> blobs_;
-  std::vector<uint8_t> scratch_;  // write_dense: pieces gathered for unfiltered tiles
-  std::vector<ByteSpan> spans_;   // write_dense: the source rows of a tile written from them
-  // A background flush's state (flush_in_background): writing a swapped-out buffer of
-  // inflight_bytes_ bytes; its cells are in no fragment yet, so reads and everything that
-  // lists fragments wait for it (finish_inflight).
-  bool inflight_ = false;
-  uint64_t inflight_bytes_ = 0;
-  // The bounding box of the flush in flight's cells and blobs, once the flusher computed
-  // it (outside the lock: a scattered buffer has millions of cells); !any until then.
-  BoundingBox inflight_bounds_;
-  // Waited on with mu_ held (wait_inflight).  Not a condition_variable_any, and parked_
-  // (publisher.h) not a deque: both allocate when constructed, and an array is opened and closed per
-  // small dataset (issue 20).
-  std::condition_variable inflight_cv_;
-  Status bg_error_;
-  std::unique_ptr<HeapBuilder> pending_heap_;  // bytes of buffered variable-length cells
+  // The write buffer, blobs, direct writer and background flush (write_path.h).  Where
+  // their fields were, so destroyed in the same order (the direct writer, once declared
+  // before compact_, now goes before the schema, store and mutex: its destructor uses
+  // only the Context).
+  WritePath write_{*this};
   std::unique_ptr<HeapReader> heaps_;
   std::string heap_dir_;
   FragmentSet frags_;  // oldest first (published or not)
   // Deferred fragments, parked writers, publish journals and logs (publisher.h).
   Publisher pub_{*this};
+  // Which fragments merge, the merge and its publish (consolidation.h); no state of its own.
+  Consolidation consolidation_{*this};
   FragmentId extent_id_;       // the extent change the schema file records
   std::vector<FragmentInfo> replaced_;  // present but replaced (replaced_fragments())
   uint64_t last_ts_ = 0;

@@ -82,17 +82,6 @@ Box Array::chunk_box(const uint64_t* tile) const {
   return b;
 }
 
-void Array::close_direct() {
-  if (!direct_) return;
-  auto w = std::move(direct_);
-  direct_last_.clear();
-  if (w->failed()) {  // a write into it failed: its cells are gone (w's destructor removes the file)
-    pub_.note_lost("a write to fragment '" + w->final_path() + "' failed");
-    return;
-  }
-  pub_.park(std::move(w));
-}
-
 void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {
   require_tiles();
   const Box full = chunk_box(tile);
@@ -111,8 +100,8 @@ void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {
   uint64_t off = 0;
   for (int d = 0; d < r; ++d) off += (in.lo[d] - full.lo[d]) * st[d];
   finish_parked();
-  buffer_->normalize();
-  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+  write_.buffer_->normalize();
+  ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
   ReadPlanner(schema_, view).read(Selection::from_box(in), dst + off * es, st);
 }
 
@@ -138,38 +127,38 @@ void Array::write_tile_locked(const uint64_t* tile, const uint8_t* src) {
     ext.hi[d] -= 1;
   }
   if (!intersect(full, ext, &in)) return;
-  close_direct();
+  write_.close_direct();
   uint64_t st[kMaxRank];
   row_major_strides(full, st);
   uint64_t off = 0;
   for (int d = 0; d < r; ++d) off += (in.lo[d] - full.lo[d]) * st[d];
   const Selection sel = Selection::from_box(in);
-  if (sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) write_dense(sel, src + off * es, st);
-  else buffer_cells(sel, src + off * es, st);
+  if (sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells())) write_.write_dense(sel, src + off * es, st);
+  else write_.buffer_cells(sel, src + off * es, st);
 }
 
 void Array::append_direct(const uint64_t* tile, uint32_t skip, const std::function<void(FragmentWriter&)>& add,
                           bool whole) {
   const Layout layout(schema_);
   const Box cb = chunk_box(tile);
-  if (blobs_->intersects(cb)) {  // older blobs of the chunk: into a fragment older than this one
-    close_direct();
-    spill();
+  if (write_.blobs_->intersects(cb)) {  // older blobs of the chunk: into a fragment older than this one
+    write_.close_direct();
+    write_.spill();
   }
-  buffer_->erase_inside(cb);  // older buffered cells of the chunk are overwritten
-  if (direct_ && (direct_->failed() || skip != direct_skip_ || whole != direct_whole_ ||
-                  layout.compare_tiles(direct_last_.data(), tile) >= 0))
-    close_direct();
-  if (!direct_) {
-    direct_ = make_writer(next_id());
-    direct_->set_values_pipeline(without(schema_.filters, skip));
-    if (whole) direct_->set_whole_checksums();
-    direct_skip_ = skip;
-    direct_whole_ = whole;
+  write_.buffer_->erase_inside(cb);  // older buffered cells of the chunk are overwritten
+  if (write_.direct_ && (write_.direct_->failed() || skip != write_.direct_skip_ || whole != write_.direct_whole_ ||
+                         layout.compare_tiles(write_.direct_last_.data(), tile) >= 0))
+    write_.close_direct();
+  if (!write_.direct_) {
+    write_.direct_ = make_writer(next_id());
+    write_.direct_->set_values_pipeline(without(schema_.filters, skip));
+    if (whole) write_.direct_->set_whole_checksums();
+    write_.direct_skip_ = skip;
+    write_.direct_whole_ = whole;
   }
-  add(*direct_);
-  direct_last_.assign(tile, tile + schema_.rank());
-  if (opts_.durable_writes) close_direct();
+  add(*write_.direct_);
+  write_.direct_last_.assign(tile, tile + schema_.rank());
+  if (opts_.durable_writes) write_.close_direct();
 }
 
 Status Array::write_tile(const uint64_t* tile, const void* src) {
@@ -222,12 +211,12 @@ Status Array::write_tile_encoded(const uint64_t* tile, uint32_t skip, const void
 void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, uint64_t* size, uint32_t* skip) {
   require_tiles();
   finish_parked();
-  buffer_->normalize();
+  write_.buffer_->normalize();
   const Box full = chunk_box(tile);
   // Stored bytes are HDF5's chunk bytes only for row-major cells; column-major tiles are
   // read into row-major order below (and re-encoded).  The fragment's cell order decides
   // (an array may hold fragments in several orders: docs/layouts.md).
-  if (buffer_->empty() && !blobs_->intersects(full)) {
+  if (write_.buffer_->empty() && !write_.blobs_->intersects(full)) {
     // The newest fragment holding anything of the chunk decides.
     for (auto it = frags_.rbegin(); it != frags_.rend(); ++it) {
       const FragmentMeta& m = (*it)->meta();

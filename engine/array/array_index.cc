@@ -45,10 +45,10 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
       o.validate();
       const NumType type = num_type(schema_, "array '" + dir_ + "'");
       if (compact_) return;  // one record of at most 64 KiB: always scanned
-      close_direct();
+      write_.close_direct();
       finish_parked();
       if (writable_ && !b->published_only) {
-        spill();  // what the buffer and the blobs hold goes into a fragment first
+        write_.spill();  // what the buffer and the blobs hold goes into a fragment first
         finish_parked();
       }
       schema = schema_;
@@ -201,11 +201,11 @@ Status Array::evaluate(const TermQuery& q, TermAnswer* out) {
       evaluate_values(schema_, what, q, values.data(), out);
       return;
     }
-    close_direct();
+    write_.close_direct();
     finish_parked();
-    if (!blobs_->empty()) spill();  // ownership reads fragments and cells, not blobs
-    buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+    if (!write_.blobs_->empty()) write_.spill();  // ownership reads fragments and cells, not blobs
+    write_.buffer_->normalize();
+    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     evaluate_term(schema_, view, dir_, what, q, out);
   });
 }

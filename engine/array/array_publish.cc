@@ -39,9 +39,10 @@ void Array::finish_parked_for(const Box& region) {
   // A read elsewhere does not wait for a flush in flight: what the flush holds is in no
   // listed fragment yet, but none of it lies in the region, and fragments are listed by
   // id (fragment_set.h), so the flushed one still lands below newer ones later.
-  while (inflight_ && (!inflight_bounds_.any || region.lo.empty() || inflight_bounds_.box.intersects(region)))
-    wait_inflight();
-  close_direct();
+  while (write_.inflight_ &&
+         (!write_.inflight_bounds_.any || region.lo.empty() || write_.inflight_bounds_.box.intersects(region)))
+    write_.wait_inflight();
+  write_.close_direct();
   pub_.complete_all_parked();
 }
 
@@ -61,10 +62,10 @@ Status Array::record_staged(CatalogBatch* into, uint64_t* epoch) {
 }
 
 void Array::flush_impl() {
-  check_background();
+  write_.check_background();
   finish_parked();
   pub_.report_lost();
-  spill();
+  write_.spill();
   materialize_inline();
   pub_.stage_publish(false);
   if (pub_.first_ && pub_.journal_staged_) {
@@ -92,7 +93,7 @@ Status Array::prepare_flush() {
     if (!writable_) return;
     finish_parked();
     pub_.report_lost();
-    spill();
+    write_.spill();
     materialize_inline();
   });
 }
@@ -148,7 +149,7 @@ void Array::take_stored_schema() {
   if (id < extent_id_) return;  // a committed journal's schema, not written to the store yet
   schema_ = std::move(s);
   extent_id_ = id;
-  if (buffer_) buffer_->reset_layout(schema_);  // a compact array has none
+  if (write_.buffer_) write_.buffer_->reset_layout(schema_);  // a compact array has none
 }
 
 Status Array::refresh_fragments() {
@@ -171,7 +172,7 @@ Status Array::publish_own(size_t* published) {
     if (!writable_ || pub_.journal_staged_) return;  // mid-epoch: the epoch publishes them
     finish_parked();
     pub_.report_lost();
-    spill();
+    write_.spill();
     // Collective arrays hold no inline fragments (those go through the catalog, which
     // only rank 0 writes at an epoch): only fragment files are published here.
     if (pub_.unpublished_.empty()) return;
@@ -222,7 +223,7 @@ Status Array::share_own() {
     share_.share_pending_.clear();
     finish_parked();
     share_.end_share_run();
-    spill();  // every record the log showed is in a file after the renames
+    write_.spill();  // every record the log showed is in a file after the renames
     std::vector<std::string> renamed;
     for (auto& [f, final_path] : pub_.unpublished_) {
       const std::string shared = join_path(frag_dir_, shared_name(f->meta().id));

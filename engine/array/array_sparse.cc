@@ -37,11 +37,11 @@ void Array::defined_locked(const std::vector<Box>& region, std::vector<Box>* out
     std::sort(out->begin(), out->end(), [](const Box& a, const Box& b) { return a.lo < b.lo; });
     return;
   }
-  close_direct();
+  write_.close_direct();
   finish_parked();
-  if (!blobs_->empty()) spill();  // DefinedPlanner reads fragments and cells, not blobs
-  buffer_->normalize();
-  ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+  if (!write_.blobs_->empty()) write_.spill();  // DefinedPlanner reads fragments and cells, not blobs
+  write_.buffer_->normalize();
+  ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
   DefinedPlanner(schema_, view).defined(region, out);
 }
 
@@ -54,11 +54,11 @@ Status Array::defined_points(const uint64_t* coords, size_t n, std::vector<uint8
       if (compact_->storage_bytes() > 0) out->assign(n, 1);
       return;
     }
-    close_direct();
+    write_.close_direct();
     finish_parked();
-    if (!blobs_->empty()) spill();
-    buffer_->normalize();
-    ReadView view{frags_.snapshot(), buffer_.get(), ctx_.get(), blobs_.get()};
+    if (!write_.blobs_->empty()) write_.spill();
+    write_.buffer_->normalize();
+    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     DefinedPlanner(schema_, view).defined_points(coords, n, out->data());
   });
 }
@@ -82,11 +82,11 @@ void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, si
                 "cells of a compact array (a contiguous or compact dataset of at most 64 KiB) cannot be erased: "
                 "it is stored as one record; use a chunked dataset");
   if (boxes.empty() && n == 0) return;
-  close_direct();
+  write_.close_direct();
   // Blobs are read after every fragment: those the erase touches go to a fragment first.
-  bool hit = blobs_->covers_any(points, n, schema_.rank());
-  for (const Box& b : boxes) hit = hit || blobs_->intersects(b);
-  if (hit) spill();
+  bool hit = write_.blobs_->covers_any(points, n, schema_.rank());
+  for (const Box& b : boxes) hit = hit || write_.blobs_->intersects(b);
+  if (hit) write_.spill();
   const Layout layout(schema_);
   const int r = schema_.rank();
   // Large boxes become fill boxes per tile; small ones and points, erased cells.
@@ -94,7 +94,7 @@ void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, si
   std::vector<uint64_t> cells(points, points + n * r);
   for (const Box& b : boxes) {
     if (b.cells() >= kFillBoxCells) {
-      buffer_->erase_inside(b);
+      write_.buffer_->erase_inside(b);
       layout.for_each_tile(b, [&](const Coords& t) {
         Box piece;
         if (intersect(layout.tile_box(t.data()), b, &piece)) fills.push_back({t, std::move(piece)});
@@ -123,7 +123,7 @@ void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, si
       if (!sorted.empty() && std::equal(c, c + r, sorted.end() - r)) continue;
       sorted.insert(sorted.end(), c, c + r);
     }
-    if (!buffer_->empty()) {
+    if (!write_.buffer_->empty()) {
       struct Hash {
         size_t operator()(const Coords& c) const {
           size_t h = 0;
@@ -134,7 +134,7 @@ void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, si
       std::unordered_set<Coords, Hash> gone;
       for (size_t i = 0; i < sorted.size(); i += r) gone.insert(Coords(&sorted[i], &sorted[i] + r));
       Coords key(r);
-      buffer_->erase_where([&](const uint64_t* c) {
+      write_.buffer_->erase_where([&](const uint64_t* c) {
         key.assign(c, c + r);
         return gone.count(key) > 0;
       });

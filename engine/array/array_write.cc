@@ -1,311 +1,92 @@
-// array_write.cc — Array's write path: where a write goes (a dense fragment written as
-// it comes, appended to the open one in tile order; a blob kept whole; cells in the write
-// buffer; a small box also shared through the MPI share log) and the checks before it.
+// array_write.cc — Array's public write calls: each takes the array's mutex, runs the
+// write path (write_path.h) under it, and throttles with it released; the write budget's
+// background flush of this array's buffer (flush_in_background) and settle.
 #include "engine/array/array.h"
 
-#include <algorithm>
-
-#include "engine/array/array_files.h"
-#include "engine/util/file_io.h"
 #include "engine/fragment/fragment_writer.h"
-#include "engine/publish/publish_log.h"
-#include "engine/read/read_planner.h"
-#include "engine/tile/row_spans.h"
-#include "engine/geometry/strided_copy.h"
 
 namespace tessera {
 
-using namespace array_files;
-
 Status Array::write(const Selection& sel, const void* src, const uint64_t* src_strides) {
   std::unique_lock<std::mutex> g(mu_);
-  return throttle(guard([&] {
-    check_writable();  // the run goes on only if this write is logged (below)
-    require_var(false);
-    check_selection(sel);
-    if (sel.empty()) return;
-    const int r = schema_.rank();
-    uint64_t sstride[kMaxRank];
-    if (src_strides) std::copy(src_strides, src_strides + r, sstride);
-    else sel.dense_strides(sstride);
-    const auto* p = static_cast<const uint8_t*>(src);
-    if (compact_) return compact_->write(sel, p, sstride);
-    const uint64_t bytes = sel.cells() * schema_.elem_size;
-    const bool blob_size = sel.is_box() && !opts_.durable_writes && sel.cells() >= opts_.blob_min_cells &&
-                           bytes <= opts_.blob_bytes;
-    const bool large = sel.is_box() && sel.cells() >= std::min(opts_.direct_cells, schema_.tile_cells());
-    // A large box of a filtered array, out of tile order, is a blob too: its filtering
-    // then runs in a background flush instead of inside this call, and rewrites of its
-    // tiles before the flush are merged before they are compressed.  Unfiltered, writing
-    // it at once costs no more than copying it into memory (docs/benchmarks.md).
-    const bool filtered_blob = large && blob_size && !schema_.filters.empty() && !appends_after_direct(sel.bbox());
-    // MPI: a small box is shared through the share log; anything else through files.
-    if (large && !filtered_blob) share_.note_unlogged_write();
-    else if (!share_.note_logged_write(sel, p, sstride)) share_.note_unlogged_write();
-    if (large && !filtered_blob) {
-      // Large boxes go to a dense fragment, appended to the open one while they come in
-      // tile order (frames, rows written in order: one fragment, written as it goes).
-      spill_blobs_over(sel.bbox());
-      write_dense(sel, p, sstride);
-      return;
-    }
-    close_direct();  // everything else is newer than the open dense fragment
-    if (blob_size) {
-      buffer_blob(sel, p, sstride);
-    } else {
-      buffer_cells(sel, p, sstride);
-    }
-  }), &g);
+  return write_.throttle(guard([&] { write_.write(sel, src, src_strides); }), &g);
 }
 
 Status Array::write_boxes(const std::vector<Box>& boxes, const void* src) {
   std::unique_lock<std::mutex> g(mu_);
-  return throttle(guard([&] {
-    require_writable();
-    require_var(false);
-    for (const Box& b : boxes) check_selection(Selection::from_box(b));
-    const size_t es = schema_.elem_size;
-    const auto* p = static_cast<const uint8_t*>(src);
-    if (compact_) {
-      for (const Box& b : boxes) {
-        uint64_t st[kMaxRank];
-        Selection sel = Selection::from_box(b);
-        sel.dense_strides(st);
-        compact_->write(sel, p, st);
-        p += b.cells() * es;
-      }
-      return;
-    }
-    const Layout layout(schema_);
-    const int r = schema_.rank();
-    const uint64_t direct = std::min(opts_.direct_cells, schema_.tile_cells());
-    // The large boxes' pieces, all in one fragment in tile order (the boxes are disjoint).
-    struct Piece {
-      Coords tile;
-      Box piece;
-      const Box* box;
-      const uint8_t* src;
-    };
-    std::vector<Piece> pieces;
-    std::vector<std::pair<const Box*, const uint8_t*>> small;
-    for (const Box& b : boxes) {
-      if (b.cells() >= direct) {
-        spill_blobs_over(b);
-        buffer_->erase_inside(b);  // older buffered cells there are overwritten
-        layout.for_each_tile(b, [&](const Coords& t) {
-          Box piece;
-          if (intersect(layout.tile_box(t.data()), b, &piece)) pieces.push_back({t, std::move(piece), &b, p});
-        });
-      } else {
-        small.push_back({&b, p});
-      }
-      p += b.cells() * es;
-    }
-    close_direct();
-    if (!pieces.empty()) {
-      std::stable_sort(pieces.begin(), pieces.end(),
-                       [&](const Piece& x, const Piece& y) { return layout.compare_tiles(x.tile.data(), y.tile.data()) < 0; });
-      // A fragment holds one data piece per tile: the k-th piece of a tile goes to the
-      // k-th fragment (as many fragments as the most boxes sharing one tile; the boxes
-      // are disjoint, so the fragments' order does not matter).
-      std::vector<std::unique_ptr<FragmentWriter>> layers;
-      const Coords* last_tile = nullptr;
-      size_t k = 0;
-      for (const Piece& pc : pieces) {
-        k = last_tile && *last_tile == pc.tile ? k + 1 : 0;
-        last_tile = &pc.tile;
-        if (k == layers.size()) layers.push_back(make_writer(next_id()));
-        FragmentWriter* w = layers[k].get();
-        uint64_t shape[kMaxRank], sstride[kMaxRank], dstride[kMaxRank], soff = 0;
-        Selection::from_box(*pc.box).dense_strides(sstride);
-        for (int d = 0; d < r; ++d) {
-          shape[d] = pc.piece.hi[d] - pc.piece.lo[d] + 1;
-          soff += (pc.piece.lo[d] - pc.box->lo[d]) * sstride[d];
-        }
-        layout.cell_strides(pc.piece, dstride);
-        std::vector<uint8_t> data(pc.piece.cells() * es);
-        strided_copy(r, shape, pc.src + soff * es, sstride, data.data(), dstride, es);
-        w->add_dense_tile(pc.tile.data(), pc.piece, std::move(data));
-      }
-      if (opts_.durable_writes && layers.size() > 1) {
-        // One call, one commit: published one by one, a crash between two renames would
-        // keep some of this write's boxes and lose the others.  The publish journal makes
-        // the layers visible together (stage_publish).
-        for (auto& w : layers) pub_.complete(std::move(w), /*batch=*/true);
-        materialize_inline();  // a batch of files and records commits through the journal
-        pub_.stage_publish(false);
-        pub_.finish_publish(false);
-      } else {
-        for (auto& w : layers) pub_.park(std::move(w));
-      }
-    }
-    for (const auto& [b, sp] : small) {
-      Selection sel = Selection::from_box(*b);
-      uint64_t st[kMaxRank];
-      sel.dense_strides(st);
-      const bool blob = !opts_.durable_writes && b->cells() >= opts_.blob_min_cells && b->cells() * es <= opts_.blob_bytes;
-      if (blob) buffer_blob(sel, sp, st);
-      else buffer_cells(sel, sp, st);
-    }
-  }), &g);
-}
-
-void Array::write_dense(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
-  const Box& box = sel.bbox();
-  // Buffered cells inside the box are older than this write and now overwritten.
-  buffer_->erase_inside(box);
-  Layout layout(schema_);
-  const int r = schema_.rank();
-  const size_t es = schema_.elem_size;
-  // A box whose tiles all come after the open dense fragment's last one (frames, rows or
-  // chunks written in order) is appended to it: a series of writes becomes one fragment
-  // file, written as it goes, instead of a file each.  Anything else written, read or
-  // spilled in between closes it (close_direct), so fragment order stays write order.
-  const bool append = !opts_.durable_writes && appends_after_direct(box);
-  if (!append) {
-    close_direct();
-    direct_ = make_writer(next_id());
-    direct_skip_ = 0;
-    direct_whole_ = false;
-  }
-  FragmentWriter* w = direct_.get();
-  // The box's last tile in tile order, where the next append must start after: the last
-  // one for_each_tile visits (not the hi corner's, under a Hilbert order).
-  Coords last;
-  layout.for_each_tile(box, [&](const Coords& t) {
-    last = t;
-    Box piece;
-    intersect(layout.tile_box(t.data()), box, &piece);
-    uint64_t shape[kMaxRank], dstride[kMaxRank];
-    uint64_t soff = 0;
-    for (int d = 0; d < r; ++d) {
-      shape[d] = piece.hi[d] - piece.lo[d] + 1;
-      soff += (piece.lo[d] - box.lo[d]) * sstride[d];
-    }
-    layout.cell_strides(piece, dstride);
-    // The piece's cells already lie in the source in the tile's cell order (a chunk-
-    // sized write from a chunk-shaped buffer): written from there, unfiltered.
-    bool in_place = schema_.filters.empty();
-    for (int d = 0; d < r && in_place; ++d) in_place = shape[d] == 1 || sstride[d] == dstride[d];
-    if (in_place) {
-      w->add_dense_tile_from(t.data(), piece, src + soff * es);
-      return;
-    }
-    if (schema_.filters.empty() && row_spans(r, shape, src + soff * es, sstride, dstride, es, &spans_)) {
-      // Unfiltered, in rows of the source long enough to write from: written straight
-      // from them (pwritev), the tile never gathered (issue 20, the h5py demo's chunk-
-      // row blocks).
-      w->add_dense_tile_spans(t.data(), piece, spans_.data(), spans_.size());
-      return;
-    }
-    if (schema_.filters.empty()) {
-      // Unfiltered, short rows: gathered into a scratch buffer kept across writes and
-      // written from there (add_dense_tile_from copies it into the page cache before
-      // returning).  A fresh buffer per piece cost a page fault per 4 KiB (1.5-5 us each
-      // here): random 16 MiB blob writes ran at a third of native's speed.
-      scratch_.resize(std::max<size_t>(scratch_.size(), piece.cells() * es));
-      strided_copy(r, shape, src + soff * es, sstride, scratch_.data(), dstride, es);
-      w->add_dense_tile_from(t.data(), piece, scratch_.data());
-      return;
-    }
-    std::vector<uint8_t> data(piece.cells() * es);
-    strided_copy(r, shape, src + soff * es, sstride, data.data(), dstride, es);
-    w->add_dense_tile(t.data(), piece, std::move(data));
-  });
-  if (scratch_.size() > (uint64_t{64} << 20)) std::vector<uint8_t>().swap(scratch_);  // bounded
-  direct_last_ = last;
-  if (opts_.durable_writes) close_direct();  // durable when the call returns
-}
-
-void Array::buffer_blob(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
-  const Box& box = sel.bbox();
-  buffer_->erase_inside(box);  // buffered cells there are older than this write
-  const Layout layout(schema_);
-  const int r = schema_.rank();
-  uint64_t shape[kMaxRank], dstride[kMaxRank];
-  for (int d = 0; d < r; ++d) shape[d] = box.hi[d] - box.lo[d] + 1;
-  layout.cell_strides(box, dstride);
-  std::vector<uint8_t> cells = ctx_->blob_memory().take(box.cells() * schema_.elem_size);
-  strided_copy(r, shape, src, sstride, cells.data(), dstride, schema_.elem_size);
-  blobs_->add(box, std::move(cells));
-  maybe_spill();
-}
-
-bool Array::appends_after_direct(const Box& box) const {
-  if (!direct_ || direct_skip_ != 0 || direct_whole_ || direct_->failed()) return false;
-  const Layout layout(schema_);
-  Coords first(box.lo.size());
-  layout.first_tile(box, first.data());
-  return layout.compare_tiles(direct_last_.data(), first.data()) < 0;
-}
-
-void Array::spill_blobs_over(const Box& b) {
-  if (blobs_->intersects(b)) spill();
-}
-
-void Array::buffer_cells(const Selection& sel, const uint8_t* src, const uint64_t* sstride) {
-  const int r = schema_.rank();
-  const size_t es = schema_.elem_size;
-  constexpr size_t kChunk = 65536;
-  std::vector<uint64_t> coords;
-  std::vector<uint8_t> values;
-  coords.reserve(std::min<uint64_t>(sel.cells(), kChunk) * r);
-  values.reserve(std::min<uint64_t>(sel.cells(), kChunk) * es);
-  // Odometer over (interval index, offset) per dimension, in row-major selection order.
-  std::vector<size_t> iv(r, 0);
-  std::vector<uint64_t> off(r, 0);
-  for (;;) {
-    uint64_t so = 0;
-    for (int d = 0; d < r; ++d) {
-      const DimSelection& ds = sel.dim(d);
-      coords.push_back(ds.ivs[iv[d]].lo + off[d]);
-      so += (ds.rank0[iv[d]] + off[d]) * sstride[d];
-    }
-    values.insert(values.end(), src + so * es, src + (so + 1) * es);
-    if (values.size() >= kChunk * es) {
-      buffer_->add(coords.data(), values.data(), values.size() / es);
-      coords.clear();
-      values.clear();
-      maybe_spill();
-    }
-    int d = r - 1;
-    for (; d >= 0; --d) {
-      if (++off[d] < sel.dim(d).ivs[iv[d]].len()) break;
-      off[d] = 0;
-      if (++iv[d] < sel.dim(d).ivs.size()) break;
-      iv[d] = 0;
-    }
-    if (d < 0) break;
-  }
-  buffer_->add(coords.data(), values.data(), values.size() / es);
-  maybe_spill();
+  return write_.throttle(guard([&] { write_.write_boxes(boxes, src); }), &g);
 }
 
 Status Array::write_points(const uint64_t* coords, size_t n, const void* values) {
   std::unique_lock<std::mutex> g(mu_);
-  return throttle(guard([&] {
-    require_writable();
-    require_var(false);
-    check_points(coords, n);
-    if (compact_) return compact_->write_points(coords, n, static_cast<const uint8_t*>(values));
-    close_direct();
-    buffer_->add(coords, static_cast<const uint8_t*>(values), n, /*scattered=*/true);
-    maybe_spill();
-  }), &g);
+  return write_.throttle(guard([&] { write_.write_points(coords, n, values); }), &g);
 }
 
 Status Array::write_points(std::vector<uint64_t>&& coords, const void* values) {
   std::unique_lock<std::mutex> g(mu_);
-  return throttle(guard([&] {
-    require_writable();
-    require_var(false);
-    const size_t n = coords.size() / static_cast<size_t>(std::max(1, schema_.rank()));
-    check_points(coords.data(), n);
-    if (compact_) return compact_->write_points(coords.data(), n, static_cast<const uint8_t*>(values));
-    close_direct();
-    buffer_->add(std::move(coords), static_cast<const uint8_t*>(values), n);
-    maybe_spill();
-  }), &g);
+  return write_.throttle(guard([&] { write_.write_points(std::move(coords), values); }), &g);
+}
+
+void Array::settle() { ctx_->budget().wait_idle(this); }
+
+void Array::flush_in_background() noexcept {
+  // Small buffers, and variable-length arrays (their heap must be durable first), are
+  // spilled at once; a large one is swapped out under the lock and written without it.
+  constexpr uint64_t kBackgroundMinBytes = 1 << 20;
+  std::unique_ptr<WriteBuffer> buf;
+  std::unique_ptr<BlobBuffer> blobs;
+  std::unique_ptr<FragmentWriter> w;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    Status st = guard([&] {
+      if (!writable_ || compact_ || (write_.buffer_->empty() && write_.blobs_->empty()) || write_.inflight_) return;
+      if (schema_.var || write_.buffer_->bytes() + write_.blobs_->bytes() < kBackgroundMinBytes) {
+        write_.spill();
+        return;
+      }
+      // A file is coming: the directory first, under the lock (make_writer's before_file
+      // would create it from this thread without it).
+      if (!store_->dir_exists()) store_->ensure_dir(opts_.durable_writes, schema_.var);
+      write_.close_direct();  // nothing may be appended to an older fragment after this swap
+      auto fresh = std::make_unique<WriteBuffer>(schema_);
+      w = make_writer(share_.spill_id());  // older than anything written after the swap
+      if (write_.buffer_->scattered() && write_.blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));
+      w->expect_sparse_cells(write_.buffer_->cells());
+      buf = std::move(write_.buffer_);
+      write_.buffer_ = std::move(fresh);
+      blobs = std::move(write_.blobs_);
+      write_.blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
+      write_.inflight_ = true;
+      write_.inflight_bytes_ = buf->bytes() + blobs->bytes();
+    });
+    if (!st.ok() && write_.bg_error_.ok()) write_.bg_error_ = st;
+    write_.report_bytes();
+    if (!buf) return;
+  }
+  {
+    // Where the flush's writes lie: reads elsewhere need not wait for it (finish_parked_for).
+    BoundingBox bounds;
+    for (const Blob& b : blobs->blobs()) bounds.add(b.box);
+    const int r = schema_.rank();
+    const uint64_t* cs = buf->coords().data();
+    for (size_t k = 0; k < buf->cells(); ++k) bounds.add(cs + k * static_cast<size_t>(r), r);
+    std::lock_guard<std::mutex> g(mu_);
+    write_.inflight_bounds_ = std::move(bounds);
+    write_.inflight_cv_.notify_all();
+  }
+  Status st = guard([&] { write_.fill_spill(*buf, *blobs, *w); });
+  std::lock_guard<std::mutex> g(mu_);
+  if (st.ok()) st = guard([&] { pub_.complete(std::move(w)); });
+  if (!st.ok() && write_.bg_error_.ok()) write_.bg_error_ = st;
+  w.reset();  // a failed writer removes its temporary file
+  buf.reset();
+  blobs.reset();
+  write_.inflight_ = false;
+  write_.inflight_bytes_ = 0;
+  write_.inflight_bounds_ = BoundingBox();
+  write_.report_bytes();
+  write_.inflight_cv_.notify_all();
 }
 
 }  // namespace tessera
+

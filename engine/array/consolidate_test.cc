@@ -1,4 +1,4 @@
-// Consolidation (consolidate.cc, TileDB §4.3) on its own: merged fragments read exactly as
+// Consolidation (consolidation.cc, TileDB §4.3) on its own: merged fragments read exactly as
 // the fragments they replace, the replaced files go, and the size-tiered policy merges
 // runs of similar sizes while leaving a much larger fragment alone.
 #include <gtest/gtest.h>

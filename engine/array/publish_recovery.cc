@@ -18,7 +18,7 @@ using namespace array_files;
 // dropped as a crash would drop it (temporary files removed, nothing published).
 void Publisher::discard_unpublished() {
   (void)guard([&] {
-    a_.direct_.reset();  // a writer's destructor removes its temporary file
+    a_.write_.direct_.reset();  // a writer's destructor removes its temporary file
     parked_.clear();
     // A journal staged for an epoch whose commit then failed (a sync or rename after
     // the agreement): the epoch record may be durable, or become durable with the
@@ -131,7 +131,7 @@ void Publisher::recover_one_journal(const std::string& path) {
     if (a_.extent_id_ < jid) {
       a_.schema_ = js;
       a_.extent_id_ = jid;
-      if (a_.buffer_) a_.buffer_->reset_layout(a_.schema_);
+      if (a_.write_.buffer_) a_.write_.buffer_->reset_layout(a_.schema_);
       if (a_.writable_) a_.store_->store_schema(a_.schema_, a_.extent_id_, /*durable=*/true);
     }
   }

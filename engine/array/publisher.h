@@ -34,6 +34,8 @@ class Publisher {
 
  private:
   friend class Array;  // the facade reads the pending state (listing, flush steps, MPI)
+  friend class WritePath;      // finished and open writers are completed or parked here
+  friend class Consolidation;  // a merge is logged and published, or left unpublished (MPI parts)
   Array& a_;
 
   // Completes a writer: durable publish (durable_writes) or finish into unpublished_.

@@ -73,7 +73,7 @@ void ShareSession::note_unlogged_write() {
 }
 
 void ShareSession::end_share_run() {
-  if (run_ts_ || run_bounds_.any) a_.spill();  // spill_id() gives it the run's timestamp
+  if (run_ts_ || run_bounds_.any) a_.write_.spill();  // spill_id() gives it the run's timestamp
   run_ts_ = 0;
   run_bounds_ = BoundingBox();
   fence_.clear();

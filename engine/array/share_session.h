@@ -33,6 +33,7 @@ class ShareSession {
  private:
   friend class Array;      // the facade starts and ends runs around its writes and spills
   friend class Publisher;  // a publish announces its files to the other ranks
+  friend class WritePath;  // a small box write joins the run; a spill ends it
   Array& a_;
 
   // A buffered box write: queued for the share log (true), or not loggable (false: the

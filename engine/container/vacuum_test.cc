@@ -1,5 +1,5 @@
 // Retiring fragments and checking a container: consolidation that keeps its inputs
-// (ArrayOptions::keep_replaced) and vacuum() (consolidate.cc), the catalog's records of
+// (ArrayOptions::keep_replaced) and vacuum() (engine/array/consolidation.cc), the catalog's records of
 // published fragment files (array_store.h: a lost file is an error, never fill values),
 // a reader that lists a fragment a vacuum then removes, and verify_container (verify.h)
 // on intact and damaged containers.  Every read is compared with a model of the writes.

@@ -1,7 +1,7 @@
 // cover_boxes.h — the covered cells of a painted buffer as a few disjoint boxes.
 //
 // A spill paints a tile's blob pieces into one buffer with a coverage mask
-// (array_spill.cc).  When the pieces do not cover their bounding box whole — many small
+// (write_spill.cc).  When the pieces do not cover their bounding box whole — many small
 // H5Dwrites of row bands, each crossing a few tiles — the covered cells used to go out as
 // sparse cells: 16 bytes of coordinates per cell to encode at the spill, and every read
 // decoding them again (issue 20, workload (4): most of a small-write close's CPU).  The

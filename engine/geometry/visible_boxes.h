@@ -2,7 +2,7 @@
 // painting the tile.
 //
 // A spill painted every tile its box writes touch into a buffer of their bounding box
-// with a coverage mask (array_spill.cc).  With large tiles and a few small writes far
+// with a coverage mask (write_spill.cc).  With large tiles and a few small writes far
 // apart in one — the benchmark's 256 writes of 8x256 cells into 2048x1024 tiles
 // (issue 20, workload (4) at full scale) — the bounding box is most of the tile: ~8 MiB
 // cleared, painted and scanned per tile for ~20 KiB of data, 90 % of that close's time.

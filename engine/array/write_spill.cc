@@ -1,7 +1,8 @@
-// array_spill.cc — Array's spills: when the write buffer goes to a fragment (its own cap,
-// the context's write budget, write_budget.h), the background flush that writes a
-// swapped-out buffer without the lock, and fill_spill: the fragment a spill writes from
-// the buffered cells (write_buffer.h) and blobs (blob_buffer.h).
+// write_spill.cc — WritePath's spills (write_path.h): when the write buffer goes to a
+// fragment (the array's cap, the context's write budget, write_budget.h), waiting for the
+// background flush (Array::flush_in_background) that writes a swapped-out buffer without
+// the lock, and fill_spill: the fragment a spill writes from the buffered cells
+// (write_buffer.h) and blobs (blob_buffer.h).
 //
 // Cells alone go tile by tile straight from the write buffer (a tile whose cells fill
 // their bounding box is a dense piece, the rest sparse).  With blobs, every tile any blob
@@ -75,8 +76,8 @@ bool spill_visible(const Layout& layout, size_t es, const uint64_t* tile, const 
 
 }  // namespace
 
-void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const {
-  const size_t es = schema_.elem_size;
+void WritePath::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter& w) const {
+  const size_t es = a_.schema_.elem_size;
   if (blobs.empty()) {
     buf.for_each_tile([&](const uint64_t* tile, const uint64_t* cs, const uint8_t* vs, size_t m, const Box& bb) {
       if (m > 1 && bb.cells() == m) w.add_dense_tile(tile, bb, std::vector<uint8_t>(vs, vs + m * es));
@@ -84,8 +85,8 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
     });
     return;
   }
-  const Layout layout(schema_);
-  const int r = schema_.rank();
+  const Layout layout(a_.schema_);
+  const int r = a_.schema_.rank();
   auto tile_less = [&](const Coords& a, const Coords& b) { return layout.compare_tiles(a.data(), b.data()) < 0; };
   // Per tile, the blob pieces in arrival order.
   std::map<Coords, TilePieces, decltype(tile_less)> tiles(tile_less);
@@ -129,7 +130,7 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
     if (pieces.size() == 1 && cursor == c0 && pieces[0].second == pieces[0].first->box) {
       // One whole blob is this tile's only write (a frame, an ROI): its cells, as they are.
       const Blob& b = *pieces[0].first;
-      if (schema_.filters.empty()) w.add_dense_tile_from(tile.data(), b.box, b.cells.data());
+      if (a_.schema_.filters.empty()) w.add_dense_tile_from(tile.data(), b.box, b.cells.data());
       else w.add_dense_tile(tile.data(), b.box, b.cells);
       continue;
     }
@@ -198,133 +199,72 @@ void Array::fill_spill(WriteBuffer& buf, const BlobBuffer& blobs, FragmentWriter
   }
 }
 
-void Array::maybe_spill() {
+void WritePath::maybe_spill() {
   check_background();
   const uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
-  if (schema_.var) {  // heap bytes must be durable before the fragment: spilled here
-    if (buffer_->bytes() + heap >= opts_.buffer_budget) spill();
+  if (a_.schema_.var) {  // heap bytes must be durable before the fragment: spilled here
+    if (buffer_->bytes() + heap >= a_.opts_.buffer_budget) spill();
     report_bytes();
     return;
   }
   // Past the array's own cap, its buffer goes to the flusher; past the context's limit,
   // the largest buffer of the context does (write_budget.h).
-  WriteBudget& b = ctx_->budget();
-  if (buffer_->bytes() + blobs_->bytes() >= opts_.buffer_budget) b.request(this);
+  WriteBudget& b = a_.ctx_->budget();
+  if (buffer_->bytes() + blobs_->bytes() >= a_.opts_.buffer_budget) b.request(&a_);
   if (report_bytes()) b.request(b.largest());
 }
 
-bool Array::report_bytes() {
-  if (compact_) return false;  // holds no buffers (open_impl)
+bool WritePath::report_bytes() {
+  if (a_.compact_) return false;  // holds no buffers (open_impl)
   const uint64_t heap = pending_heap_ ? pending_heap_->bytes().size() : 0;
-  return ctx_->budget().report(this, buffer_->bytes() + blobs_->bytes() + heap + inflight_bytes_);
+  return a_.ctx_->budget().report(&a_, buffer_->bytes() + blobs_->bytes() + heap + inflight_bytes_);
 }
 
-void Array::check_background() const {
+void WritePath::check_background() const {
   if (!bg_error_.ok())
     throw_error(bg_error_.code(), "a background flush of buffered writes failed (they are lost): " + bg_error_.message());
 }
 
-Status Array::throttle(Status st, std::unique_lock<std::mutex>* held) {
+Status WritePath::throttle(Status st, std::unique_lock<std::mutex>* held) {
   held->unlock();
-  if (st.ok()) ctx_->budget().wait_for_room();
+  if (st.ok()) a_.ctx_->budget().wait_for_room();
   return st;
 }
 
-void Array::settle() { ctx_->budget().wait_idle(this); }
-
-void Array::wait_inflight() {
-  std::unique_lock<std::mutex> held(mu_, std::adopt_lock);  // the caller's lock, kept
+void WritePath::wait_inflight() {
+  std::unique_lock<std::mutex> held(a_.mu_, std::adopt_lock);  // the caller's lock, kept
   inflight_cv_.wait(held);
   held.release();
 }
 
-void Array::finish_inflight() {
+void WritePath::finish_inflight() {
   while (inflight_) wait_inflight();
 }
 
-void Array::flush_in_background() noexcept {
-  // Small buffers, and variable-length arrays (their heap must be durable first), are
-  // spilled at once; a large one is swapped out under the lock and written without it.
-  constexpr uint64_t kBackgroundMinBytes = 1 << 20;
-  std::unique_ptr<WriteBuffer> buf;
-  std::unique_ptr<BlobBuffer> blobs;
-  std::unique_ptr<FragmentWriter> w;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    Status st = guard([&] {
-      if (!writable_ || compact_ || (buffer_->empty() && blobs_->empty()) || inflight_) return;
-      if (schema_.var || buffer_->bytes() + blobs_->bytes() < kBackgroundMinBytes) {
-        spill();
-        return;
-      }
-      // A file is coming: the directory first, under the lock (make_writer's before_file
-      // would create it from this thread without it).
-      if (!store_->dir_exists()) store_->ensure_dir(opts_.durable_writes, schema_.var);
-      close_direct();  // nothing may be appended to an older fragment after this swap
-      auto fresh = std::make_unique<WriteBuffer>(schema_);
-      w = make_writer(share_.spill_id());  // older than anything written after the swap
-      if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));
-      w->expect_sparse_cells(buffer_->cells());
-      buf = std::move(buffer_);
-      buffer_ = std::move(fresh);
-      blobs = std::move(blobs_);
-      blobs_ = std::make_unique<BlobBuffer>(schema_.tile_extent, &ctx_->blob_memory());
-      inflight_ = true;
-      inflight_bytes_ = buf->bytes() + blobs->bytes();
-    });
-    if (!st.ok() && bg_error_.ok()) bg_error_ = st;
-    report_bytes();
-    if (!buf) return;
-  }
-  {
-    // Where the flush's writes lie: reads elsewhere need not wait for it (finish_parked_for).
-    BoundingBox bounds;
-    for (const Blob& b : blobs->blobs()) bounds.add(b.box);
-    const int r = schema_.rank();
-    const uint64_t* cs = buf->coords().data();
-    for (size_t k = 0; k < buf->cells(); ++k) bounds.add(cs + k * static_cast<size_t>(r), r);
-    std::lock_guard<std::mutex> g(mu_);
-    inflight_bounds_ = std::move(bounds);
-    inflight_cv_.notify_all();
-  }
-  Status st = guard([&] { fill_spill(*buf, *blobs, *w); });
-  std::lock_guard<std::mutex> g(mu_);
-  if (st.ok()) st = guard([&] { pub_.complete(std::move(w)); });
-  if (!st.ok() && bg_error_.ok()) bg_error_ = st;
-  w.reset();  // a failed writer removes its temporary file
-  buf.reset();
-  blobs.reset();
-  inflight_ = false;
-  inflight_bytes_ = 0;
-  inflight_bounds_ = BoundingBox();
-  report_bytes();
-  inflight_cv_.notify_all();
-}
-
-void Array::spill() {
+void WritePath::spill() {
   // Heap bytes first: a fragment must never refer to bytes that are not durable.
   if (pending_heap_) {
     if (!pending_heap_->empty()) {
-      store_->ensure_dir(true, schema_.var);
-      pending_heap_->publish(env(), heap_dir_);
+      a_.store_->ensure_dir(true, a_.schema_.var);
+      pending_heap_->publish(a_.env(), a_.heap_dir_);
     }
     pending_heap_.reset();
   }
-  if (compact_) return;  // a compact array has no buffers
+  if (a_.compact_) return;  // a compact array has no buffers
   if (buffer_->empty() && blobs_->empty()) {
-    share_.run_ts_ = 0;  // a run with nothing buffered has nothing to keep
-    share_.run_bounds_ = BoundingBox();
-    share_.fence_.clear();
+    a_.share_.run_ts_ = 0;  // a run with nothing buffered has nothing to keep
+    a_.share_.run_bounds_ = BoundingBox();
+    a_.share_.fence_.clear();
     return;
   }
   close_direct();  // the open dense fragment is older than this spill: no appends after it
-  auto w = make_writer(share_.spill_id());
+  auto w = a_.make_writer(a_.share_.spill_id());
   // Scattered points: an LSM-style delta, values under a fast codec until consolidation
   // (docs/engine.md "Sparse deltas").
-  if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(schema_.filters));
+  if (buffer_->scattered() && blobs_->empty()) w->set_values_pipeline(fast_variant(a_.schema_.filters));
   w->expect_sparse_cells(buffer_->cells());
   fill_spill(*buffer_, *blobs_, *w);
-  pub_.complete(std::move(w));
+  a_.pub_.complete(std::move(w));
   buffer_->clear();
   blobs_->clear();
   report_bytes();
