@@ -203,17 +203,24 @@ void Evaluator<T>::flush_scattered() {
   scattered_.clear();
 }
 
-// Every numeric type visit_num hands evaluate_term; this file's members only.
-template class Evaluator<int8_t>;
-template class Evaluator<int16_t>;
-template class Evaluator<int32_t>;
-template class Evaluator<int64_t>;
-template class Evaluator<uint8_t>;
-template class Evaluator<uint16_t>;
-template class Evaluator<uint32_t>;
-template class Evaluator<uint64_t>;
-template class Evaluator<float>;
-template class Evaluator<double>;
+// The members defined here, for every value type (the class itself is instantiated once,
+// in query_term.cc: an explicit class instantiation may appear only once per program).
+#define TESSERA_EVALUATOR_CELLS(T) \
+  template void Evaluator<T>::build_mask(size_t, const std::vector<ChunkEntry>&, const ChunkWork&, Bitmap*, bool*); \
+  template Bitmap Evaluator<T>::check(size_t, const std::vector<ChunkEntry>&, const Bitmap&); \
+  template void Evaluator<T>::finish(size_t, const std::vector<ChunkEntry>&, const Bitmap&, const ChunkWork*); \
+  template void Evaluator<T>::flush_scattered();
+TESSERA_EVALUATOR_CELLS(int8_t)
+TESSERA_EVALUATOR_CELLS(int16_t)
+TESSERA_EVALUATOR_CELLS(int32_t)
+TESSERA_EVALUATOR_CELLS(int64_t)
+TESSERA_EVALUATOR_CELLS(uint8_t)
+TESSERA_EVALUATOR_CELLS(uint16_t)
+TESSERA_EVALUATOR_CELLS(uint32_t)
+TESSERA_EVALUATOR_CELLS(uint64_t)
+TESSERA_EVALUATOR_CELLS(float)
+TESSERA_EVALUATOR_CELLS(double)
+#undef TESSERA_EVALUATOR_CELLS
 
 }  // namespace query_detail
 }  // namespace tessera

@@ -230,17 +230,29 @@ std::unordered_map<size_t, Bitmap> Evaluator<T>::read_rows(const FragState& st,
   return out;
 }
 
-// Every numeric type visit_num hands evaluate_term; this file's members only.
-template class Evaluator<int8_t>;
-template class Evaluator<int16_t>;
-template class Evaluator<int32_t>;
-template class Evaluator<int64_t>;
-template class Evaluator<uint8_t>;
-template class Evaluator<uint16_t>;
-template class Evaluator<uint32_t>;
-template class Evaluator<uint64_t>;
-template class Evaluator<float>;
-template class Evaluator<double>;
+// The members defined here, for every value type (the class itself is instantiated once,
+// in query_term.cc: an explicit class instantiation may appear only once per program).
+#define TESSERA_EVALUATOR_INDEX(T) \
+  template const std::shared_ptr<IndexFile>& Evaluator<T>::index_of(size_t); \
+  template typename Evaluator<T>::FragState& Evaluator<T>::state_head(size_t); \
+  template typename Evaluator<T>::FragState& Evaluator<T>::state(size_t); \
+  template void Evaluator<T>::prefetch_indexes(); \
+  template std::vector<ChunkEntry> Evaluator<T>::chunk_entries(size_t, uint64_t); \
+  template typename Evaluator<T>::Prepared Evaluator<T>::prepare(size_t, std::map<uint64_t, ChunkWork>&); \
+  template void Evaluator<T>::do_fragment(typename Evaluator<T>::Prepared&); \
+  template std::vector<std::pair<uint64_t, uint64_t>> Evaluator<T>::ranges(const typename Evaluator<T>::FragState&, std::vector<size_t>, std::vector<std::vector<size_t>>*); \
+  template std::unordered_map<size_t, Bitmap> Evaluator<T>::read_rows(const typename Evaluator<T>::FragState&, const std::vector<size_t>&);
+TESSERA_EVALUATOR_INDEX(int8_t)
+TESSERA_EVALUATOR_INDEX(int16_t)
+TESSERA_EVALUATOR_INDEX(int32_t)
+TESSERA_EVALUATOR_INDEX(int64_t)
+TESSERA_EVALUATOR_INDEX(uint8_t)
+TESSERA_EVALUATOR_INDEX(uint16_t)
+TESSERA_EVALUATOR_INDEX(uint32_t)
+TESSERA_EVALUATOR_INDEX(uint64_t)
+TESSERA_EVALUATOR_INDEX(float)
+TESSERA_EVALUATOR_INDEX(double)
+#undef TESSERA_EVALUATOR_INDEX
 
 }  // namespace query_detail
 }  // namespace tessera

@@ -153,7 +153,8 @@ void Evaluator<T>::do_slab(const Box& slab) {
   hits_ = &out_->hits;
 }
 
-// Every numeric type visit_num hands evaluate_term; this file's members only.
+// Every numeric type visit_num hands evaluate_term: the class, instantiated once in the
+// program (the members the evaluator files define are instantiated there, by name).
 template class Evaluator<int8_t>;
 template class Evaluator<int16_t>;
 template class Evaluator<int32_t>;
