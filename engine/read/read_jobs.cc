@@ -242,7 +242,8 @@ void ReadPlanner::read_jobs() {
                         });
   // Tiles all in the tile cache are one memcpy per job.  Split over two cores, an 8 MiB
   // tile copies in 0.54-0.64 ms instead of 0.84-1.36 ms on this project's 2-core
-  // machines (the warm 'Tile' read, docs/benchmarks.md "fourteenth pass"); a host where
+  // machines (the warm 'Tile' read of bench_h5_dense; the measurement is in commit
+  // c593ba1's message); a host where
   // one core fills the memory bus gains nothing and pays a wake-up (tens of µs).
   const bool memory = from_memory && jobs_.size() >= 2 && bytes >= kParallelWarmBytes;
   const bool cpu = warm || resident || memory;  // the filter pool, no prefetch
@@ -252,11 +253,11 @@ void ReadPlanner::read_jobs() {
     // kernel first, job by job (about kSplitBytes each): the disk then has several ~1 MiB
     // requests at once.  Left to the 2-4 MiB preadvs, the kernel reads the same bytes as
     // one synchronous request after another: an 8 MiB tile, cold, took 1.4-1.7x as long
-    // that way (docs/benchmarks.md, "Cold partial reads: the blocks hinted job by job").
+    // that way (measured with bench_h5_dense's cold partial reads).
     // Longer serial reads (contiguous tiles in file order, the 1 GiB full read) are left
     // to the kernel's readahead, which serves them at the disk's speed (hints ahead of
-    // the 1 GiB full read doubled its CPU, benchmarks.md, helper dense3).  Smaller reads are one request anyway, where a hint would
-    // only be one syscall more (the metadata workload's 10,000 small datasets).
+    // the 1 GiB full read doubled its CPU).  Smaller reads are one request anyway, where
+    // a hint would only be one syscall more (the metadata workload's 10,000 small datasets).
     if (jobs_.size() >= 2 && cold >= kParallelMinBytes && cold <= kPrefetchWindow) {
       for (const Job& h : jobs_)
         if (h.cold_span) h.f->prefetch_runs(h.idx, h.runs);
