@@ -46,12 +46,6 @@ namespace tessera_vol {
 
 namespace {
 
-DatasetObj* as_dataset(void* p) {
-  auto* o = static_cast<Obj*>(p);
-  if (!o || o->type != H5I_DATASET) fail_arg("not a dataset");
-  return static_cast<DatasetObj*>(o);
-}
-
 // The engine array's extent is authoritative (H5Dset_extent through another handle, or
 // a refresh, may have changed it): bring the handle's dataspace up to date.
 void sync_space(DatasetObj& d) {
@@ -146,11 +140,6 @@ hid_t access_plist(const DatasetObj& d) {
     fail_arg("cannot build the dataset access property list");
   }
   return p;
-}
-
-// SharedFile::require_writable prefixes the operation, which report() adds already.
-void require_write_intent(SharedFile& f) {
-  if (!f.writable()) fail_arg("file '" + f.name() + "' is open read-only (no write intent)");
 }
 
 }  // namespace

@@ -36,18 +36,6 @@ namespace tessera_vol {
 
 namespace {
 
-DatasetObj* as_dataset(void* p) {
-  auto* o = static_cast<Obj*>(p);
-  if (!o || o->type != H5I_DATASET) fail_arg("not a dataset");
-  return static_cast<DatasetObj*>(o);
-}
-
-// As dataset.cc's: SharedFile::require_writable prefixes the operation, which report()
-// adds already.
-void require_write_intent(SharedFile& f) {
-  if (!f.writable()) fail_arg("file '" + f.name() + "' is open read-only (no write intent)");
-}
-
 // The selected cells, packed in selection order: from the engine array, or from the
 // external files.
 void read_stored(DatasetObj& d, const FileSelection& fs, hid_t fspace, uint8_t* packed) {

@@ -81,7 +81,7 @@ void defined(DatasetObj& d, tessera_defined_args_t& a) {
 void erase(DatasetObj& d, tessera_erase_args_t& a) {
   std::lock_guard<std::recursive_mutex> g(d.file->mu());
   tessera::Array& arr = stored_array(d, "erasing elements");
-  if (!d.file->writable()) fail_arg("file '" + d.file->name() + "' is open read-only (no write intent)");
+  require_write_intent(*d.file);
   FileSelection fs = file_selection(d, a.file_space);
   settle(d, arr);
   if (fs.kind == FileSelection::kNone) return;

@@ -152,7 +152,7 @@ void write_chunk(DatasetObj& d, const void* a) {
     const auto& a1 = *static_cast<const H5VL_native_dataset_chunk_write_t*>(a);
     w = NativeChunkWrite2{a1.offset, a1.filters, a1.size, a1.buf};
   }
-  if (!d.file->writable()) fail_arg("file '" + d.file->name() + "' is open read-only (no write intent)");
+  require_write_intent(*d.file);
   if (!w.buf) fail_arg("buf cannot be NULL");
   tessera::Coords t = tile_of(d, w.offset);
   allocation_before_write(d);

@@ -151,4 +151,14 @@ void report(const char* func, const char* what) noexcept {
   }
 }
 
+DatasetObj* as_dataset(void* p) {
+  auto* o = static_cast<Obj*>(p);
+  if (!o || o->type != H5I_DATASET) fail_arg("not a dataset");
+  return static_cast<DatasetObj*>(o);
+}
+
+void require_write_intent(const SharedFile& f) {
+  if (!f.writable()) fail_arg("file '" + f.name() + "' is open read-only (no write intent)");
+}
+
 }  // namespace tessera_vol

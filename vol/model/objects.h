@@ -236,4 +236,10 @@ void* vol_call_ptr(const char* func, const char* what, F&& f) noexcept {
   }
 }
 
+// The dataset HDF5 handed a callback; fails ("not a dataset") on anything else.
+DatasetObj* as_dataset(void* p);
+// Fails unless the file was opened with write intent.  SharedFile::require_writable
+// names the operation; a dataset callback's report() adds that already.
+void require_write_intent(const SharedFile& f);
+
 }  // namespace tessera_vol
