@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import TesseraError
+from ._errors import TesseraError
 from ._runtime import check, environment
 
 PROBE = Path(__file__).resolve().parent / "_probe.py"
