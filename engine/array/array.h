@@ -57,7 +57,7 @@ class Array final : public BufferOwner {
   // env: where the files go (the Context's of the arrays that will open it).
   static Status create(const std::string& dir, const Schema& schema, bool durable = true, Env& env = Env::posix());
   // records: an array of a container that keeps its schema in its directory (a parallel
-  // file's array, an older container's) still has its fragment files recorded in the
+  // file's array) still has its fragment files recorded in the
   // container's catalog under records_prefix ("arr/<hex16 id>/", file_records.h).
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
                      std::unique_ptr<Array>* out, std::shared_ptr<Catalog> records = nullptr,

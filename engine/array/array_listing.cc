@@ -166,7 +166,7 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
     }
   if (writable_ && !opts_.shadow) {
     // Files published without a record (a crash between the renames and the catalog's
-    // sync, a journal rolled forward, a container written before the records) are
+    // sync, a journal rolled forward, a rank's H5Dclose since the last epoch) are
     // recorded now; records of removed replaced files are dropped.
     std::vector<std::pair<FragmentId, uint64_t>> add;
     std::vector<FragmentId> drop;
@@ -176,19 +176,22 @@ bool Array::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::strin
         add.emplace_back(f->meta().id, f->file_size());
     for (auto& [id, size] : recorded)
       if (!listed.count(id) && !shared.count(id)) drop.push_back(id);
-    // An older array's files are all recorded by this batch: from here its records are
-    // complete.  Ranks of a parallel file publish files the catalog records only later.
+    // A catalog-bound array a parallel job wrote (rank 0 cleared its complete-records
+    // mark) has all its files recorded by this batch: from here its records are complete
+    // again.  Ranks of a parallel file publish files the catalog records only later.
     // The mark is synced at once when this batch sets it: this writer publishes without
     // a journal from now on (its renames first, the catalog batch recording them after),
-    // and a reader whose catalog lacked the mark would read those renamed files before
-    // their batch commits — half a flush (a connector's catalog syncs only at flush).
+    // and a reader whose catalog lacked the mark would meet those renamed files before
+    // their batch commits, neither recorded nor logged (a connector's catalog syncs only
+    // at flush).
     CatalogBatch b;
     const bool marking = !opts_.collective && !store_->files_complete();
     store_->record_files(add, drop, &b, /*sync=*/false);
     store_->mark_files_complete(!opts_.collective, &b);
-    // Arrays whose records cannot be complete: every file present is recorded by this
-    // batch, and every later one is logged before its rename (publish_log.h).
-    if (opts_.collective || !store_->publishes_with_catalog()) store_->mark_files_logged(b);
+    // A catalog-bound array opened by a parallel job: its records cannot be complete now;
+    // every file present is recorded by this batch, and every later one is logged before
+    // its rename (publish_log.h).  (A parallel file's arrays are marked when created.)
+    if (opts_.collective) store_->mark_files_logged(b);
     store_->commit(std::move(b), /*sync=*/marking);
   }
   return true;
@@ -253,7 +256,7 @@ void Array::load_fragments() {
   replaced_.clear();
   for (auto& f : all) {
     if (replaced.count(f->meta().id)) {
-      replaced_.push_back(FragmentInfo::of(*f, schema_));
+      replaced_.push_back(FragmentInfo::of(*f));
       continue;
     }
     live.push_back(f);
@@ -266,7 +269,7 @@ void Array::add_fragment(std::shared_ptr<Fragment> f, const std::vector<Fragment
   frags_.add(std::move(f), replaced);
 }
 
-FragmentInfo FragmentInfo::of(const Fragment& f, const Schema& s) {
+FragmentInfo FragmentInfo::of(const Fragment& f) {
   const FragmentMeta& m = f.meta();
   FragmentInfo i;
   i.id = m.id;
@@ -282,7 +285,7 @@ FragmentInfo FragmentInfo::of(const Fragment& f, const Schema& s) {
   i.is_inline = f.is_inline();
   i.sets_extent = m.sets_extent;
   i.replaces = m.replaces;
-  i.order = f.order(s);
+  i.order = f.order();
   return i;
 }
 
@@ -290,7 +293,7 @@ std::vector<FragmentInfo> Array::fragments() {
   std::lock_guard<std::mutex> g(mu_);
   (void)guard([&] { finish_parked(); });
   std::vector<FragmentInfo> out;
-  for (auto& f : frags_) out.push_back(FragmentInfo::of(*f, schema_));
+  for (auto& f : frags_) out.push_back(FragmentInfo::of(*f));
   return out;
 }
 

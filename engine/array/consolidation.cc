@@ -74,13 +74,12 @@ void Consolidation::consolidate_layout(Order tile, Order cell, size_t first, siz
     if (first > last) throw_error(Errc::kInvalidArgument, "consolidate_layout: fragment range out of bounds");
   }
   bool done = to == a_.schema_.order();
-  for (size_t i = first; i <= last && i < a_.frags_.size(); ++i) done = done && a_.frags_[i]->order(a_.schema_) == to;
+  for (size_t i = first; i <= last && i < a_.frags_.size(); ++i) done = done && a_.frags_[i]->order() == to;
   if (done) {  // nothing to convert: an ordinary consolidation
     if (first < last && last < a_.frags_.size()) consolidate_range(first, last);
     return;
   }
-  Schema target = a_.schema_;
-  target.convert_order(to);
+  const Schema& target = probe;  // the array's schema in the new order
   if (!a_.frags_.empty()) {
     consolidate_range(first, last, 0, 1, &target);
     return;
@@ -177,7 +176,7 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
   for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(a_.env(), index_path(a_.dir_, f->meta().id)));
   a_.index_published({nf}, indexed);
   if (a_.opts_.keep_replaced) {  // their files and indexes go at vacuum()
-    for (auto& f : in) a_.replaced_.push_back(FragmentInfo::of(*f, a_.schema_));
+    for (auto& f : in) a_.replaced_.push_back(FragmentInfo::of(*f));
     return;
   }
   for (auto& f : in)
