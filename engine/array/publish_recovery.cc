@@ -97,7 +97,7 @@ void Publisher::recover_one_journal(const std::string& path) {
   // read), or that it did and the journal is a leftover whose renames are all done.
   // Either way nothing rolls forward, and the journal's schema is not taken.  (An epoch
   // journal is committed by its epoch record: its rule stands.)
-  const bool serial_back = j.epoch == 0 && a_.complete_records();
+  const bool serial_back = j.epoch == 0 && a_.frags_.complete_records();
   const bool forward = j.forward(a_.opts_.committed_epoch) && !serial_back;
   const std::vector<uint8_t>& schema_bytes = j.schema;
   std::vector<std::string> read_through;
