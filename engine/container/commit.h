@@ -28,7 +28,7 @@
 // is every writer's data or none of it (docs/parallel.md).  The epoch record's batch also
 // records every file the epoch publishes, every member's (file_records.h): each member
 // builds the same batch from what all of them publish, and the root alone writes it.  The agreement between the
-// writers comes from a CommitGroup; the connector implements it over MPI.
+// writers comes from a CommitGroup; engine/mpi/ implements it over MPI.
 #pragma once
 #include <cstdint>
 #include <functional>
