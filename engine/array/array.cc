@@ -111,6 +111,7 @@ void Array::open_impl(bool writable, const Schema* known) {
   frags_.load();
   if (apply_extent_commits() && writable_ && !opts_.shadow) store_->store_schema(schema_, extent_id_, true);  // repair
   if (share_logging()) share_.pick_up_shared(false);  // what other ranks' share logs hold
+  auto_.opened();
 }
 
 bool Array::apply_extent_commits() {
@@ -128,12 +129,20 @@ bool Array::apply_extent_commits() {
 
 Array::~Array() {
   if (ctx_) ctx_->budget().forget(this);  // no background flush runs or starts after this
+  if (ctx_) {
+    // A merge under way gives up (the next writer does it again); none starts after this.
+    auto_.cancel_ = true;
+    ctx_->merges().forget(this);
+  }
   if (writable_) {
     if (opts_.collective) {  // only an epoch commit may publish
       std::lock_guard<std::mutex> g(mu_);
       pub_.discard_unpublished();
     } else {
       (void)flush();
+      // Kept files whose time is up go now rather than at the next writer's open.
+      std::lock_guard<std::mutex> g(mu_);
+      if (auto_.enabled()) (void)guard([&] { auto_.retire_due(false); });
     }
   }
   share_.close_share_logs();

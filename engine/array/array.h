@@ -28,6 +28,7 @@
 #include "engine/array/array_info.h"
 #include "engine/array/array_options.h"
 #include "engine/array/array_store.h"
+#include "engine/array/auto_merge.h"
 #include "engine/write/blob_buffer.h"
 #include "engine/catalog/catalog.h"
 #include "engine/array/compact_array.h"
@@ -44,10 +45,11 @@
 #include "engine/fragment/var_heap.h"
 #include "engine/write/write_budget.h"
 #include "engine/write/write_buffer.h"
+#include "engine/context/merge_queue.h"
 
 namespace tessera {
 
-class Array final : public BufferOwner {
+class Array final : public BufferOwner, public MergeOwner {
  public:
   // An open or refresh lists the array's files again while a writer's commits overtake
   // each listing (ArrayFragments::load); after this many in a row it gives up (kBusy).
@@ -74,6 +76,9 @@ class Array final : public BufferOwner {
   // buffer out and writes it as a fragment on the caller's (the flusher's) thread while
   // writes go on into a fresh buffer.
   void flush_in_background() noexcept override;
+  // The context's merge thread (merge_queue.h) running this array's automatic
+  // consolidation (auto_merge.h): due retirements, then one due merge.
+  void merge_in_background() noexcept override;
 
   const Schema& schema() const { return schema_; }
   const std::string& dir() const { return dir_; }
@@ -199,6 +204,16 @@ class Array final : public BufferOwner {
   // records are dropped.  Failures are ignored: a log left longer costs nothing.
   void publish_log_recorded();
 
+  // Automatic consolidation (ArrayOptions::auto_merge, auto_merge.h).  A caller that
+  // commits this array's publish_prepared(into) records itself (commit_arrays) says so
+  // once the batch is committed: only then may those fragments be merged.
+  // (flush() and durable writes commit themselves.)
+  void note_committed();
+  // The policy's state: what it would merge now, what it did, what waits to retire.
+  ConsolidationInfo consolidation_info();
+  // Waits until no automatic merge of this array is queued or running (tests, tools).
+  void settle_merges();
+
   // Consolidation (TileDB §4.3): merges fragments [first, last] (indexes into fragments(),
   // oldest first) into one, publishes it atomically, then removes the merged files.
   Status consolidate(size_t first, size_t last);
@@ -274,6 +289,7 @@ class Array final : public BufferOwner {
   friend class ShareSession;
   friend class WritePath;
   friend class Consolidation;
+  friend class AutoMerge;
   // opts_.context, or the process's.  The first member, so the last destroyed: the files
   // the other members hold (the store's catalog, share logs, writers) close through its
   // Env, and an array may hold the last reference to its Context (its container closed
@@ -387,6 +403,9 @@ class Array final : public BufferOwner {
   Publisher pub_{*this};
   // Which fragments merge, the merge and its publish (consolidation.h); no state of its own.
   Consolidation consolidation_{*this};
+  // Automatic consolidation: the committed fragments, the merge in progress, the files
+  // kept for reads of the past (auto_merge.h).
+  AutoMerge auto_{*this};
   FragmentId extent_id_;       // the extent change the schema file records
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;

@@ -59,6 +59,7 @@ void Array::add_inline(std::vector<uint8_t> bytes, bool batch) {
     pub_.unpublished_inline_.push_back(f);
   }
   frags_.add(f, {});
+  if (opts_.durable_writes && !batch) auto_.committed();
 }
 
 std::string Array::inline_to_file(const std::vector<uint8_t>& bytes, const std::string& final_path) {

@@ -11,6 +11,7 @@
 // it); a read keeps live().snapshot() after the mutex is let go.  It reaches the rest of
 // the array (store, publisher, share session, schema) through the Array it belongs to.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -59,6 +60,13 @@ class ArrayFragments {
   const std::vector<FragmentInfo>& replaced() const { return replaced_; }
   void keep_replaced(const Fragment& f);
   void forget_replaced() { replaced_.clear(); }
+  void forget_replaced(const std::vector<FragmentId>& ids) {
+    replaced_.erase(std::remove_if(replaced_.begin(), replaced_.end(),
+                                   [&](const FragmentInfo& r) {
+                                     return std::find(ids.begin(), ids.end(), r.id) != ids.end();
+                                   }),
+                    replaced_.end());
+  }
 
   // What Array::fragments and Array::storage_bytes report of the live fragments.
   std::vector<FragmentInfo> infos() const;

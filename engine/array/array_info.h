@@ -51,6 +51,33 @@ struct FragmentInfo {
   static FragmentInfo of(const Fragment& f);
 };
 
+// The state of automatic consolidation (Array::consolidation_info, auto_merge.h): the
+// policy it runs with, what it would merge now, what it did (kept in the catalog across
+// sessions: docs/format.md, "Automatic consolidation") and what waits to be retired.
+struct ConsolidationInfo {
+  bool enabled = false;          // merges run for this open array (a writable one, on)
+  uint32_t fanin = 0, ratio = 0;  // the policy (ArrayOptions::AutoMerge)
+  uint64_t retain_s = 0;
+  uint64_t fragments = 0;        // live fragments
+  uint64_t bound = 0;            // the most the policy leaves when nothing is due (merge_policy.h)
+  // The merge due now among the committed fragments (0 inputs: none), and whether this
+  // process is running or has queued one.
+  uint64_t due_inputs = 0, due_bytes = 0;
+  bool running = false;
+  // Every automatic merge so far (all sessions): how many, bytes read and written.
+  uint64_t merges = 0, bytes_in = 0, bytes_out = 0;
+  // The last one: when (ns since the epoch), its inputs, its result's bytes.
+  uint64_t last_ns = 0, last_inputs = 0, last_bytes = 0;
+  // Replaced fragment files kept for reads as of earlier commits, and when the first of
+  // them may go (ns since the epoch; 0: none kept).
+  uint64_t retained = 0, retained_bytes = 0, next_retire_ns = 0;
+  // This open array only: bytes of the fragments its commits published (the merges'
+  // write amplification is (flushed + bytes written by merges) / flushed), files
+  // retired, merges that failed (nothing lost: the inputs stay) and the last failure.
+  uint64_t flushed_bytes = 0, session_bytes_out = 0, retired = 0, failures = 0;
+  std::string last_error;
+};
+
 // What Array::vacuum removed.
 struct VacuumResult {
   uint64_t fragments = 0, bytes = 0;

@@ -15,6 +15,10 @@ ArrayOptions EngineOptions::array_options() const {
   a.index_on_write = index_on_write != 0;
   a.index.precision = static_cast<uint32_t>(index_precision);
   a.index.max_bins = static_cast<uint32_t>(index_max_bins);
+  a.auto_merge.on = auto_consolidate != 0;
+  a.auto_merge.fanin = static_cast<uint32_t>(consolidate_fanin);
+  a.auto_merge.ratio = static_cast<uint32_t>(consolidate_ratio);
+  a.auto_merge.retain_ns = consolidate_retain_s * 1000000000ull;
   return a;
 }
 

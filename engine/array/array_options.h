@@ -65,6 +65,20 @@ struct ArrayOptions {
   // commit's time.  Fragment files count only if the (as-of) catalog records them, or
   // never recorded any and their timestamp is at most this; no journal is rolled.
   uint64_t as_of_ts = 0;
+  // Automatic consolidation (auto_merge.h; docs/engine.md, "Automatic consolidation"):
+  // after each commit of a writable array, a background thread of the context merges
+  // runs of `fanin` committed fragments of similar size (within `ratio`: merge_policy.h),
+  // so reads consult O(log n) fragments.  The files a merge replaces stay `retain_ns`
+  // after it (reads as of earlier commits need them: history.h), then are removed.  Off
+  // by default here (engine callers count on their fragments); on by default for the
+  // connector's files (EngineOptions::auto_consolidate).  Never for read-only arrays,
+  // arrays read as of a past commit, MPI (collective) arrays and their shadows.
+  struct AutoMerge {
+    bool on = false;
+    uint32_t fanin = 4;
+    uint32_t ratio = 2;
+    uint64_t retain_ns = 3600ull * 1000000000ull;
+  } auto_merge;
   // Value indexes (docs/queries.md): build the index of every file fragment this array
   // publishes (flush, consolidation) with these options.
   bool index_on_write = false;

@@ -83,7 +83,9 @@ void Array::flush_impl() {
 Status Array::flush() {
   std::lock_guard<std::mutex> g(mu_);
   return guard([&] {
-    if (writable_) flush_impl();
+    if (!writable_) return;
+    flush_impl();
+    auto_.committed();  // its own commit: what it published may be merged now
   });
 }
 

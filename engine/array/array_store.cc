@@ -105,6 +105,11 @@ class DirStore final : public ArrayStore {
   bool schema_ahead_of_records(const FragmentId& extent_id) const override {
     return records_ && extent_id.ts > last_commit(*records_).ts_ns;
   }
+  const Catalog* records() const override { return records_.get(); }
+  const std::string& records_prefix() const override { return prefix_; }
+  bool records_writable() const override {
+    return records_ && records_->writable() && !records_->shadow() && path_exists(env_, join_path(dir_, kSchemaFile));
+  }
   std::optional<std::string> compact_record(std::string*) override { return std::nullopt; }
   void publish_compact(const std::string&, uint64_t, bool, CatalogBatch*) override { none("compact cells"); }
 
@@ -283,6 +288,9 @@ class CatalogStore final : public ArrayStore {
   bool files_logged() const override { return cat_.catalog->contains(cat_.prefix + kFilesLoggedKey); }
   std::optional<uint64_t> committed_epoch() const override { return epoch_of(*cat_.catalog); }
   bool schema_ahead_of_records(const FragmentId&) const override { return false; }  // a record itself
+  const Catalog* records() const override { return cat_.catalog.get(); }
+  const std::string& records_prefix() const override { return cat_.prefix; }
+  bool records_writable() const override { return alive() && cat_.catalog->writable() && !cat_.catalog->shadow(); }
   void mark_files_logged(CatalogBatch& into) override {
     if (files_logged() || !alive() || !cat_.catalog->writable() || cat_.catalog->shadow()) return;
     into.put(cat_.prefix + kFilesLoggedKey, "1");

@@ -123,6 +123,14 @@ class ArrayStore {
   // writer for its flush) whose commit this reader's catalog lacks.  Never for a
   // schema that is itself a record, or without records.
   virtual bool schema_ahead_of_records(const FragmentId& extent_id) const = 0;
+  // The catalog holding the array's records and their prefix ("arr/<hex16 id>/"), for
+  // records kept beside the file records (automatic consolidation's, merge_records.h);
+  // null without records (a standalone array).
+  virtual const Catalog* records() const = 0;
+  virtual const std::string& records_prefix() const = 0;
+  // Whether this writer may add records now: a writable catalog, not a shadow, and the
+  // array not removed meanwhile.
+  virtual bool records_writable() const = 0;
 
   // --- compact arrays (a CatalogStore only): all cells in one record
   // The cells record, if written; *label names it in messages.

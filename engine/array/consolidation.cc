@@ -116,8 +116,7 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
   std::unique_ptr<FragmentWriter> wp =
       parts > 1 ? std::make_unique<FragmentWriter>(*a_.ctx_, a_.frag_dir_, id, a_.schema_) : a_.make_writer(id, target);
   FragmentWriter& w = *wp;
-  const std::vector<FragmentId> replaced = merge.replaced();
-  w.set_replaces(replaced);
+  w.set_replaces(replaces_of(in));
   merge.write(w);
   if (parts > 1) {
     // Published with the other parts by an epoch commit; until then not even this
@@ -126,18 +125,37 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
     a_.pub_.unpublished_.push_back({Fragment::open(tmp, a_.ctx_), w.final_path()});
     return;
   }
+  std::string tmp = w.finish();
+  std::shared_ptr<const std::vector<uint8_t>> bytes;
+  if (tmp.empty()) bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
+  publish_merge(in, id, tmp, bytes, w.final_path(), target, /*automatic=*/false);
+}
+
+std::vector<FragmentId> Consolidation::replaces_of(const std::vector<std::shared_ptr<Fragment>>& in) const {
+  std::vector<FragmentId> out;
+  for (auto& f : in) out.push_back(f->meta().id);
+  // Fragments an input replaced that are still kept (reads as of earlier commits): the
+  // result hides them too, so they stay hidden once the input itself is removed.
+  std::set<FragmentId> kept;
+  for (auto& r : a_.frags_.replaced()) kept.insert(r.id);
+  for (auto& f : in)
+    for (auto& r : f->meta().replaces)
+      if (kept.count(r) && std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  return out;
+}
+
+void Consolidation::publish_merge(const std::vector<std::shared_ptr<Fragment>>& in, const FragmentId& id,
+                                  std::string tmp, std::shared_ptr<const std::vector<uint8_t>> bytes,
+                                  const std::string& final_path, const Schema* target, bool automatic) {
   // The result is durable before any input goes: an inline result and the removal of
   // inline inputs are one catalog batch; a file result is synced and renamed first (its
   // footer's `replaces` hides the inputs until their records or files are deleted).
-  std::string tmp = w.finish();
+  // An automatic merge's batch is not synced: it removes no file (the file inputs are
+  // retired later, by a synced batch), and a crash that loses it loses only the merge.
   std::shared_ptr<Fragment> nf;
   CatalogBatch b;
-  std::shared_ptr<const std::vector<uint8_t>> bytes;
-  if (tmp.empty()) {
-    bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
-    // No room left in the inline budgets (another writer took it meanwhile): a file.
-    if (!a_.store_->reserve_inline(bytes->size(), a_.opts_)) tmp = a_.inline_to_file(*bytes, w.final_path());
-  }
+  // No room left in the inline budgets (another writer took it meanwhile): a file.
+  if (tmp.empty() && !a_.store_->reserve_inline(bytes->size(), a_.opts_)) tmp = a_.inline_to_file(*bytes, final_path);
   if (tmp.empty()) {
     const std::string key = a_.store_->inline_key(id);
     nf = Fragment::open_inline(a_.store_->inline_label(key), bytes, a_.ctx_);
@@ -145,43 +163,46 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
   } else {
     nf = Fragment::open(tmp, a_.ctx_);
     a_.pub_.log_publish({{id, nf->file_size()}});  // recorded by the batch below, after the rename
-    FragmentWriter::publish_finished(nf->file(), tmp, w.final_path());
+    FragmentWriter::publish_finished(nf->file(), tmp, final_path);  // synced first (a no-op if it was)
     sync_dir(a_.env(), a_.frag_dir_);
-    nf->set_path(w.final_path());
+    nf->set_path(final_path);
     a_.store_->record_files({{id, nf->file_size()}}, {}, &b, false);
   }
   // keep_replaced: the inputs stay (hidden by the result) until vacuum() removes them.
+  // An automatic merge keeps its file inputs until they retire (auto_merge.h); inline
+  // inputs go at once (the catalog's history keeps them for reads of the past).
   std::vector<FragmentId> dropped_files;
-  if (!a_.opts_.keep_replaced) {
-    for (auto& f : in) {
-      if (f->is_inline()) {
-        b.del(a_.store_->inline_key(f->meta().id));
-        a_.store_->count_inline(-static_cast<int64_t>(f->file_size()));
-      } else {
-        dropped_files.push_back(f->meta().id);
-      }
+  std::vector<std::shared_ptr<Fragment>> kept;
+  for (auto& f : in) {
+    if (a_.opts_.keep_replaced || (automatic && !f->is_inline())) {
+      kept.push_back(f);
+    } else if (f->is_inline()) {
+      b.del(a_.store_->inline_key(f->meta().id));
+      a_.store_->count_inline(-static_cast<int64_t>(f->file_size()));
+    } else {
+      dropped_files.push_back(f->meta().id);
     }
   }
   a_.store_->record_files({}, dropped_files, &b, false);
+  if (automatic) a_.auto_.record_merge(in, *nf, kept, b);
   // A conversion's new order: in the same batch (catalog-bound), or the schema file now,
   // after the result's rename (a crash between leaves the result, which records its own
   // order, and the old schema: both read right).
   if (target) a_.store_->publish({}, target, a_.extent_id_, {}, /*synced=*/false, &b);
-  a_.store_->commit(std::move(b), /*sync=*/true);
+  a_.store_->commit(std::move(b), /*sync=*/!automatic);
   if (target) a_.adopt_schema(*target);
-  a_.pub_.trim_log();
-  a_.frags_.add(nf, replaced);
+  if (!automatic) a_.pub_.trim_log();
+  a_.frags_.add(nf, nf->meta().replaces);
   // The merged fragment gets its own index when its inputs had some (or index_on_write):
   // rebuilt from the merged values, whose range decides its bins.
   bool indexed = false;
   for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(a_.env(), index_path(a_.dir_, f->meta().id)));
   a_.index_published({nf}, indexed);
-  if (a_.opts_.keep_replaced) {  // their files and indexes go at vacuum()
-    for (auto& f : in) a_.frags_.keep_replaced(*f);
-    return;
-  }
+  // Kept inputs' files and indexes go at vacuum() or when they retire.
+  for (auto& f : kept) a_.frags_.keep_replaced(*f);
+  if (automatic) a_.auto_.merged(*nf, kept);
   for (auto& f : in)
-    if (!f->is_inline()) {
+    if (!f->is_inline() && std::find(kept.begin(), kept.end(), f) == kept.end()) {
       remove_file(a_.env(), f->path());
       a_.remove_index_of(f->meta().id);
     }
@@ -203,6 +224,9 @@ void Consolidation::vacuum(VacuumResult* out) {
   CatalogBatch b;
   std::vector<FragmentId> dropped_files;
   std::vector<std::string> paths;
+  // Kept for reads of the past by automatic consolidation or not: a vacuum removes every
+  // replaced fragment, and their retire records with them.
+  a_.auto_.drop_retire_records(&b);
   for (auto& f : all) {
     if (!replaced.count(f->meta().id)) continue;
     out->fragments++;
@@ -221,6 +245,7 @@ void Consolidation::vacuum(VacuumResult* out) {
   for (FragmentId id : dropped_files) a_.remove_index_of(id);
   if (!paths.empty()) sync_dir(a_.env(), a_.frag_dir_);
   a_.frags_.forget_replaced();
+  a_.auto_.forget_retained();
 }
 
 }  // namespace tessera

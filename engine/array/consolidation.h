@@ -10,8 +10,12 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/array/array_info.h"
+#include "engine/fragment/fragment.h"
 #include "engine/schema/schema.h"
 
 namespace tessera {
@@ -25,7 +29,8 @@ class Consolidation {
   Consolidation& operator=(const Consolidation&) = delete;
 
  private:
-  friend class Array;  // the facade's consolidate* and vacuum calls forward here
+  friend class Array;     // the facade's consolidate* and vacuum calls forward here
+  friend class AutoMerge;  // automatic merges are published the same way
   Array& a_;
 
   // The bodies of Array's public calls of the same names (array.h says what each does).
@@ -40,6 +45,15 @@ class Consolidation {
   // with the result; null: the array's schema.
   void consolidate_range(size_t first, size_t last, uint32_t part = 0, uint32_t parts = 1,
                          const Schema* target = nullptr);
+  // What a merge of `in` replaces: the inputs, and the fragments they replaced that are
+  // still kept (so those stay hidden when an input is removed before them).
+  std::vector<FragmentId> replaces_of(const std::vector<std::shared_ptr<Fragment>>& in) const;
+  // Publishes a finished merge of the live fragments `in` (adjacent): the file `tmp`, or
+  // the inline `bytes` when tmp is empty.  automatic: a background merge (auto_merge.h),
+  // whose file inputs stay until they retire and whose batch records what it did.
+  void publish_merge(const std::vector<std::shared_ptr<Fragment>>& in, const FragmentId& id, std::string tmp,
+                     std::shared_ptr<const std::vector<uint8_t>> bytes, const std::string& final_path,
+                     const Schema* target, bool automatic);
 };
 
 }  // namespace tessera

@@ -37,6 +37,7 @@ void Publisher::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
     trim_log();
     a_.frags_.add(f, {});
     a_.index_published({f});
+    a_.auto_.committed();
     return;
   }
   unpublished_.push_back({f, w->final_path()});

@@ -37,6 +37,7 @@ class Publisher {
   friend class ArrayFragments;  // a listing takes the unpublished and recovered fragments
   friend class WritePath;      // finished and open writers are completed or parked here
   friend class Consolidation;  // a merge is logged and published, or left unpublished (MPI parts)
+  friend class AutoMerge;      // a background merge takes only published fragments
   Array& a_;
 
   // Completes a writer: durable publish (durable_writes) or finish into unpublished_.

@@ -55,13 +55,14 @@ std::vector<FragmentId> Consolidator::replaced() const {
   return out;
 }
 
-void Consolidator::write(FragmentWriter& w) {
+void Consolidator::write(FragmentWriter& w, const std::atomic<bool>* cancel) {
   const int r = schema_.rank();
   const size_t es = schema_.elem_size;
   std::vector<uint8_t> buf, covered;
   std::vector<uint64_t> sp_coords, er_coords;
   std::vector<uint8_t> sp_values;
   for (const TileKey& tk : tiles_) {
+    if (cancel && cancel->load()) throw_error(Errc::kBusy, "consolidation given up: the array is closing");
     const Box tbox = layout_.tile_box(tk.t.data());
     // The tile's key range in one input's order (its cells' keys are in that order).
     std::vector<uint64_t> klo, khi;

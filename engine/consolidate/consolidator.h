@@ -12,6 +12,7 @@
 // to hide, so it drops them: that is where an erase gives its space back.
 // Array::consolidate_range publishes the result.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -42,7 +43,9 @@ class Consolidator {
   // The ids the result replaces (every input).
   std::vector<FragmentId> replaced() const;
   // Writes the merged tiles into w (the caller sets its `replaces` and publishes it).
-  void write(FragmentWriter& w);
+  // cancel: checked before each tile; once true, write throws kBusy (a background merge
+  // of an array that is closing gives up instead of holding the close).
+  void write(FragmentWriter& w, const std::atomic<bool>* cancel = nullptr);
 
  private:
   struct TileKey {

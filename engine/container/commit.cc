@@ -119,6 +119,9 @@ Status commit_arrays(Container& c, const std::vector<Array*>& arrays, const Comm
         }
       for (Array* a : arrays)
         if (a) a->publish_log_recorded();  // the records are durable: their log entries go
+      // Committed: what the arrays published may be merged now (auto_merge.h).
+      for (Array* a : arrays)
+        if (a) a->note_committed();
       if (ts)
         for (Array* a : arrays)
           if (a) a->raise_timestamp(ts);

@@ -1,7 +1,8 @@
 // context.h — what the arrays of a process share: the filter pool (tile compression and
 // decompression), the I/O pool (cold reads in parallel, writeback hints), the
-// decoded-tile cache and the write budget (one memory bound for all write buffers, with
-// the background flusher), sized from one EngineOptions.  The engine takes them from the
+// decoded-tile cache, the write budget (one memory bound for all write buffers, with
+// the background flusher) and the thread of automatic consolidation, sized from one
+// EngineOptions.  The engine takes them from the
 // context an array was opened with (ArrayOptions::context), never from statics, so a
 // test or a tool can run arrays with their own pool sizes and cache next to others.
 // Arrays opened without one use Context::process(), built at first use from the
@@ -21,6 +22,7 @@
 #include "engine/util/thread_pool.h"
 #include "engine/tile/tile_cache.h"
 #include "engine/write/write_budget.h"
+#include "engine/context/merge_queue.h"
 
 namespace tessera {
 
@@ -39,6 +41,8 @@ class Context {
   WriteBudget& budget() { return budget_; }
   // Spilled blobs' memory kept for the next blobs, within the budget (blob_memory.h).
   BlobMemory& blob_memory() { return blob_memory_; }
+  // The thread of automatic consolidation (merge_queue.h, engine/array/auto_merge.h).
+  MergeQueue& merges() { return merges_; }
   const EngineOptions& options() const { return opts_; }
   Env& env() const { return *env_; }
   // Told which way each read ran (null: nobody).  Set before the context's first read;
@@ -69,6 +73,9 @@ class Context {
   TileCache tiles_;
   WriteBudget budget_;  // after the pools: its flusher thread stops before they do
   BlobMemory blob_memory_{budget_};  // leaves the budget (forget) before it stops
+  // Last: its thread runs arrays' merges, which use the pools and the cache, so it stops
+  // before any of them.
+  MergeQueue merges_;
 };
 
 }  // namespace tessera

@@ -52,6 +52,15 @@ const std::vector<Setting>& settings() {
        [](EngineOptions& o, uint64_t v) { o.index_precision = v; }},
       {"index_max_bins", 2, 65536, [](const EngineOptions& o) { return o.index_max_bins; },
        [](EngineOptions& o, uint64_t v) { o.index_max_bins = v; }},
+      {"auto_consolidate", 0, 1, [](const EngineOptions& o) { return o.auto_consolidate; },
+       [](EngineOptions& o, uint64_t v) { o.auto_consolidate = v; }},
+      {"consolidate_fanin", 2, 1024, [](const EngineOptions& o) { return o.consolidate_fanin; },
+       [](EngineOptions& o, uint64_t v) { o.consolidate_fanin = v; }},
+      {"consolidate_ratio", 2, 1000, [](const EngineOptions& o) { return o.consolidate_ratio; },
+       [](EngineOptions& o, uint64_t v) { o.consolidate_ratio = v; }},
+      // At most ten years (the nanoseconds must fit 64 bits).
+      {"consolidate_retain_s", 0, 315360000, [](const EngineOptions& o) { return o.consolidate_retain_s; },
+       [](EngineOptions& o, uint64_t v) { o.consolidate_retain_s = v; }},
   };
   return s;
 }

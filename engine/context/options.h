@@ -9,7 +9,9 @@
 //
 // Two kinds of settings:
 //   per container — write_buffer_mb, direct_write_cells, blob_kb, inline_fragment_kb,
-//     inline_total_mb, index_on_write, index_precision, index_max_bins: each container (file) uses the options it was opened with
+//     inline_total_mb, index_on_write, index_precision, index_max_bins, auto_consolidate,
+//     consolidate_fanin, consolidate_ratio, consolidate_retain_s: each container (file)
+//     uses the options it was opened with
 //     (array_options(), Container::set_inline_budget);
 //   per process — threads, io_threads, tile_cache_mb, write_memory_mb: the thread pools,
 //     the decoded-tile cache and the write budget (write_budget.h) are shared by every
@@ -53,6 +55,13 @@ struct EngineOptions {
   uint64_t index_on_write = 0;
   uint64_t index_precision = 3;
   uint64_t index_max_bins = 1024;
+  // Automatic consolidation (ArrayOptions::AutoMerge; docs/engine.md): on or off; how
+  // many fragments of similar size make a merge; "similar" (within this factor); how
+  // long the files a merge replaced stay for reads as of earlier commits (seconds).
+  uint64_t auto_consolidate = 1;
+  uint64_t consolidate_fanin = 4;
+  uint64_t consolidate_ratio = 2;
+  uint64_t consolidate_retain_s = 3600;
 
   // One "key=value" setting (the names above).
   Status set(const std::string& key, const std::string& value);

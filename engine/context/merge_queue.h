@@ -1,0 +1,62 @@
+// merge_queue.h — the thread of a context (the process, by default) that runs automatic
+// consolidation (engine/array/auto_merge.h) in the background of the writing process:
+// an array whose commit leaves a merge due (or replaced files due to retire) queues
+// itself here and goes on; the thread runs one owner's merge at a time.  One thread for
+// all arrays: merges are disk work, and on a small machine two at once would only
+// compete with each other and with the writers they are meant to stay out of the way of.
+//
+// The queue only schedules; what a merge does and how it stays safe beside the array's
+// own writers and readers is the owner's (Array::merge_in_background).
+#pragma once
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace tessera {
+
+// What the queue runs (an Array).
+class MergeOwner {
+ public:
+  // Runs on the queue's thread: do the maintenance that is due (or nothing).  Must not
+  // throw.
+  virtual void merge_in_background() noexcept = 0;
+
+ protected:
+  ~MergeOwner() = default;
+};
+
+class MergeQueue {
+ public:
+  MergeQueue() = default;
+  ~MergeQueue();  // stops and joins the thread (in the process that started it)
+  MergeQueue(const MergeQueue&) = delete;
+  MergeQueue& operator=(const MergeQueue&) = delete;
+
+  // Queues o (once: an owner already queued is not queued twice; one that is running is
+  // queued again, so work that became due meanwhile is not lost).
+  void request(MergeOwner* o);
+  // o goes away: it leaves the queue, and a run of it that is under way finishes first.
+  void forget(MergeOwner* o);
+  // Waits until o is neither queued nor running.
+  void wait_idle(MergeOwner* o);
+  // Runs finished so far (tests).
+  uint64_t runs() const;
+
+ private:
+  void run();
+  void start_locked();
+  mutable std::mutex mu_;
+  std::condition_variable work_, done_;
+  std::deque<MergeOwner*> queue_;
+  MergeOwner* running_ = nullptr;
+  uint64_t runs_ = 0;
+  std::thread thread_;
+  pid_t owner_pid_ = 0;  // the process whose thread thread_ is (a forked child starts its own)
+  bool stop_ = false;
+};
+
+}  // namespace tessera
