@@ -216,6 +216,7 @@ class Array final : public BufferOwner, public MergeOwner {
 
   // Consolidation (TileDB §4.3): merges fragments [first, last] (indexes into fragments(),
   // oldest first) into one, publishes it atomically, then removes the merged files.
+  // Automatic merges move those indexes: settle_merges() first to name fragments by them.
   Status consolidate(size_t first, size_t last);
   Status consolidate_all();
   // Size-tiered: merges runs of >= `min_run` adjacent fragments whose sizes are within a

@@ -70,8 +70,14 @@ TEST(MergePolicy, NothingDueBelowFanin) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->first, 5u);
   EXPECT_EQ(r->second, 8u);
-  // A run not at the newest end (a large write came after small ones).
+  // Smaller older fragments join a run read from a larger newer one (a large write after
+  // small ones that had not merged yet): the large one is rewritten once.
   r = pick_tiered_merge({5, 5, 5, 5, 100}, p);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, 0u);
+  EXPECT_EQ(r->second, 4u);
+  // A run not at the newest end: a much smaller fragment came last.
+  r = pick_tiered_merge({50, 50, 50, 50, 3}, p);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->first, 0u);
   EXPECT_EQ(r->second, 3u);
@@ -106,7 +112,7 @@ TEST(MergePolicy, EqualAppendsLeaveLogarithmicFragmentsAndWriteAmplification) {
   for (size_t fanin : {2, 4, 8}) {
     TieredPolicy p;
     p.fanin = fanin;
-    p.ratio = 2.0;
+    p.ratio = fanin == 2 ? 1.5 : 2.0;  // below fanin: a merged fragment is another tier
     std::vector<uint64_t> s;
     uint64_t written = 0, appended = 0;
     size_t most = 0;

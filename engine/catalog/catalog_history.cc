@@ -68,43 +68,51 @@ uint64_t Catalog::drop_history() {
 }
 
 std::unique_ptr<Catalog> Catalog::open_as_of(const std::string& dir, uint64_t commit, Env& env) {
-  std::unique_ptr<Catalog> c(new Catalog());
-  c->env_ = &env;
-  c->mode_ = Mode::kReadOnly;
-  c->frozen_ = true;
-  c->dir_ = dir;
-  c->log_path_ = join_path(dir, "catalog.log");
-  std::vector<std::string> files = history_files(env, dir);
-  files.push_back(c->log_path_);
   const std::string want = std::to_string(commit);
-  bool found = false;
-  for (size_t i = 0; i < files.size() && !found; ++i) {
-    const bool live = i + 1 == files.size();
-    std::vector<uint8_t> buf = read_file(env, files[i]);
-    if (buf.size() < kFileHeaderSize) {
-      if (live && all_zero(buf.data(), buf.size())) break;  // an interrupted creation: empty
-      throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad file header");
+  // A writer compacting meanwhile archives the live log after the archives were listed:
+  // the commit is then in neither what was listed nor the new live log.  A replay that
+  // missed it while the archives changed under it is made again (they only grow).
+  for (int attempt = 0;; ++attempt) {
+    std::unique_ptr<Catalog> c(new Catalog());
+    c->env_ = &env;
+    c->mode_ = Mode::kReadOnly;
+    c->frozen_ = true;
+    c->dir_ = dir;
+    c->log_path_ = join_path(dir, "catalog.log");
+    const std::vector<std::string> archives = history_files(env, dir);
+    std::vector<std::string> files = archives;
+    files.push_back(c->log_path_);
+    bool found = false;
+    for (size_t i = 0; i < files.size() && !found; ++i) {
+      const bool live = i + 1 == files.size();
+      std::vector<uint8_t> buf = read_file(env, files[i]);
+      if (buf.size() < kFileHeaderSize) {
+        if (live && all_zero(buf.data(), buf.size())) break;  // an interrupted creation: empty
+        throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad file header");
+      }
+      if (std::memcmp(buf.data(), kMagic, sizeof kMagic) != 0)
+        throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad magic (not a tessera catalog)");
+      uint32_t version;
+      std::memcpy(&version, buf.data() + 8, 4);
+      if (version == 0 || version > kVersion)
+        throw_error(Errc::kUnsupported, "catalog '" + files[i] + "': format version " + std::to_string(version));
+      parse_records(buf.data() + kFileHeaderSize, buf.size() - kFileHeaderSize, kFileHeaderSize, files[i],
+                    /*tail_ok=*/live, [&](const std::vector<OpView>& batch, uint64_t) {
+                      for (const OpView& op : batch) {
+                        c->apply_one(op.put, op.key, op.value, false);
+                        if (op.put && op.key == kCommitKey && op.value == want) found = true;
+                      }
+                      return !found;
+                    });
     }
-    if (std::memcmp(buf.data(), kMagic, sizeof kMagic) != 0)
-      throw_error(Errc::kCorrupt, "catalog '" + files[i] + "': bad magic (not a tessera catalog)");
-    uint32_t version;
-    std::memcpy(&version, buf.data() + 8, 4);
-    if (version == 0 || version > kVersion)
-      throw_error(Errc::kUnsupported, "catalog '" + files[i] + "': format version " + std::to_string(version));
-    parse_records(buf.data() + kFileHeaderSize, buf.size() - kFileHeaderSize, kFileHeaderSize, files[i],
-                  /*tail_ok=*/live, [&](const std::vector<OpView>& batch, uint64_t) {
-                    for (const OpView& op : batch) {
-                      c->apply_one(op.put, op.key, op.value, false);
-                      if (op.put && op.key == kCommitKey && op.value == want) found = true;
-                    }
-                    return !found;
-                  });
+    if (found) {
+      c->version_.fetch_add(1, std::memory_order_acq_rel);
+      return c;
+    }
+    if (attempt >= 3 || history_files(env, dir) == archives)
+      throw_error(Errc::kNotFound, "catalog '" + c->log_path_ + "': commit " + want +
+                                       " is not in its history (removed by `tessera vacuum --history`?)");
   }
-  if (!found)
-    throw_error(Errc::kNotFound, "catalog '" + c->log_path_ + "': commit " + want +
-                                     " is not in its history (removed by `tessera vacuum --history`?)");
-  c->version_.fetch_add(1, std::memory_order_acq_rel);
-  return c;
 }
 
 }  // namespace tessera

@@ -60,16 +60,19 @@ inline Schema crash_schema(uint64_t seed) {
 // operation is durable when it returns).  kDeferred: durable_writes = false (the
 // connector's mode): writes become durable only at flush() (or a consolidation, which
 // flushes first), and a crash must leave exactly the state of the last flush.
-enum class Mode { kDurable, kDurableExtent, kDeferred, kDeferredExtent };
+// kDeferredAuto: kDeferred with automatic consolidation (ArrayOptions::auto_merge): every
+// flush may start a background merge, so kills land in merges and retirements too.
+enum class Mode { kDurable, kDurableExtent, kDeferred, kDeferredExtent, kDeferredAuto };
 inline const char* mode_name(Mode m) {
   switch (m) {
     case Mode::kDurable: return "Crash";
     case Mode::kDurableExtent: return "Crash with set_extent";
     case Mode::kDeferred: return "Crash deferred";
+    case Mode::kDeferredAuto: return "Crash deferred with automatic consolidation";
     default: return "Crash deferred with set_extent";
   }
 }
-inline bool deferred(Mode m) { return m == Mode::kDeferred || m == Mode::kDeferredExtent; }
+inline bool deferred(Mode m) { return m == Mode::kDeferred || m == Mode::kDeferredExtent || m == Mode::kDeferredAuto; }
 inline bool with_extent(Mode m) { return m == Mode::kDurableExtent || m == Mode::kDeferredExtent; }
 
 struct CrashOp {
@@ -261,6 +264,13 @@ inline int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode
   opts.durable_writes = !deferred(mode);
   opts.max_open_writers = 1 + seed % 3;
   opts.inline_fragment_bytes = inline_limit(seed);
+  if (mode == Mode::kDeferredAuto) {
+    // Small runs merge often; half the seeds retire replaced files at once, the others
+    // keep them (retire records) for an hour.
+    opts.auto_merge.on = true;
+    opts.auto_merge.fanin = 2 + static_cast<uint32_t>(seed % 3);
+    opts.auto_merge.retain_ns = (seed / 3) % 2 ? 0 : 3600ull * 1000000000ull;
+  }
   std::unique_ptr<Array> arr;
   st = cont->open_array(id, true, opts, &arr);
   if (!st.ok()) return fail("open_array", st);
@@ -293,6 +303,9 @@ inline int child_main(const std::string& cpath, uint64_t id, uint64_t seed, Mode
       st = op.pts.empty() ? arr->erase({op.box}) : arr->erase_points(op.pts.data(), op.pts.size() / 2);
       if (!st.ok()) return fail("erase", st);
     } else {
+      // Automatic merges change the fragments' positions: settled first, so the range
+      // below is one of the fragments it names.
+      if (mode == Mode::kDeferredAuto) arr->settle_merges();
       size_t n = arr->fragments().size();
       switch (op.r1 % 3) {
         case 0: {

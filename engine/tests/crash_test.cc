@@ -63,6 +63,13 @@ TEST(Crash, DeferredKillLeavesTheLastFlushedState) { run_kills(Mode::kDeferred);
 // Deferred mode with extent changes, which it makes durable at flush together with the data.
 TEST(Crash, DeferredKillWithSetExtentLeavesTheLastFlushedState) { run_kills(Mode::kDeferredExtent); }
 
+// Deferred mode with automatic consolidation: flushes start background merges (and, with
+// a retention of 0, retirements of the files they replaced), which the kill interrupts
+// anywhere — merging, renaming, committing its batch, unlinking.  The reopened array must
+// still hold the last flushed state (or the one in flight), and a vacuum must remove
+// exactly the replaced fragments listed at open.
+TEST(Crash, DeferredKillWithAutoConsolidationLeavesTheLastFlushedState) { run_kills(Mode::kDeferredAuto); }
+
 // Every mode's op sequence run to its end without a kill, then reopened: no op may fail
 // and the array must hold the model's state.  The kill tests reach only a random prefix
 // of a sequence (a few hundred ops at most), so an op that fails deterministically late
@@ -76,7 +83,7 @@ TEST(Crash, OpSequencesRunToTheEndAndMatchTheModel) {
   const uint64_t ops = testutil::env_u64("TESSERA_CRASH_OPS", 400);
   std::vector<uint64_t> list = {900072};  // the regression's seed, then the run's own
   for (uint64_t k = 0; k < seeds; ++k) list.push_back(base + k);
-  for (Mode mode : {Mode::kDurable, Mode::kDurableExtent, Mode::kDeferred, Mode::kDeferredExtent})
+  for (Mode mode : {Mode::kDurable, Mode::kDurableExtent, Mode::kDeferred, Mode::kDeferredExtent, Mode::kDeferredAuto})
   for (uint64_t seed : list) {
     if (::testing::Test::HasFailure()) return;
     SCOPED_TRACE(std::string(mode_name(mode)) + " seed " + std::to_string(seed) + " (replay: TESSERA_TEST_SEED=" +
