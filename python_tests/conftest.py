@@ -14,6 +14,7 @@ by child processes: `python conftest.py` prints the default connector's name.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -31,6 +32,22 @@ htri_t = ctypes.c_int
 
 
 # --------------------------------------------------------------------------- helpers
+@contextlib.contextmanager
+def fragments_as_written():
+    """Files opened inside keep every flush's fragment: no automatic consolidation
+    (TESSERA_AUTO_CONSOLIDATE=0, read at each file's open; docs/engine.md, "Automatic
+    consolidation").  For tests of explicit consolidation and of what each flush wrote."""
+    old = os.environ.get("TESSERA_AUTO_CONSOLIDATE")
+    os.environ["TESSERA_AUTO_CONSOLIDATE"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TESSERA_AUTO_CONSOLIDATE"]
+        else:
+            os.environ["TESSERA_AUTO_CONSOLIDATE"] = old
+
+
 def without_compat(env: dict) -> dict:
     """Drops only the compat library from LD_PRELOAD: a sanitizer runtime preloaded ahead
     of it stays (under scripts/test --sanitize, an instrumented library a child loads,

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 import tessera
-from conftest import native_env
+from conftest import fragments_as_written, native_env
 
 
 def _write(path: Path, model: np.ndarray, flushes: int, rng) -> None:
-    with h5py.File(path, "w") as f:
+    # A fragment per flush, for the consolidations below to merge.
+    with fragments_as_written(), h5py.File(path, "w") as f:
         d = f.create_dataset("g/d", shape=model.shape, dtype=model.dtype, chunks=(32, 32), compression="gzip")
         d[...] = model
         f.flush()

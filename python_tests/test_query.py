@@ -31,7 +31,7 @@ import pytest
 
 h5py = pytest.importorskip("h5py")
 import tessera  # noqa: E402
-from conftest import tool_path  # noqa: E402
+from conftest import fragments_as_written, tool_path  # noqa: E402
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 DTYPES = ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", ">i4", ">f8"]
@@ -212,7 +212,8 @@ def test_expressions_over_several_datasets(tessera_env, tmp_path):
 
 def test_index_survives_consolidation_and_index_on_write(tessera_env, tmp_path):
     path = tmp_path / "c.h5"
-    with h5py.File(path, "w") as f:
+    # Eight fragments, indexed, then merged by `tessera consolidate`.
+    with fragments_as_written(), h5py.File(path, "w") as f:
         d = f.create_dataset("d", shape=(8, 256, 256), chunks=(1, 256, 256), dtype="f4")
         for i in range(8):
             d[i] = np.linspace(0, 100, 256 * 256, dtype="f4").reshape(256, 256) + i
@@ -234,7 +235,7 @@ def test_index_survives_consolidation_and_index_on_write(tessera_env, tmp_path):
             "d = f.create_dataset('d', shape=(4, 128, 128), chunks=(1, 128, 128), dtype='i4'); "
             "[d.__setitem__(i, np.full((128, 128), i, 'i4')) or f.flush() for i in range(4)]; "
             "i = tessera.index_info(d); print(i.fragments, i.indexed)" % str(tmp_path / "w.h5"))
-    env = dict(os.environ, HDF5_VOL_CONNECTOR="tessera index_on_write=1")
+    env = dict(os.environ, HDF5_VOL_CONNECTOR="tessera index_on_write=1 auto_consolidate=0")
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
     assert out.stdout.split() == ["4", "4"], out.stdout + out.stderr
 

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import tessera
-from conftest import tool_path
+from conftest import fragments_as_written, tool_path
 
 OK, DAMAGED, FAILED, USAGE = 0, 1, 2, 64
 
@@ -247,7 +247,7 @@ def test_consolidate_and_vacuum_keep_the_data(tessera_env, tmp_path):
     rng = np.random.default_rng(18)
     path = tmp_path / "c.h5"
     model = np.zeros((512, 256), dtype="<i8")
-    with h5py.File(path, "w") as f:
+    with fragments_as_written(), h5py.File(path, "w") as f:  # the 13 fragments counted below
         d = f.create_dataset("d", shape=model.shape, dtype=model.dtype, chunks=(64, 64))
         d[...] = model  # whole: a file fragment
         f.flush()
@@ -280,7 +280,7 @@ def test_consolidate_and_vacuum_keep_the_data(tessera_env, tmp_path):
 def test_size_tiered_consolidation_merges_runs_of_similar_size(tessera_env, tmp_path):
     path = tmp_path / "c.h5"
     model = np.zeros((1024, 256), dtype="<f8")
-    with h5py.File(path, "w") as f:
+    with fragments_as_written(), h5py.File(path, "w") as f:  # the runs the tool's policy merges
         d = f.create_dataset("d", shape=model.shape, dtype=model.dtype, chunks=(128, 256))
         d[...] = np.arange(model.size, dtype="f8").reshape(model.shape)  # one large fragment
         model[...] = d[...]

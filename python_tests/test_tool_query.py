@@ -11,7 +11,7 @@ import subprocess
 import h5py
 import numpy as np
 
-from conftest import tool_path
+from conftest import fragments_as_written, tool_path
 
 OK, USAGE = 0, 64
 
@@ -26,7 +26,7 @@ def make(path):
     rng = np.random.default_rng(16)
     T = rng.normal(270, 12, (240, 300)).astype("f4")
     P = rng.integers(-500, 1500, (240, 300)).astype(">i2")  # big-endian storage
-    with h5py.File(path, "w") as f:
+    with fragments_as_written(), h5py.File(path, "w") as f:  # a fragment per band, as counted below
         t = f.create_dataset("T", shape=T.shape, dtype="f4", chunks=(60, 100))
         p = f.create_dataset("g/P", shape=P.shape, dtype=">i2", chunks=(120, 150))
         for lo in range(0, 240, 60):  # a fragment per band, flushed apart

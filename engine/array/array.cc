@@ -140,9 +140,10 @@ Array::~Array() {
       pub_.discard_unpublished();
     } else {
       (void)flush();
-      // Kept files whose time is up go now rather than at the next writer's open.
+      // Retired files whose records' removal this flush made durable go now rather than
+      // at the next writer's open.
       std::lock_guard<std::mutex> g(mu_);
-      if (auto_.enabled()) (void)guard([&] { auto_.retire_due(false); });
+      if (auto_.enabled()) (void)guard([&] { auto_.unlink_durable(); });
     }
   }
   share_.close_share_logs();

@@ -39,6 +39,21 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
   std::vector<std::shared_ptr<Fragment>> todo;
   Schema schema;
   Status st;
+  // No automatic merge runs while the build does (auto_merge.h): one that merged
+  // fragments whose indexes were still being built would publish a result without one.
+  struct Pause {
+    Array& a;
+    explicit Pause(Array& x) : a(x) {
+      std::unique_lock<std::mutex> g(a.mu_);
+      a.auto_.wait_quiet(g);
+      ++a.auto_.paused_;
+    }
+    ~Pause() {
+      std::lock_guard<std::mutex> g(a.mu_);
+      --a.auto_.paused_;
+      (void)guard([&] { a.auto_.request_if_due(); });
+    }
+  } pause(*this);
   {
     std::lock_guard<std::mutex> g(mu_);
     st = guard([&] {

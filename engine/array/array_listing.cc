@@ -99,8 +99,11 @@ bool ArrayFragments::list_present(std::vector<std::shared_ptr<Fragment>>* all, s
     if (complete && rec == recorded.end()) {
       // No commit published it: the sole writer removes it, as it removes a crashed
       // writer's temporary files (a flush or consolidation cut short between its renames
-      // and its catalog batch leaves such files).
-      if (a_.writable_ && a_.opts_.sole_writer && !a_.opts_.shadow) remove_file(a_.env(), path);
+      // and its catalog batch leaves such files).  Not while this writer has commits that
+      // are not durable yet: the record may be one a retirement dropped (auto_merge.h),
+      // which a crash would bring back with the file gone.
+      if (a_.writable_ && a_.opts_.sole_writer && !a_.opts_.shadow && a_.store_->durable(a_.store_->last_ticket()))
+        remove_file(a_.env(), path);
       continue;
     }
     uint64_t logged_size = 0;
@@ -162,7 +165,9 @@ bool ArrayFragments::list_present(std::vector<std::shared_ptr<Fragment>>* all, s
       *problem = "fragment '" + join_path(a_.frag_dir_, FragmentWriter::file_name(id)) +
                  "' is missing: the catalog records it as published (" + std::to_string(size) +
                  " bytes) and no newer fragment replaces it" +
-                 (a_.opts_.as_of_ts ? " (a vacuum removed what this past commit needs)" : "");
+                 (a_.opts_.as_of_ts ? " (a vacuum, or automatic consolidation once consolidate_retain_s passed, "
+                                      "removed what this past commit needs)"
+                                    : "");
       return false;
     }
   if (a_.writable_ && !a_.opts_.shadow) {

@@ -71,6 +71,14 @@ class DirStore final : public ArrayStore {
     records_->commit(std::move(b));
     if (sync) records_->sync();
   }
+  uint64_t commit_maintenance(CatalogBatch b) override {
+    if (b.empty()) return 0;
+    if (!records_) none("catalog records");
+    records_->commit_maintenance(std::move(b));
+    return records_->last_ticket();
+  }
+  bool durable(uint64_t ticket) const override { return ticket == 0 || !records_ || records_->durable(ticket); }
+  uint64_t last_ticket() const override { return records_ ? records_->last_ticket() : 0; }
   std::map<FragmentId, uint64_t> recorded_files() const override {
     return records_ ? scan_file_records(*records_, prefix_) : std::map<FragmentId, uint64_t>{};
   }
@@ -260,6 +268,13 @@ class CatalogStore final : public ArrayStore {
     cat_.catalog->commit(std::move(b));
     if (sync) cat_.catalog->sync();
   }
+  uint64_t commit_maintenance(CatalogBatch b) override {
+    if (b.empty()) return 0;
+    cat_.catalog->commit_maintenance(std::move(b));
+    return cat_.catalog->last_ticket();
+  }
+  bool durable(uint64_t ticket) const override { return ticket == 0 || cat_.catalog->durable(ticket); }
+  uint64_t last_ticket() const override { return cat_.catalog->last_ticket(); }
 
   std::map<FragmentId, uint64_t> recorded_files() const override {
     return scan_file_records(*cat_.catalog, cat_.prefix);

@@ -82,6 +82,13 @@ class ArrayStore {
   virtual void count_inline(int64_t bytes) = 0;
   // Commits record changes (inline fragments added or dropped); sync: durable now.
   virtual void commit(CatalogBatch b, bool sync) = 0;
+  // Housekeeping records (automatic consolidation: Catalog::commit_maintenance), durable
+  // with the catalog's next sync.  Returns the commit's ticket (0: nothing to wait for).
+  virtual uint64_t commit_maintenance(CatalogBatch b) = 0;
+  // Whether the commit of `ticket` (and every one before it) is durable; last_ticket():
+  // the newest commit made (0: none, or no catalog).
+  virtual bool durable(uint64_t ticket) const = 0;
+  virtual uint64_t last_ticket() const = 0;
 
   // --- the record of published fragment files (file_records.h: one catalog record
   // "<prefix>file/<fragment id>" holding the file's u64 size per file; a standalone

@@ -112,8 +112,8 @@ void AutoMerge::request_if_due() {
   if (!enabled() || cancel_) return;
   const uint64_t now = now_ns();
   const uint64_t retire = next_retire_ns();
-  bool work = retire && retire <= now;
-  if (!work && now >= retry_after_ns_ && !busy_) work = due().has_value();
+  bool work = (retire && retire <= now) || unlink_due();
+  if (!work && now >= retry_after_ns_) work = due().has_value();
   if (work) a_.ctx_->merges().request(&a_);
 }
 
@@ -162,15 +162,13 @@ void AutoMerge::retire_due(bool all) {
   const uint64_t keep = a_.store_->records() ? a_.opts_.auto_merge.retain_ns : 0;
   const uint64_t now = now_ns();
   std::vector<FragmentId> ids;
-  std::vector<std::string> paths;
   for (auto& [id, r] : retained_)
-    if (all || r.merged_ns + keep <= now) {
-      ids.push_back(id);
-      paths.push_back(r.path);
-    }
+    if (all || r.merged_ns + keep <= now) ids.push_back(id);
   if (ids.empty() && stale_.empty()) return;
-  // The records first, synced (which also makes every merge before it durable); then the
-  // files: a crash between leaves unrecorded files, which the next writer removes.
+  // The records first; the files once that batch is durable (unlink_durable): a crash
+  // between leaves unrecorded files, which the next writer removes, never a record of a
+  // file that is gone.  The batch is housekeeping, durable with the writer's next flush
+  // (or at once where every commit is: a catalog in kEachCommit mode).
   CatalogBatch b;
   a_.store_->record_files({}, ids, &b, false);
   if (a_.store_->records_writable()) {
@@ -178,16 +176,36 @@ void AutoMerge::retire_due(bool all) {
     for (auto& id : ids) b.del(retire_record_key(prefix, id));
     for (auto& id : stale_) b.del(retire_record_key(prefix, id));
   }
-  a_.store_->commit(std::move(b), /*sync=*/true);
+  const uint64_t ticket = a_.store_->commit_maintenance(std::move(b));
   stale_.clear();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    remove_file(a_.env(), paths[i]);
-    a_.remove_index_of(ids[i]);
-    retained_.erase(ids[i]);
-    ++retired_;
+  for (auto& id : ids) {
+    unlinking_.push_back({id, retained_[id].path, ticket});
+    retained_.erase(id);
   }
-  if (!ids.empty()) sync_dir(a_.env(), a_.frag_dir_);
   a_.frags_.forget_replaced(ids);
+  unlink_durable();
+}
+
+bool AutoMerge::unlink_due() const {
+  for (auto& u : unlinking_)
+    if (a_.store_->durable(u.ticket)) return true;
+  return false;
+}
+
+void AutoMerge::unlink_durable() {
+  bool any = false;
+  for (auto it = unlinking_.begin(); it != unlinking_.end();) {
+    if (!a_.store_->durable(it->ticket)) {
+      ++it;
+      continue;
+    }
+    remove_file(a_.env(), it->path);
+    a_.remove_index_of(it->id);
+    ++retired_;
+    it = unlinking_.erase(it);
+    any = true;
+  }
+  if (any) sync_dir(a_.env(), a_.frag_dir_);
 }
 
 void AutoMerge::failed(const std::string& what, const std::exception& e) {
@@ -203,9 +221,10 @@ void AutoMerge::run() noexcept {
   if (!enabled() || cancel_) return;
   bool again = false;
   try {
-    const uint64_t before = retired_;
+    unlink_durable();
+    const size_t before = retained_.size();
     retire_due(false);
-    again = retired_ != before;
+    again = retained_.size() != before;
   } catch (const std::exception& e) {
     failed("retiring the files a merge replaced", e);
   }
@@ -223,6 +242,7 @@ void AutoMerge::run() noexcept {
 }
 
 bool AutoMerge::merge_once(std::unique_lock<std::mutex>& lk) {
+  if (paused_) return false;  // the build's end queues it again
   const auto run = due();
   if (!run) return false;
   Array& a = a_;

@@ -16,8 +16,10 @@
 // (publish_merge), in one catalog batch that also records the merge (merge_records.h).
 //
 // The file inputs stay, hidden by the result, `retain_ns` after the merge (a read as of a
-// commit before it still lists them), recorded by a retire record each; then one synced
-// batch drops their records and they are unlinked.  Readers that have them open keep
+// commit before it still lists them), recorded by a retire record each; then a batch
+// drops their records, and once it is durable (the writer's next flush syncs the catalog:
+// housekeeping never syncs it by itself, which would make the writer's unflushed
+// metadata durable early) they are unlinked.  Readers that have them open keep
 // reading (POSIX); one that lists them and finds them gone lists again.  Inline inputs go
 // at once: the catalog's history holds them for reads of the past.
 //
@@ -89,8 +91,11 @@ class AutoMerge {
   // retirements, then one due merge; queued again while more is due.
   void run() noexcept;
   bool merge_once(std::unique_lock<std::mutex>& lk);
-  // Retires the retained files whose time is up (all of them with `all`).
+  // Retires the retained files whose time is up (all of them with `all`): their records
+  // dropped by a housekeeping batch, the files unlinked once it is durable.
   void retire_due(bool all);
+  void unlink_durable();
+  bool unlink_due() const;
   uint64_t next_retire_ns() const;
   void failed(const std::string& what, const std::exception& e);
 
@@ -99,6 +104,8 @@ class AutoMerge {
   bool any_committed_ = false;
   // A merge is between its locked steps; quiet_ is told when it is not.
   bool busy_ = false;
+  // No merge starts while an index build runs (Array::build_index).
+  int paused_ = 0;
   std::condition_variable quiet_;
   // The array is going away: a merge under way gives up at its next tile.
   std::atomic<bool> cancel_{false};
@@ -109,8 +116,15 @@ class AutoMerge {
     std::string path;
   };
   std::map<FragmentId, Retained> retained_;
-  // Retire records of fragments no longer present (a crash between a retirement's batch
-  // and ... or a tool's vacuum of an older build): dropped by the next batch.
+  // Retired: their records' removal is committed as `ticket`; unlinked once it is durable.
+  struct Unlinking {
+    FragmentId id;
+    std::string path;
+    uint64_t ticket = 0;
+  };
+  std::vector<Unlinking> unlinking_;
+  // Retire records naming no replaced file present (its file removed by other means):
+  // dropped by the next batch.
   std::vector<FragmentId> stale_;
   // This open: bytes committed by flushes and written by merges, retired files, failures.
   uint64_t flushed_bytes_ = 0, session_out_ = 0, retired_ = 0, failures_ = 0;

@@ -150,8 +150,9 @@ void Consolidation::publish_merge(const std::vector<std::shared_ptr<Fragment>>& 
   // The result is durable before any input goes: an inline result and the removal of
   // inline inputs are one catalog batch; a file result is synced and renamed first (its
   // footer's `replaces` hides the inputs until their records or files are deleted).
-  // An automatic merge's batch is not synced: it removes no file (the file inputs are
-  // retired later, by a synced batch), and a crash that loses it loses only the merge.
+  // An automatic merge's batch is housekeeping, durable with the catalog's next sync (the
+  // writer's next flush): it removes no file (the file inputs retire later, once a batch
+  // dropping their records is durable), and a crash that loses it loses only the merge.
   std::shared_ptr<Fragment> nf;
   CatalogBatch b;
   // No room left in the inline budgets (another writer took it meanwhile): a file.
@@ -189,7 +190,8 @@ void Consolidation::publish_merge(const std::vector<std::shared_ptr<Fragment>>& 
   // after the result's rename (a crash between leaves the result, which records its own
   // order, and the old schema: both read right).
   if (target) a_.store_->publish({}, target, a_.extent_id_, {}, /*synced=*/false, &b);
-  a_.store_->commit(std::move(b), /*sync=*/!automatic);
+  if (automatic) a_.store_->commit_maintenance(std::move(b));
+  else a_.store_->commit(std::move(b), /*sync=*/true);
   if (target) a_.adopt_schema(*target);
   if (!automatic) a_.pub_.trim_log();
   a_.frags_.add(nf, nf->meta().replaces);
@@ -246,6 +248,7 @@ void Consolidation::vacuum(VacuumResult* out) {
   if (!paths.empty()) sync_dir(a_.env(), a_.frag_dir_);
   a_.frags_.forget_replaced();
   a_.auto_.forget_retained();
+  a_.auto_.unlink_durable();  // files an earlier retirement dropped, now that this batch is durable
 }
 
 }  // namespace tessera

@@ -219,6 +219,8 @@ void Catalog::commit(CatalogBatch&& batch) {
   batch.ops_.clear();
 }
 
+
+
 uint8_t* Catalog::chunk(uint64_t want) {
   if (want > kChunkBytes) want = kChunkBytes;
   if (chunk_cap_ < want) {
@@ -356,9 +358,11 @@ void Catalog::settle_dirty() {
   }
   dirty_.clear();
   dirty_bytes_ = 0;
+  durable_ticket_ = tickets_;  // every commit made so far is in the log now
+  content_pending_ = false;
 }
 
-void Catalog::commit_impl(const CatalogBatch& batch) {
+void Catalog::commit_impl(const CatalogBatch& batch, bool maintenance) {
   if (mode_ == Mode::kReadOnly)
     throw_error(Errc::kInvalidArgument, "catalog '" + log_path_ + "' is open read-only");
   if (batch.empty()) return;
@@ -372,9 +376,11 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
   for (const auto& op : batch.ops()) len += 1 + 4 + op.key.size() + (op.put ? 4 + op.value.size() : 0);
   if (len > UINT32_MAX)
     throw_error(Errc::kInvalidArgument, "catalog batch too large (" + std::to_string(len) + " bytes)");
+  const uint64_t ticket = ++tickets_;
   if (durability_ == Durability::kOnSync) {
     dirty_bytes_ += len;
     apply(batch);
+    content_pending_ = content_pending_ || !maintenance;
     // The batch is committed now (durable at the next sync).  The pending commits cost no
     // memory of their own (their net effect is the map's dirty entries, written at sync
     // through the chunk buffer), so writing them early only bounds the record a sync
@@ -405,6 +411,7 @@ void Catalog::commit_impl(const CatalogBatch& batch) {
     });
   });
   if (pending) settle_dirty();
+  durable_ticket_ = ticket;
   apply(batch);
   maybe_compact();
 }
@@ -415,6 +422,7 @@ void Catalog::sync() {
 }
 
 void Catalog::sync_locked() {
+  if (mode_ == Mode::kReadWrite && dirty_.empty()) durable_ticket_ = tickets_;  // nothing unwritten
   if (mode_ != Mode::kReadWrite || dirty_.empty()) return;
   append([&](uint64_t at) { return write_dirty(at); });
   settle_dirty();
@@ -584,7 +592,7 @@ void Catalog::maybe_compact() {
 
 bool Catalog::has_pending() const {
   std::lock_guard<std::mutex> g(mu_);
-  return !dirty_.empty();
+  return !dirty_.empty() && content_pending_;
 }
 
 }  // namespace tessera

@@ -127,11 +127,31 @@ class Catalog {
   // when kOnSync's early write of the pending commits failed (the next sync() reports that).
   void commit(const CatalogBatch& batch);
   void commit(CatalogBatch&& batch);  // same, and the batch is left empty
+  // The same for housekeeping that changes no content the container shows (automatic
+  // consolidation's merges and retirements): durable as any commit, but has_pending()
+  // does not count it, so a flush that brings nothing else records no commit (history.h).
+  void commit_maintenance(CatalogBatch&& batch) {
+    std::lock_guard<std::mutex> g(mu_);
+    commit_impl(batch, /*maintenance=*/true);
+    batch.ops_.clear();
+  }
+  // Commits are numbered as they are made (from 1); whether every commit up to `ticket`
+  // is durable (kEachCommit: once it returned; kOnSync: after the next sync).  A caller
+  // that may remove a file only once a commit dropping its record is durable asks this.
+  uint64_t last_ticket() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return tickets_;
+  }
+  bool durable(uint64_t ticket) const {
+    std::lock_guard<std::mutex> g(mu_);
+    return ticket <= durable_ticket_;
+  }
   void sync();
   // Re-reads the log to pick up commits made by another process.
   void reload();
   bool writable() const { return mode_ != Mode::kReadOnly; }
-  // Commits applied in memory that are not durable yet (kOnSync: until the next sync).
+  // Commits applied in memory that are not durable yet (kOnSync: until the next sync),
+  // housekeeping (commit_maintenance) aside.
   bool has_pending() const;
   // Removes the archived logs (`tessera vacuum --history`); returns how many bytes.
   uint64_t drop_history();
@@ -170,7 +190,7 @@ class Catalog {
     std::string_view key, value;
   };
   bool frozen_ = false;  // open_as_of: a fixed past state
-  void commit_impl(const CatalogBatch& batch);
+  void commit_impl(const CatalogBatch& batch, bool maintenance = false);
   void maybe_compact();
   void sync_locked();
   // Writing records.  A record's bytes go through one buffer of at most kChunkBytes,
@@ -323,6 +343,10 @@ class Catalog {
     for (Hint& h : hints_) h.set = false;
   }
   uint64_t dirty_bytes_ = 0;
+  // Tickets: commits made, the last one known durable; a commit other than housekeeping
+  // is pending (has_pending).
+  uint64_t tickets_ = 0, durable_ticket_ = 0;
+  bool content_pending_ = false;
   std::atomic<uint64_t> version_{0};
 };
 

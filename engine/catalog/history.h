@@ -11,9 +11,11 @@
 //   - of the fragment files, those the catalog then recorded as published (arr/<id>/
 //     file/...), and files it never recorded whose timestamp is at most the commit's.
 // Consolidation keeps what it merges until a vacuum (ArrayOptions::keep_replaced), and
-// its result holds exactly its inputs' cells, so a read as of a commit before or after a
-// consolidation returns what was committed; a vacuum gives up the reads that need the
-// fragments it removed (they fail, naming the missing file).  Byte layout:
+// automatic consolidation its file inputs for consolidate_retain_s (its inline inputs
+// stay in the archived logs); a result holds exactly its inputs' cells, so a read as of a
+// commit before or after a consolidation returns what was committed; a vacuum or a
+// retirement gives up the reads that need the fragments it removed (they fail, naming the
+// missing file).  Byte layout:
 // docs/format.md, "Commits".
 #pragma once
 #include <cstdint>

@@ -91,6 +91,15 @@ class Verifier {
       else if (rest == kFilesCompleteKey) p.files_complete = true;
       else if (rest == kFilesLoggedKey) p.files_logged = true;
       else if (rest.compare(0, 5, "frag/") == 0) p.inl.emplace_back(key, value);
+      else if (rest.compare(0, 7, "retire/") == 0 || rest == "merges") {
+        // Automatic consolidation's records (merge_records.h): their form only; a retire
+        // record naming no file present is dropped by the writer's next merge.
+        FragmentId fid;
+        const bool ok = rest == "merges" ? value.size() == 48 : FragmentId::parse(rest.substr(7), &fid) && value.size() == 8;
+        if (!ok)
+          r_.problems.push_back("catalog '" + cat.log_path() + "': record '" + key +
+                                "' is not a record of automatic consolidation");
+      }
       else if (rest.compare(0, 5, "file/") == 0) {
         FragmentId fid;
         if (!FragmentId::parse(rest.substr(5), &fid) || value.size() != 8) {

@@ -128,8 +128,10 @@ ReaderResult reader(const std::string& path, const uint64_t* ids, int narrays,
   return r;
 }
 
-// narrays: 2 (fixed extents) or 3 (with the growing array).
-void stress(int narrays) {
+// narrays: 2 (fixed extents) or 3 (with the growing array).  automatic: no consolidator
+// thread; the writer's arrays merge by themselves in the background (auto_merge.h),
+// retiring what they replaced at once.
+void stress(int narrays, bool automatic = false) {
   const uint64_t seconds = testutil::env_u64("TESSERA_STRESS_SECONDS", 4);
   const uint64_t nreaders = testutil::env_u64("TESSERA_STRESS_READERS", 3);
   testutil::TempDir dir("tessera_stress");
@@ -141,7 +143,10 @@ void stress(int narrays) {
   std::vector<Array*> list;
   for (int w = 0; w < narrays; ++w) {
     ASSERT_TRUE(c->create_array(schema_of(w), &ids[w]).ok());
-    ASSERT_TRUE(c->open_array(ids[w], true, writer_opts(), &arrays[w]).ok());
+    ArrayOptions o = writer_opts();
+    o.auto_merge.on = automatic;
+    o.auto_merge.retain_ns = 0;
+    ASSERT_TRUE(c->open_array(ids[w], true, o, &arrays[w]).ok());
     std::string err;
     write_generation(*arrays[w], w, 1, &err);
     ASSERT_EQ(err, "");
@@ -176,7 +181,7 @@ void stress(int narrays) {
   // never consolidated, a 5-minute run left 20,000 fragment files in the small array and
   // ran the writer out of file descriptors (EMFILE).
   std::thread consolidator([&] {
-    for (uint64_t round = 0; !stop; ++round) {
+    for (uint64_t round = 0; !stop && !automatic; ++round) {
       Status st;
       {
         std::lock_guard<std::mutex> g(turn);
@@ -202,6 +207,12 @@ void stress(int narrays) {
   consolidator.join();
   EXPECT_EQ(werr, "");
   EXPECT_EQ(cerr, "");
+  for (int w = 0; automatic && w < narrays; ++w) {
+    arrays[w]->settle_merges();
+    const ConsolidationInfo info = arrays[w]->consolidation_info();
+    EXPECT_EQ(info.failures, 0u) << info.last_error;
+    consolidations += info.merges;
+  }
 
   ReaderResult total;
   for (auto& [pid, fd] : kids) {
@@ -220,11 +231,11 @@ void stress(int narrays) {
   EXPECT_EQ(total.errors, 0u) << "opens or reads that failed";
   EXPECT_GT(total.reads, 0u);
   std::printf("[ stress   ] %d arrays, %llu s, %llu reader processes: %llu reads checked (%llu not a committed state, %llu "
-              "failed); %llu commits, %llu consolidations\n",
+              "failed); %llu commits, %llu %sconsolidations\n",
               narrays, static_cast<unsigned long long>(seconds), static_cast<unsigned long long>(nreaders),
               static_cast<unsigned long long>(total.reads), static_cast<unsigned long long>(total.bad),
               static_cast<unsigned long long>(total.errors), static_cast<unsigned long long>(commits),
-              static_cast<unsigned long long>(consolidations));
+              static_cast<unsigned long long>(consolidations), automatic ? "automatic " : "");
 }
 
 }  // namespace
@@ -237,3 +248,8 @@ TEST(Stress, ReadersSeeOnlyCommittedStatesWhileWritingAndConsolidating) { stress
 // With an extent change in every commit: a reader must see each generation's data with
 // that generation's extent.
 TEST(Stress, ReadersSeeWholeExtentChanges) { stress(3); }
+
+// Automatic consolidation instead of the consolidator thread: background merges publish
+// and retire (retention 0: unlinked as soon as the merge is durable) while reader
+// processes list, open and refresh.
+TEST(Stress, ReadersSeeOnlyCommittedStatesWhileMergingAutomatically) { stress(3, true); }

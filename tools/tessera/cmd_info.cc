@@ -3,8 +3,9 @@
 // Every object (groups, datasets, committed datatypes, soft and external links) with its
 // attributes; each dataset's type, shape, HDF5 layout and filters, the engine's tiling
 // (tile extents, tile and cell order, tile filters) and its fragments (count, kinds,
-// bytes, time range, replaced ones awaiting a vacuum); totals of bytes stored against
-// the logical size.  With OBJECT, only that object (and, for a group, what is under it).
+// bytes, time range, replaced ones awaiting a vacuum or their retirement); automatic
+// consolidation's state (the policy, the merge due, the last merge, what it wrote);
+// totals of bytes stored against the logical size.  With OBJECT, only that object (and, for a group, what is under it).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -67,7 +68,19 @@ struct DatasetSummary {
   // Live fragments in another order than the dataset's (written before a conversion,
   // docs/layouts.md), per layout name.
   std::map<std::string, uint64_t> other_orders;
+  // Automatic consolidation (engine/array/auto_merge.h), under the policy this
+  // environment's settings give (TESSERA_CONSOLIDATE_*; the writer's may differ).
+  tessera::ConsolidationInfo merging;
 };
+
+// The settings a writer started from this environment would merge with.
+tessera::ArrayOptions policy_options() {
+  tessera::EngineOptions eo;
+  if (!tessera::EngineOptions::from_env(&eo).ok()) eo = tessera::EngineOptions();  // the defaults; open reports the error
+  tessera::ArrayOptions o;
+  o.auto_merge = eo.array_options().auto_merge;
+  return o;
+}
 
 DatasetSummary summarize(const ContainerView& v, const ObjectView& o) {
   DatasetSummary s;
@@ -76,8 +89,9 @@ DatasetSummary summarize(const ContainerView& v, const ObjectView& o) {
   s.variable = s.d.has_array && s.d.schema.var;
   s.logical = s.d.space_kind == "null" || s.variable ? 0 : product(s.d.dims) * s.d.elem_size;
   if (s.d.has_array) {
-    auto a = v.open_array(o, false);
+    auto a = v.open_array(o, false, policy_options());
     const auto live = a->fragments();
+    s.merging = a->consolidation_info();
     s.t = totals_of(live, a->replaced_fragments());
     for (const auto& f : live)
       if (f.order != s.d.schema.order()) s.other_orders[f.order.name()]++;
@@ -137,9 +151,27 @@ void print_dataset(const DatasetSummary& s) {
     std::printf("    orders     %llu fragment(s) in layout %s, not the dataset's (`tessera consolidate --layout` "
                 "rewrites them)\n",
                 static_cast<unsigned long long>(n), name.c_str());
-  if (t.replaced)
+  const tessera::ConsolidationInfo& m = s.merging;
+  if (t.replaced && m.retained)
+    std::printf("    replaced   %llu fragment(s), %s; %llu file(s) kept for reads of the past, the first until %s "
+                "(consolidate_retain_s), the rest until `tessera vacuum`\n",
+                static_cast<unsigned long long>(t.replaced), human_bytes(t.replaced_bytes).c_str(),
+                static_cast<unsigned long long>(m.retained), utc_time(m.next_retire_ns).c_str());
+  else if (t.replaced)
     std::printf("    replaced   %llu fragment(s), %s, kept until `tessera vacuum`\n",
                 static_cast<unsigned long long>(t.replaced), human_bytes(t.replaced_bytes).c_str());
+  if (!sc.compact && (t.count || m.merges)) {
+    std::string due = m.due_inputs ? "a merge of " + std::to_string(m.due_inputs) + " fragments (" +
+                                         human_bytes(m.due_bytes) + ") is due at the next writer's commit or open"
+                                   : "no merge due";
+    std::printf("    merging    automatic (fanin %u, ratio %u): %s; at most %llu fragments when none is due\n",
+                m.fanin, m.ratio, due.c_str(), static_cast<unsigned long long>(m.bound));
+    if (m.merges)
+      std::printf("    merged     %llu automatic merge(s), %s read, %s written; the last %s: %llu fragments -> %s\n",
+                  static_cast<unsigned long long>(m.merges), human_bytes(m.bytes_in).c_str(),
+                  human_bytes(m.bytes_out).c_str(), utc_time(m.last_ns).c_str(),
+                  static_cast<unsigned long long>(m.last_inputs), human_bytes(m.last_bytes).c_str());
+  }
   std::printf("    bytes      %s stored, %s\n", human_bytes(s.stored).c_str(),
               s.variable ? "variable-length values (no fixed logical size)" : (human_bytes(s.logical) + " logical").c_str());
   if (s.index.indexed)
@@ -219,6 +251,29 @@ void json_dataset(Json& j, const DatasetSummary& s) {
   j.end_object();
   j.field("replaced", t.replaced);
   j.field("replaced_bytes", t.replaced_bytes);
+  j.end_object();
+  const tessera::ConsolidationInfo& m = s.merging;
+  j.key("consolidation");  // automatic consolidation (docs/tool.md)
+  j.begin_object();
+  j.field("fanin", static_cast<uint64_t>(m.fanin));
+  j.field("ratio", static_cast<uint64_t>(m.ratio));
+  j.field("retain_s", m.retain_s);
+  j.field("bound", m.bound);
+  j.field("due_inputs", m.due_inputs);
+  j.field("due_bytes", m.due_bytes);
+  j.field("merges", m.merges);
+  j.field("bytes_read", m.bytes_in);
+  j.field("bytes_written", m.bytes_out);
+  j.key("last_time_ns");
+  if (m.merges) j.value(m.last_ns);
+  else j.null();
+  j.field("last_inputs", m.last_inputs);
+  j.field("last_bytes", m.last_bytes);
+  j.field("retained", m.retained);
+  j.field("retained_bytes", m.retained_bytes);
+  j.key("next_retire_ns");
+  if (m.retained) j.value(m.next_retire_ns);
+  else j.null();
   j.end_object();
   j.end_object();
 }
