@@ -10,9 +10,17 @@
 //   - the failure is counted by the array (consolidation_info), nothing is reported lost;
 //   - with the fault gone, the next writer's open merges what was due, reads the model,
 //     leaves no stray file beside its fragments, and the container verifies.
+// Then the same points as kills: a child process is SIGKILLed just before each of them
+// (KillEnv), and the reopened container must hold the committed data, verify, and merge
+// cleanly under the next writer.
 // TESSERA_FAULT_STRIDE=n injects at every n-th point only.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -102,6 +110,41 @@ void prepare(const std::string& path, bool files, Rig* s) {
   ASSERT_EQ(s->a->consolidation_info().merges, 0u);
 }
 
+// Counts the calls FaultEnv counts as points (writes, syncs, truncations, creations,
+// renames, links, removals) and SIGKILLs the process just before the k-th after arm(k).
+class KillEnv final : public EnvWrapper {
+ public:
+  KillEnv() : EnvWrapper(Env::posix()) {}
+  void arm(uint64_t k) {
+    count_ = 0;
+    at_ = k;
+  }
+  uint64_t points() const { return count_; }
+  int open(const char* p, int flags, mode_t mode) override {
+    if (flags & O_CREAT) point();
+    return base_.open(p, flags, mode);
+  }
+  ssize_t pwrite(int fd, const void* b, size_t n, off_t off) override { return point(), base_.pwrite(fd, b, n, off); }
+  ssize_t pwritev(int fd, const struct iovec* v, int c, off_t off) override {
+    return point(), base_.pwritev(fd, v, c, off);
+  }
+  int fdatasync(int fd) override { return point(), base_.fdatasync(fd); }
+  int fsync(int fd) override { return point(), base_.fsync(fd); }
+  int syncfs(int fd) override { return point(), base_.syncfs(fd); }
+  int ftruncate(int fd, off_t n) override { return point(), base_.ftruncate(fd, n); }
+  int mkdir(const char* p, mode_t m) override { return point(), base_.mkdir(p, m); }
+  int rmdir(const char* p) override { return point(), base_.rmdir(p); }
+  int unlink(const char* p) override { return point(), base_.unlink(p); }
+  int rename(const char* a, const char* b) override { return point(), base_.rename(a, b); }
+  int link(const char* a, const char* b) override { return point(), base_.link(a, b); }
+
+ private:
+  void point() {
+    if (++count_ == at_) ::kill(::getpid(), SIGKILL);
+  }
+  std::atomic<uint64_t> count_{0}, at_{0};
+};
+
 uint64_t stride() {
   const char* v = std::getenv("TESSERA_FAULT_STRIDE");
   return v && std::atoi(v) > 0 ? static_cast<uint64_t>(std::atoi(v)) : 1;
@@ -127,6 +170,9 @@ TEST(AutoConsolidationFault, FailedMergesAndRetirementsLeaveCommittedDataIntact)
       ASSERT_EQ(check(*s.a, kCommits), "");
     }
     ASSERT_GE(last, first) << "the merge made no call that changes the file system";
+    std::printf("[ faults   ] automatic merge of four %s%s: %llu points x 3 faults\n",
+                files ? "fragment files and the retirement of its inputs" : "inline fragments",
+                files ? "" : " (its housekeeping batch)", static_cast<unsigned long long>(last - first + 1));
     int run = 0;
     for (uint64_t k = first; k <= last; k += stride())
       for (Fault f : {Fault::kNoSpace, Fault::kIo, Fault::kShortWrite}) {
@@ -182,6 +228,82 @@ TEST(AutoConsolidationFault, FailedMergesAndRetirementsLeaveCommittedDataIntact)
               static_cast<unsigned long long>(injected), static_cast<unsigned long long>(fired),
               static_cast<unsigned long long>(failures));
   EXPECT_GT(fired, 0u);
+}
+
+TEST(AutoConsolidationFault, KillAtEveryPointOfAMergeLeavesTheCommittedState) {
+  uint64_t kills = 0;
+  for (bool files : {false, true}) {
+    SCOPED_TRACE(files ? "fragment files" : "inline fragments");
+    testutil::TempDir dir("tessera_auto_kill");
+    // A child writes: kCommits - 1 rows, then (armed) the row that makes a merge due, and
+    // waits for the merge.  Returns the points it counted after arming (at == 0).
+    auto child = [&](const std::string& path, uint64_t at) -> int {
+      auto env = std::make_shared<KillEnv>();
+      auto ctx = std::make_shared<Context>(EngineOptions{}, env);
+      std::unique_ptr<Container> c;
+      uint64_t id = 0;
+      std::unique_ptr<Array> a;
+      if (!Container::create(path, Container::CreateMode::kExclusive, &c, ctx).ok() ||
+          !c->create_array(schema(), &id).ok() || !c->open_array(id, true, opts(files), &a).ok())
+        return -1;
+      for (uint64_t k = 1; k < kCommits; ++k)
+        if (!commit_row(*c, *a, k).ok()) return -1;
+      a->settle_merges();
+      env->arm(at);
+      const uint64_t before = env->points();
+      if (!commit_row(*c, *a, kCommits).ok()) return -1;
+      const uint64_t commit_points = env->points() - before;
+      a->settle_merges();
+      return at ? 0 : static_cast<int>((env->points() << 8) | commit_points);
+    };
+    auto run_child = [&](const std::string& path, uint64_t at) -> int {
+      std::fflush(nullptr);
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::alarm(60);
+        const int r = child(path, at);
+        _exit(r < 0 ? 3 : 0);
+      }
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return status;
+    };
+    const int counted = child(dir.sub("count"), 0);  // in this process: no kill armed
+    ASSERT_GT(counted, 0);
+    const uint64_t total = static_cast<uint64_t>(counted) >> 8, commit = static_cast<uint64_t>(counted) & 0xff;
+    ASSERT_GT(total, commit) << "the merge made no call that changes the file system";
+    for (uint64_t k = commit + 1; k <= total; k += stride()) {
+      SCOPED_TRACE("killed before point " + std::to_string(k) + " of " + std::to_string(total) + " (the commit's: 1.." +
+                   std::to_string(commit) + ")");
+      const std::string path = dir.sub("k" + std::to_string(k));
+      const int status = run_child(path, k);
+      ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
+      ++kills;
+      for (bool writable : {false, true}) {
+        std::unique_ptr<Container> c;
+        ASSERT_TRUE(Container::open(path, writable, &c).ok());
+        std::unique_ptr<Array> a;
+        Status st = c->open_array(1, writable, writable ? opts(files) : ArrayOptions(), &a);
+        ASSERT_TRUE(st.ok()) << status_str(st);
+        if (writable) a->settle_merges();  // the next writer merges what was due
+        EXPECT_EQ(check(*a, kCommits), "") << (writable ? "writable" : "read-only");
+        if (writable) {
+          EXPECT_EQ(a->fragments().size(), 1u);
+          EXPECT_EQ(a->consolidation_info().failures, 0u) << a->consolidation_info().last_error;
+          EXPECT_TRUE(strays(*c, 1, *a).empty()) << strays(*c, 1, *a)[0];
+        }
+      }
+      VerifyReport rep;
+      ASSERT_TRUE(verify_container(path, VerifyOptions(), &rep).ok());
+      EXPECT_TRUE(rep.ok()) << (rep.problems.empty() ? "" : rep.problems[0]);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  std::printf("[ kills    ] automatic consolidation: %llu SIGKILLs, one before each point of a background merge "
+              "and retirement, each reopened and checked\n",
+              static_cast<unsigned long long>(kills));
+  EXPECT_GT(kills, 0u);
 }
 
 }  // namespace

@@ -10,6 +10,9 @@
 // same reader saw before.  Any failed open or read counts too (the writer may remove
 // fragments a reader listed, but a read must never fail for it).
 //
+// A third test has no consolidator thread: the writer's arrays merge by themselves in
+// the background (automatic consolidation), retiring what they replaced at once.
+//
 // TESSERA_STRESS_SECONDS (default 4) and TESSERA_STRESS_READERS (default 3);
 // TESSERA_STRESS_REUSE=0: readers always open afresh (no refresh of held handles).
 #include <gtest/gtest.h>
