@@ -4,10 +4,22 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
 
 namespace tessera {
 
+void MergeQueue::adopt_after_fork() {
+  if (sync_pid_.load() == ::getpid()) return;
+  sync_pid_ = ::getpid();
+  new (&mu_) std::mutex();
+  new (&work_) std::condition_variable();
+  new (&done_) std::condition_variable();
+  queue_.clear();  // the parent's arrays' work, not this process's
+  running_ = nullptr;
+}
+
 MergeQueue::~MergeQueue() {
+  adopt_after_fork();
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
@@ -29,6 +41,7 @@ void MergeQueue::start_locked() {
 
 void MergeQueue::request(MergeOwner* o) {
   if (!o) return;
+  adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   if (stop_ || std::find(queue_.begin(), queue_.end(), o) != queue_.end()) return;
   queue_.push_back(o);
@@ -37,6 +50,7 @@ void MergeQueue::request(MergeOwner* o) {
 }
 
 void MergeQueue::forget(MergeOwner* o) {
+  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   queue_.erase(std::remove(queue_.begin(), queue_.end(), o), queue_.end());
   done_.wait(lk, [&] { return running_ != o; });
@@ -45,11 +59,13 @@ void MergeQueue::forget(MergeOwner* o) {
 }
 
 void MergeQueue::wait_idle(MergeOwner* o) {
+  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   done_.wait(lk, [&] { return running_ != o && std::find(queue_.begin(), queue_.end(), o) == queue_.end(); });
 }
 
 uint64_t MergeQueue::runs() const {
+  const_cast<MergeQueue*>(this)->adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   return runs_;
 }

@@ -9,7 +9,9 @@
 // own writers and readers is the owner's (Array::merge_in_background).
 #pragma once
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -49,6 +51,11 @@ class MergeQueue {
  private:
   void run();
   void start_locked();
+  // A forked child inherits the mutex and condition variables as the parent's thread left
+  // them (a waiter that does not exist here makes the next signal block forever): every
+  // entry point calls this first, and the child's first call starts them afresh.
+  void adopt_after_fork();
+  std::atomic<pid_t> sync_pid_{::getpid()};
   mutable std::mutex mu_;
   std::condition_variable work_, done_;
   std::deque<MergeOwner*> queue_;

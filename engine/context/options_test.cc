@@ -14,7 +14,8 @@ TEST(EngineOptions, DefaultsAndArrayOptions) {
   EngineOptions o;
   EXPECT_EQ(o.to_string(),
             "threads=0 io_threads=4 tile_cache_mb=256 write_buffer_mb=64 write_memory_mb=64 direct_write_cells=16384 blob_kb=16384 "
-            "inline_fragment_kb=64 inline_total_mb=256 index_on_write=0 index_precision=3 index_max_bins=1024");
+            "inline_fragment_kb=64 inline_total_mb=256 index_on_write=0 index_precision=3 index_max_bins=1024 "
+            "auto_consolidate=1 consolidate_fanin=4 consolidate_ratio=2 consolidate_retain_s=3600");
   ArrayOptions a = o.array_options();
   EXPECT_EQ(a.buffer_budget, 64ull << 20);
   EXPECT_EQ(a.direct_cells, 16384u);
@@ -22,6 +23,21 @@ TEST(EngineOptions, DefaultsAndArrayOptions) {
   EXPECT_FALSE(a.index_on_write);
   EXPECT_EQ(a.index.precision, 3u);
   EXPECT_EQ(a.index.max_bins, 1024u);
+  // Automatic consolidation: on for the connector's files (off in a bare ArrayOptions).
+  EXPECT_TRUE(a.auto_merge.on);
+  EXPECT_FALSE(ArrayOptions().auto_merge.on);
+  EXPECT_EQ(a.auto_merge.fanin, 4u);
+  EXPECT_EQ(a.auto_merge.ratio, 2u);
+  EXPECT_EQ(a.auto_merge.retain_ns, 3600ull * 1000000000ull);
+  ASSERT_TRUE(o.apply("auto_consolidate=0 consolidate_fanin=8 consolidate_ratio=3 consolidate_retain_s=0").ok());
+  a = o.array_options();
+  EXPECT_FALSE(a.auto_merge.on);
+  EXPECT_EQ(a.auto_merge.fanin, 8u);
+  EXPECT_EQ(a.auto_merge.ratio, 3u);
+  EXPECT_EQ(a.auto_merge.retain_ns, 0u);
+  for (const char* bad : {"auto_consolidate=2", "consolidate_fanin=1", "consolidate_ratio=1", "consolidate_retain_s=-1",
+                          "consolidate_retain_s=315360001"})
+    EXPECT_FALSE(o.apply(bad).ok()) << bad;
 }
 
 TEST(EngineOptions, SettingsApplyInOrder) {

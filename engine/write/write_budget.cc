@@ -7,10 +7,22 @@
 #endif
 
 #include <algorithm>
+#include <new>
 
 namespace tessera {
 
+void WriteBudget::adopt_after_fork() {
+  if (sync_pid_.load() == ::getpid()) return;
+  sync_pid_ = ::getpid();
+  new (&mu_) std::mutex();
+  new (&work_) std::condition_variable();
+  new (&done_) std::condition_variable();
+  queue_.clear();  // the parent's requests: its flusher's, not this process's
+  running_ = nullptr;
+}
+
 WriteBudget::~WriteBudget() {
+  adopt_after_fork();
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
@@ -23,16 +35,19 @@ WriteBudget::~WriteBudget() {
 }
 
 uint64_t WriteBudget::used() const {
+  const_cast<WriteBudget*>(this)->adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   return used_;
 }
 
 uint64_t WriteBudget::peak() const {
+  const_cast<WriteBudget*>(this)->adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   return peak_;
 }
 
 bool WriteBudget::report(BufferOwner* o, uint64_t bytes) {
+  adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   uint64_t& mine = bytes_[o];
   used_ = used_ - mine + bytes;
@@ -44,6 +59,7 @@ bool WriteBudget::report(BufferOwner* o, uint64_t bytes) {
 }
 
 BufferOwner* WriteBudget::largest() const {
+  const_cast<WriteBudget*>(this)->adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   return largest_locked(running_);
 }
@@ -69,6 +85,7 @@ void WriteBudget::start_locked() {
 
 void WriteBudget::request(BufferOwner* o) {
   if (!o) return;
+  adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   if (stop_ || std::find(queue_.begin(), queue_.end(), o) != queue_.end()) return;
   queue_.push_back(o);
@@ -77,6 +94,7 @@ void WriteBudget::request(BufferOwner* o) {
 }
 
 void WriteBudget::forget(BufferOwner* o) {
+  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   queue_.erase(std::remove(queue_.begin(), queue_.end(), o), queue_.end());
   done_.wait(lk, [&] { return running_ != o; });
@@ -89,11 +107,13 @@ void WriteBudget::forget(BufferOwner* o) {
 }
 
 void WriteBudget::wait_idle(BufferOwner* o) {
+  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   done_.wait(lk, [&] { return running_ != o && std::find(queue_.begin(), queue_.end(), o) == queue_.end(); });
 }
 
 void WriteBudget::wait_for_room() {
+  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   int fruitless = 0;  // finished flushes in a row that did not lower the total
   while (used_ > limit_ && !stop_) {

@@ -14,7 +14,9 @@
 // single write larger than the limit still lands whole (then waits).
 #pragma once
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -62,6 +64,12 @@ class WriteBudget {
  private:
   void run();
   void start_locked();
+  // A forked child inherits the mutex and condition variables as the parent's threads
+  // left them: a waiter that does not exist in the child makes the next signal block
+  // forever (glibc's group switch waits for it), and a flush that was running never ends.
+  // Every entry point calls this first; the child's first call starts them afresh.
+  void adopt_after_fork();
+  std::atomic<pid_t> sync_pid_{::getpid()};
   BufferOwner* largest_locked(const BufferOwner* skip) const;  // mu_ held
   const uint64_t limit_;
   mutable std::mutex mu_;
