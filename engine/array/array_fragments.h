@@ -46,8 +46,12 @@ class ArrayFragments {
   // (no listed file vanished, every recorded file found or replaced).  unrecorded: set
   // when the problem is a file neither recorded nor logged (the listing may be newer than
   // the catalog: load checks it against the reloaded one).
+  // kept: when given, the files automatic consolidation keeps for reads of the past (a
+  // retire record names them, merge_records.h) are not opened — a merge hides each of them
+  // — but described there (id, path, recorded size): a reader of an array written for
+  // hours need not read the footers of every file its retention keeps.
   bool list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem,
-                    std::optional<FragmentId>* unrecorded = nullptr);
+                    std::optional<FragmentId>* unrecorded = nullptr, std::vector<FragmentInfo>* kept = nullptr);
 
   // Changes of the live set (FragmentSet's): a new fragment and those it replaces, a
   // fragment moved from an inline record to a file, a whole new list.
@@ -57,15 +61,24 @@ class ArrayFragments {
 
   // Present but replaced (Array::replaced_fragments): as listed at open or refresh, plus
   // what a consolidation keeping its inputs replaced since; a vacuum removes them all.
-  const std::vector<FragmentInfo>& replaced() const { return replaced_; }
+  // (Those a listing did not open — kept files, see list_present — are opened here to be
+  // described; one retired since is left out.)
+  const std::vector<FragmentInfo>& replaced() const;
   void keep_replaced(const Fragment& f);
-  void forget_replaced() { replaced_.clear(); }
+  void forget_replaced() {
+    replaced_.clear();
+    unopened_.clear();
+  }
   void forget_replaced(const std::vector<FragmentId>& ids) {
-    replaced_.erase(std::remove_if(replaced_.begin(), replaced_.end(),
-                                   [&](const FragmentInfo& r) {
-                                     return std::find(ids.begin(), ids.end(), r.id) != ids.end();
-                                   }),
-                    replaced_.end());
+    auto gone = [&](const FragmentInfo& r) { return std::find(ids.begin(), ids.end(), r.id) != ids.end(); };
+    replaced_.erase(std::remove_if(replaced_.begin(), replaced_.end(), gone), replaced_.end());
+    unopened_.erase(std::remove_if(unopened_.begin(), unopened_.end(), gone), unopened_.end());
+  }
+  // The replaced fragments as listed, kept files unopened included (id, path, size).
+  std::vector<FragmentInfo> replaced_listed() const {
+    std::vector<FragmentInfo> out = replaced_;
+    out.insert(out.end(), unopened_.begin(), unopened_.end());
+    return out;
   }
 
   // What Array::fragments and Array::storage_bytes report of the live fragments.
@@ -76,6 +89,9 @@ class ArrayFragments {
   Array& a_;
   FragmentSet live_;  // oldest first (published or not)
   std::vector<FragmentInfo> replaced_;  // present but replaced (replaced_fragments())
+  // Kept files the listing did not open (id, path, size only): opened by replaced().
+  mutable std::vector<FragmentInfo> unopened_;
+  mutable std::vector<FragmentInfo> described_;  // replaced_ + unopened_, opened
 };
 
 }  // namespace tessera

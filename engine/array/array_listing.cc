@@ -12,6 +12,7 @@
 #include <set>
 
 #include "engine/array/array_files.h"
+#include "engine/catalog/merge_records.h"
 #include "engine/util/file_io.h"
 #include "engine/fragment/fragment_writer.h"
 #include "engine/publish/publish_log.h"
@@ -24,8 +25,13 @@ namespace tessera {
 using namespace array_files;
 
 bool ArrayFragments::list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem,
-                                  std::optional<FragmentId>* unrecorded) {
+                                  std::optional<FragmentId>* unrecorded, std::vector<FragmentInfo>* kept) {
   all->clear();
+  if (kept) kept->clear();
+  // Files automatic consolidation keeps for reads of the past: hidden by a merge whose
+  // record came in the same batch as theirs.
+  std::map<FragmentId, uint64_t> retiring;
+  if (kept && a_.store_->records()) retiring = scan_retire_records(*a_.store_->records(), a_.store_->records_prefix());
   for (auto& u : a_.pub_.unpublished_) all->push_back(u.first);  // not in the listing yet
   for (auto& f : a_.pub_.unpublished_inline_) all->push_back(f);
   for (auto& f : a_.pub_.recovered_) all->push_back(f);          // a read-only view of a journal
@@ -96,6 +102,15 @@ bool ArrayFragments::list_present(std::vector<std::shared_ptr<Fragment>>* all, s
       continue;
     }
     const auto rec = recorded.find(id);
+    if (rec != recorded.end() && retiring.count(id)) {
+      FragmentInfo k;
+      k.id = id;
+      k.path = path;
+      k.file_size = rec->second;
+      kept->push_back(std::move(k));
+      listed.insert(id);
+      continue;
+    }
     if (complete && rec == recorded.end()) {
       // No commit published it: the sole writer removes it, as it removes a crashed
       // writer's temporary files (a flush or consolidation cut short between its renames
@@ -223,9 +238,10 @@ void ArrayFragments::load() {
   // that does not count as a lasting inconsistency, only toward kMaxOvertaken, which
   // stops a reader a writer overtakes every time (PublishVisibility.AReaderOvertaken*).
   int lasting = 0, overtaken = 0;
+  std::vector<FragmentInfo> kept;
   for (;;) {
     std::optional<FragmentId> unrecorded;
-    const bool consistent = list_present(&all, &problem, &unrecorded);
+    const bool consistent = list_present(&all, &problem, &unrecorded, &kept);
     if (consistent) {
       if (ahead_checked || !a_.store_->schema_ahead_of_records(a_.extent_id_)) break;
       ahead_checked = true;
@@ -260,6 +276,7 @@ void ArrayFragments::load() {
     for (auto& r : f->meta().replaces) replaced.insert(r);
   std::vector<std::shared_ptr<Fragment>> live;
   replaced_.clear();
+  unopened_ = std::move(kept);
   for (auto& f : all) {
     if (replaced.count(f->meta().id)) {
       replaced_.push_back(FragmentInfo::of(*f));
@@ -278,6 +295,18 @@ void ArrayFragments::add(std::shared_ptr<Fragment> f, const std::vector<Fragment
 }
 
 void ArrayFragments::keep_replaced(const Fragment& f) { replaced_.push_back(FragmentInfo::of(f)); }
+
+const std::vector<FragmentInfo>& ArrayFragments::replaced() const {
+  described_ = replaced_;
+  for (const FragmentInfo& k : unopened_) {
+    try {
+      described_.push_back(FragmentInfo::of(*Fragment::open(k.path, a_.ctx_)));
+    } catch (const Error& e) {
+      if (e.code() != Errc::kNotFound) throw;  // retired meanwhile: no longer kept
+    }
+  }
+  return described_;
+}
 
 FragmentInfo FragmentInfo::of(const Fragment& f) {
   const FragmentMeta& m = f.meta();

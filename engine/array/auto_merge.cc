@@ -51,7 +51,7 @@ void AutoMerge::opened() {
   const Catalog* cat = a_.store_->records();
   std::map<FragmentId, uint64_t> recs;
   if (cat) recs = scan_retire_records(*cat, a_.store_->records_prefix());
-  for (const FragmentInfo& r : a_.frags_.replaced()) {
+  for (const FragmentInfo& r : a_.frags_.replaced_listed()) {
     if (r.is_inline) continue;
     auto it = recs.find(r.id);
     if (it != recs.end()) retained_[r.id] = {it->second, r.file_size, r.path};
@@ -346,7 +346,7 @@ ConsolidationInfo AutoMerge::info() const {
     i.last_bytes = t.last_bytes;
     if (!enabled()) {  // a reader: what the records say is kept
       const std::map<FragmentId, uint64_t> recs = scan_retire_records(*cat, a_.store_->records_prefix());
-      for (const FragmentInfo& r : a_.frags_.replaced()) {
+      for (const FragmentInfo& r : a_.frags_.replaced_listed()) {
         auto it = recs.find(r.id);
         if (it == recs.end()) continue;
         ++i.retained;

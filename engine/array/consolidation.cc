@@ -137,7 +137,7 @@ std::vector<FragmentId> Consolidation::replaces_of(const std::vector<std::shared
   // Fragments an input replaced that are still kept (reads as of earlier commits): the
   // result hides them too, so they stay hidden once the input itself is removed.
   std::set<FragmentId> kept;
-  for (auto& r : a_.frags_.replaced()) kept.insert(r.id);
+  for (auto& r : a_.frags_.replaced_listed()) kept.insert(r.id);
   for (auto& f : in)
     for (auto& r : f->meta().replaces)
       if (kept.count(r) && std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);

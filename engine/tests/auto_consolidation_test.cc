@@ -319,6 +319,16 @@ TEST(AutoConsolidation, RetentionKeepsReadsOfThePastThenRetires) {
       ASSERT_TRUE(st.ok()) << status_str(st);
       EXPECT_EQ(pa->schema().extent[0], 2u);
       EXPECT_EQ(check_read(*pa, plan), "");
+      // A reader of the present does not open the kept files (their retire records say a
+      // merge hides them) but still lists them whole when asked.
+      std::unique_ptr<Container> rc;
+      ASSERT_TRUE(Container::open(path, false, &rc).ok());
+      std::unique_ptr<Array> ra;
+      ASSERT_TRUE(rc->open_array(id, false, ArrayOptions(), &ra).ok());
+      EXPECT_EQ(check_read(*ra, plan), "");
+      const auto kept = ra->replaced_fragments();
+      EXPECT_EQ(kept.size(), info.retained);
+      for (auto& k : kept) EXPECT_GT(k.cells, 0u) << k.path;
     }
     if (next_session) {
       a.reset();  // closes: the kept files stay, recorded with their time

@@ -15,9 +15,9 @@ N, in this order, each in a process of its own:
     (page cache warm), checked against the values written.
 
 Defaults: N = 1,000 and 10,000 (and N = 1, the fixed part of a fresh process's open: tessera
-loads its plugin then); --full adds 100,000 (tens of minutes: every tessera flush is
-durable).  --settings passes extra connector settings to tessera (e.g.
-"auto_consolidate=0" for the state before automatic consolidation).
+loads its plugin then), three rounds each, times the medians; --full adds 100,000 (tens of
+minutes: every tessera flush is durable).  --settings passes extra connector settings to
+tessera (e.g. "auto_consolidate=0": every flush's fragment kept).
 
   scripts/tessera-env run .venv/bin/python scripts/bench/bench_append_flush.py [--full]
 """
@@ -111,7 +111,20 @@ def tessera_state(path: str, env: dict) -> dict:
             "wa": (flushed + m["bytes_written"]) / flushed if flushed else float("nan")}
 
 
-def run(n: int, where: str, tessera_env: dict, native_env: dict) -> dict:
+def run(n: int, where: str, tessera_env: dict, native_env: dict, repeat: int) -> dict:
+    """Medians of `repeat` rounds of native, tessera and the fdatasync loop, one after the
+    other (this machine's disk changes speed by 10x within minutes: each round's three
+    are measured together)."""
+    rounds = [run_once(n, where, tessera_env, native_env) for _ in range(repeat)]
+    out = rounds[-1]
+    for side in ("native", "tessera"):
+        for key in ("us", "read_ms", "close_s"):
+            out[side][key] = statistics.median(r[side][key] for r in rounds)
+    out["fsync_us"] = statistics.median(r["fsync_us"] for r in rounds)
+    return out
+
+
+def run_once(n: int, where: str, tessera_env: dict, native_env: dict) -> dict:
     out = {}
     for side, env in (("native", native_env), ("tessera", tessera_env)):
         path = os.path.join(where, f"{side}-{n}.h5")
@@ -136,6 +149,7 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="also N = 100,000")
     ap.add_argument("--settings", default="", help="extra tessera connector settings, e.g. auto_consolidate=0")
     ap.add_argument("--dir", default=None, help="where the files go (default: a temporary directory)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per N; times are medians (default 3)")
     a = ap.parse_args()
     conn = os.environ.get("HDF5_VOL_CONNECTOR", "")
     if conn.split(" ")[0] != "tessera":
@@ -151,11 +165,12 @@ def main() -> None:
     try:
         for n in ns:
             t0 = time.perf_counter()
-            results[n] = run(n, where, tessera_env, native_env)
+            results[n] = run(n, where, tessera_env, native_env, a.repeat)
             print(f"# N = {n:,} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     finally:
         shutil.rmtree(where, ignore_errors=True)
-    print(f"# append one 64 x float64 record + f.flush(), chunks (256, 64); tessera: {tessera_env['HDF5_VOL_CONNECTOR']}")
+    print(f"# append one 64 x float64 record + f.flush(), chunks (256, 64); tessera: {tessera_env['HDF5_VOL_CONNECTOR']}; "
+          f"medians of {a.repeat}")
     print(f"# disk: {where}")
     print(f"{'':36}{'native':>12}{'tessera':>12}{'tessera/native':>16}")
     for n, r in results.items():
