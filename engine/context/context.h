@@ -8,9 +8,14 @@
 // process's options (options.h configure_process: the connector's first file).
 // The context also carries the Env all their file-system calls go through (env.h):
 // POSIX unless a test passes one that injects faults.
+//
+// Fork without exec (Python's multiprocessing 'fork', Dask and joblib workers): every
+// live context is made safe to use in the child by pthread_atfork handlers (context.cc).
+// Before the fork they take each context's locks, so no copy is caught mid-change by a
+// thread the child does not have; in the child, the pools and the budget's flusher start
+// afresh at first use.  Arrays and containers the parent had open are the parent's: a
+// child opens its own.
 #pragma once
-#include <sys/types.h>
-
 #include <memory>
 #include <mutex>
 
@@ -28,7 +33,7 @@ class Context {
  public:
   // env null: the POSIX one.
   explicit Context(const EngineOptions& o, std::shared_ptr<Env> env = nullptr);
-  ~Context();  // joins the pools' threads (in the process that started them)
+  ~Context();  // joins the pools' threads
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
@@ -58,10 +63,16 @@ class Context {
   struct LazyPool {
     std::mutex mu;
     ThreadPool* pool = nullptr;
-    pid_t owner = 0;
     ThreadPool& get(unsigned threads);
-    ~LazyPool();
+    ~LazyPool() { delete pool; }
   };
+  // The pthread_atfork handlers, over every live context (context.cc's registry), and
+  // what each does to one context.
+  static void before_fork();
+  static void after_fork_in_parent();
+  static void after_fork_in_child();
+  void lock_for_fork();
+  void unlock_after_fork(bool child);
   EngineOptions opts_;
   std::shared_ptr<Env> env_;
   ReadObserver* read_observer_ = nullptr;

@@ -1,12 +1,12 @@
 // write_budget.cc — see write_budget.h.
 #include "engine/write/write_budget.h"
 
-#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include <algorithm>
+#include <new>
 
 namespace tessera {
 
@@ -16,10 +16,7 @@ WriteBudget::~WriteBudget() {
     stop_ = true;
   }
   work_.notify_all();
-  if (thread_.joinable()) {
-    if (owner_pid_ == ::getpid()) thread_.join();
-    else thread_.detach();  // a forked child never had that thread
-  }
+  if (thread_.joinable()) thread_.join();
 }
 
 uint64_t WriteBudget::used() const {
@@ -60,11 +57,7 @@ BufferOwner* WriteBudget::largest_locked(const BufferOwner* skip) const {
 }
 
 void WriteBudget::start_locked() {
-  // A forked child inherits the object but not the thread: it starts its own.
-  if (thread_.joinable() && owner_pid_ == ::getpid()) return;
-  if (thread_.joinable()) thread_.detach();
-  owner_pid_ = ::getpid();
-  thread_ = std::thread([this] { run(); });
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
 }
 
 void WriteBudget::request(BufferOwner* o) {
@@ -110,6 +103,19 @@ void WriteBudget::wait_for_room() {
     done_.wait(lk);
     fruitless = used_ < before ? 0 : fruitless + 1;
   }
+}
+
+void WriteBudget::reset_in_child() {
+  // New objects over the old ones, never destroyed: destroying a condition variable with
+  // waiters, or a joinable thread, is what must not happen to them.
+  new (&thread_) std::thread();
+  new (&work_) std::condition_variable();
+  new (&done_) std::condition_variable();
+  queue_.clear();
+  running_ = nullptr;
+  bytes_.clear();
+  used_ = 0;
+  mu_.unlock();
 }
 
 void WriteBudget::run() {
