@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -262,6 +263,49 @@ TEST(PackEnv, ReaderFollowsTheWriter) {
   EXPECT_STREQ(buf, "hello world");
   w->close(fd);
   r->close(rfd);
+}
+
+// The same across processes: a reader process sees what the writer process does, once
+// it does it (no sync needed, as with a directory), and a second writer process is refused.
+TEST(PackEnv, ReaderProcessFollowsWriterProcess) {
+  testutil::TempDir tmp("tessera_pack");
+  const std::string file = tmp.sub("c.tsr");
+  auto w = PackEnv::create(nullptr, file, pack_test::fake_wrapper(), true);
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 0;
+    try {
+      auto r = PackEnv::open(nullptr, file, false);
+      try {
+        PackEnv::open(nullptr, file, true);
+        code = 3;  // a second writer got in
+      } catch (const Error& e) {
+        if (e.code() != Errc::kBusy) code = 4;
+      }
+      char c;
+      if (::read(go[0], &c, 1) != 1) ::_exit(5);
+      std::vector<std::string> names;
+      if (r->list_dir((file + "/d").c_str(), &names) != 0 || names != std::vector<std::string>{"f"}) ::_exit(6);
+      int fd = r->open((file + "/d/f").c_str(), O_RDONLY, 0);
+      char buf[8] = {};
+      if (fd < 0 || r->pread(fd, buf, sizeof buf, 0) != 5 || std::string(buf) != "fresh") ::_exit(7);
+    } catch (...) {
+      ::_exit(2);
+    }
+    ::_exit(code);
+  }
+  ASSERT_EQ(w->mkdir((file + "/d").c_str(), 0755), 0);
+  int fd = w->open((file + "/d/.f.tmp").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_EQ(w->pwrite(fd, "fresh", 5, 0), 5);
+  ASSERT_EQ(w->rename((file + "/d/.f.tmp").c_str(), (file + "/d/f").c_str()), 0);
+  w->close(fd);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the reader process's check " << WEXITSTATUS(status) << " failed";
 }
 
 // POSIX keeps an unlinked file readable through descriptors opened before; the writer
