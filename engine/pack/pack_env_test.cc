@@ -240,6 +240,28 @@ TEST(PackEnv, OneWriterAtATime) {
   EXPECT_NO_THROW(PackEnv::open(nullptr, file, true));
 }
 
+// HDF5's own locking is flock: tessera's openers hold it shared, so a native writer and
+// tessera never have the file open at once (a native reader may).
+TEST(PackEnv, NativeWritersAreLockedOut) {
+  testutil::TempDir tmp("tessera_pack");
+  const std::string file = tmp.sub("c.tsr");
+  PackEnv::create(nullptr, file, pack_test::fake_wrapper(), true).reset();
+  int native = ::open(file.c_str(), O_RDWR);
+  ASSERT_EQ(::flock(native, LOCK_EX | LOCK_NB), 0);
+  try {
+    PackEnv::open(nullptr, file, false);
+    FAIL() << "opened while a native program writes the file";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::kBusy);
+    EXPECT_NE(std::string(e.what()).find("native HDF5 program"), std::string::npos) << e.what();
+  }
+  ::flock(native, LOCK_UN);
+  auto r = PackEnv::open(nullptr, file, false);
+  EXPECT_NE(::flock(native, LOCK_EX | LOCK_NB), 0) << "a native writer got in beside tessera";
+  EXPECT_EQ(::flock(native, LOCK_SH | LOCK_NB), 0) << "a native reader may read the wrapper";
+  ::close(native);
+}
+
 TEST(PackEnv, ReaderFollowsTheWriter) {
   testutil::TempDir tmp("tessera_pack");
   const std::string file = tmp.sub("c.tsr");

@@ -1,6 +1,7 @@
 #include "engine/pack/pack_store.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +68,7 @@ std::unique_ptr<PackStore> PackStore::create(Env& base, const std::string& file,
   s->writable_ = true;
   if (ofd_lock(s->fd_, F_WRLCK, kWriterByte) != 0)
     throw_error(Errc::kBusy, "container '" + file + "' is open for writing by another process");
+  s->lock_out_native_writers();
   struct stat st;
   if (base.fstat(s->fd_, &st) != 0) throw_errno("cannot stat", file, errno);
   if (!S_ISREG(st.st_mode)) throw_error(Errc::kInvalidArgument, "'" + file + "' is not a regular file");
@@ -124,6 +126,7 @@ std::unique_ptr<PackStore> PackStore::open(Env& base, const std::string& file, b
     if (writable) throw_error(Errc::kBusy, "container '" + file + "' is open for writing by another process");
     throw_errno("cannot lock", file, errno);
   }
+  s->lock_out_native_writers();
   struct stat st;
   if (base.fstat(s->fd_, &st) != 0) throw_errno("cannot stat", file, errno);
   s->dev_ = static_cast<dev_t>(checksum64(&st.st_ino, sizeof st.st_ino) ^ st.st_dev) | (dev_t(1) << 63);
@@ -304,6 +307,19 @@ int PackStore::read_at(void* p, size_t n, uint64_t off) {
     c += r, n -= static_cast<size_t>(r), off += static_cast<uint64_t>(r);
   }
   return 0;
+}
+
+void PackStore::lock_out_native_writers() {
+  // HDF5's own file locking takes flock: LOCK_EX to write, LOCK_SH to read.  Every
+  // tessera opener holds LOCK_SH, so a native program can read the wrapper beside it but
+  // never write the file while tessera has it open (flock and OFD locks do not interact).
+  while (base_.flock(fd_, LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK)
+      throw_error(Errc::kBusy, "container '" + file_ + "' is open for writing by a native HDF5 program");
+    if (errno == ENOSYS || errno == ENOLCK) return;  // a file system without flock, as HDF5 allows
+    throw_errno("cannot lock", file_, errno);
+  }
 }
 
 bool PackStore::readers_present() const {

@@ -82,6 +82,7 @@ class PackStore {
   // live bytes (pack_compact.cc).  0 or an errno (the pack is unchanged then).
   int compact();
   bool readers_present() const;
+  void lock_out_native_writers();  // throws kBusy while a native HDF5 program writes the file
   int fail(int err);  // poisons the pack: a write or sync failed mid-way
   // Follows the journal from the cursor (replay and refresh).  Throws kCorrupt.
   void follow(bool at_open);
