@@ -400,6 +400,54 @@ TEST(PackEnv, CleanCloseCutsTheFile) {
   for (auto& kv : snap) EXPECT_EQ(kv.second, "F" + chunk) << kv.first;
 }
 
+// A native HDF5 program that opens the file read-write allocates at the superblock's EOA
+// and moves the EOA past what it wrote: tessera must leave those bytes alone (foreign)
+// and go on allocating past them.
+TEST(PackEnv, BytesANativeProgramAppendedAreKept) {
+  testutil::TempDir tmp("tessera_pack");
+  const std::string file = tmp.sub("c.h5");
+  auto w = PackEnv::create(nullptr, file, pack_test::fake_wrapper(), true);
+  const std::string before(300000, 'b');
+  int fd = w->open((file + "/before").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_EQ(w->pwrite(fd, before.data(), before.size(), 0), static_cast<ssize_t>(before.size()));
+  w->close(fd);
+  w.reset();
+  // The native program: 100000 bytes at the EOA, the EOA moved past them.
+  uint64_t eoa = 0;
+  int raw = ::open(file.c_str(), O_RDWR);
+  ASSERT_EQ(::pread(raw, &eoa, 8, 40), 8);
+  const std::string native(100000, 'n');
+  ASSERT_EQ(::pwrite(raw, native.data(), native.size(), static_cast<off_t>(eoa)), static_cast<ssize_t>(native.size()));
+  const uint64_t native_eoa = eoa + native.size();
+  ASSERT_EQ(::pwrite(raw, &native_eoa, 8, 40), 8);
+  ::close(raw);
+
+  w = PackEnv::open(nullptr, file, true);
+  const std::string after(2 << 20, 'a');
+  fd = w->open((file + "/after").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_EQ(w->pwrite(fd, after.data(), after.size(), 0), static_cast<ssize_t>(after.size()));
+  ASSERT_EQ(w->fdatasync(fd), 0);
+  w->close(fd);
+  ASSERT_EQ(w->unlink((file + "/before").c_str()), 0);  // space before the native bytes frees up
+  w.reset();
+
+  raw = ::open(file.c_str(), O_RDONLY);
+  std::string back(native.size(), '\0');
+  ASSERT_EQ(::pread(raw, &back[0], back.size(), static_cast<off_t>(eoa)), static_cast<ssize_t>(back.size()));
+  uint64_t final_eoa = 0;
+  ASSERT_EQ(::pread(raw, &final_eoa, 8, 40), 8);
+  struct stat st;
+  ASSERT_EQ(::fstat(raw, &st), 0);
+  ::close(raw);
+  EXPECT_TRUE(back == native) << "tessera wrote over the native program's bytes";
+  EXPECT_GE(final_eoa, native_eoa);
+  EXPECT_EQ(final_eoa, static_cast<uint64_t>(st.st_size)) << "the file is never shorter than the EOA";
+  auto r = PackEnv::open(nullptr, file, false);
+  const auto snap = snapshot(*r, file);
+  ASSERT_EQ(snap.size(), 1u);
+  EXPECT_EQ(snap.at("after"), "F" + after);
+}
+
 TEST(PackEnv, NotAPackIsACleanError) {
   testutil::TempDir tmp("tessera_pack");
   const std::string file = tmp.sub("plain");

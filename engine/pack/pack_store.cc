@@ -245,7 +245,8 @@ void PackStore::start_session() {
   if (native_grew) owned.push_back({tree_.eoa, sb_eoa - tree_.eoa});
   // Free space may still be named in an older reader's view: reusable once none is open.
   retired_ = SpaceMap::complement(anchor_ + kAnchorBytes, region_end_, owned);
-  if (native_grew) region_end_ = std::max(region_end_, sb_eoa);
+  // A native program's EOA need not fall on a block: tessera goes on from the next one.
+  if (native_grew) region_end_ = std::max(region_end_, round_up(sb_eoa));
   tree_.next_ino = std::max(tree_.next_ino, now_ns());
   auto check = [&](int rc) {
     if (rc) throw_errno("cannot write", file_, rc);
@@ -261,7 +262,7 @@ void PackStore::start_session() {
   }
   if (wrapped_ && sb_eoa < region_end_) {
     tree_.eoa = sb_eoa;
-    check(grow_region(region_end_ + 1));  // the EOA again covers everything tessera owns
+    check(cover_with_eoa(region_end_));  // the EOA again covers everything tessera owns
   }
   // Preallocation a crash left past a file's size: the next writer may reuse it.
   for (const auto& t : tree_.excess()) {
@@ -334,6 +335,12 @@ bool PackStore::readers_present() const {
 
 int PackStore::grow_region(uint64_t end) {
   if (end <= region_end_) return 0;
+  if (int rc = cover_with_eoa(end)) return rc;
+  region_end_ = end;
+  return 0;
+}
+
+int PackStore::cover_with_eoa(uint64_t end) {
   if (wrapped_ && end > tree_.eoa) {
     // The EOA first, the bytes after: a native program must never cut what tessera wrote.
     uint64_t eoa = std::max(end, tree_.eoa + tree_.eoa / 8);
@@ -352,7 +359,6 @@ int PackStore::grow_region(uint64_t end) {
     }
     tree_.eoa = eoa;
   }
-  region_end_ = end;
   return 0;
 }
 

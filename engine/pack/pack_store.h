@@ -75,6 +75,7 @@ class PackStore {
   int append(Record& r, bool reserved);
   int new_block(uint64_t len);
   int grow_region(uint64_t end);
+  int cover_with_eoa(uint64_t end);  // the superblock's EOA (and the file) reach `end`
   int checkpoint();
   int close_clean();
   // At a clean close with no reader: moves the highest extents down into free space
