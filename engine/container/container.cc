@@ -1,5 +1,7 @@
 #include "engine/container/container.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +69,14 @@ bool Container::is_container(const std::string& path, Env& env) {
 // Anything else is not ours to delete.
 bool Container::is_unfinished(Env& env, const std::string& path) {
   try {
+    if (is_regular_file(env, path)) {
+      // A one-file container's creation cut short: an empty file (the pack never synced),
+      // or a pack holding only what is_unfinished accepts of a directory.
+      struct stat st;
+      if (env.stat(path.c_str(), &st, true) == 0 && st.st_size == 0) return true;
+      auto pack = PackEnv::open(std::shared_ptr<Env>(std::shared_ptr<Env>(), &env), path, false);
+      return is_unfinished(*pack, path);
+    }
     std::vector<std::string> names = list_dir(env, path);
     if (names.empty()) return false;
     for (const std::string& n : names)
