@@ -249,7 +249,37 @@ ssize_t PackEnv::preadv(int fd, const struct iovec* iov, int cnt, off_t off) {
 
 int64_t PackEnv::cached_pages(int fd, uint64_t off, uint64_t n) {
   if (!is_virtual(fd)) return base_.cached_pages(fd, off, n);
-  return Env::cached_pages(fd, off, n);
+  // Extents are page-aligned in the file and in the pack, so the file's pages are the
+  // pack's pages one for one; a hole needs no read (counted as cached).
+  std::vector<Range> pieces;
+  uint64_t hole_pages = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    Vfd* f = vfd(fd);
+    if (!f) return -1;
+    Inode* node = store_->tree().inode(f->ino);
+    if (!node) return -1;
+    for (uint64_t at = off; at < off + n;) {
+      auto it = node->extents.upper_bound(at);
+      if (it != node->extents.begin() && std::prev(it)->first + std::prev(it)->second.len > at) {
+        auto e = std::prev(it);
+        const uint64_t len = std::min(off + n, e->first + e->second.len) - at;
+        pieces.push_back({e->second.off + (at - e->first), len});
+        at += len;
+      } else {
+        const uint64_t to = std::min(off + n, it == node->extents.end() ? off + n : it->first);
+        hole_pages += (to - 1) / kBlock - at / kBlock + 1;
+        at = to;
+      }
+    }
+  }
+  int64_t total = static_cast<int64_t>(hole_pages);
+  for (const Range& p : pieces) {
+    const int64_t k = base_.cached_pages(store_->descriptor(), p.off, p.len);
+    if (k < 0) return -1;
+    total += k;
+  }
+  return total;
 }
 
 ssize_t PackEnv::pwrite(int fd, const void* buf, size_t n, off_t off) {
@@ -352,6 +382,7 @@ ssize_t PackEnv::write_locked(Vfd& f, const struct iovec* iov, int cnt, uint64_t
       auto e = std::prev(n->extents.upper_bound(at));
       const uint64_t len = std::min<uint64_t>(iov[i].iov_len - done, e->first + e->second.len - at);
       if (int rc = store_->write_at(src + done, len, e->second.off + (at - e->first))) return fail(rc);
+      store_->wrote_data(e->second.off + (at - e->first), len);
       done += len;
       at += len;
     }

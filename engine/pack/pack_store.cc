@@ -293,6 +293,17 @@ int PackStore::write_at(const void* p, size_t n, uint64_t off) {
   return 0;
 }
 
+void PackStore::wrote_data(uint64_t off, uint64_t n) {
+  wb_lo_ = std::min(wb_lo_, off);
+  wb_hi_ = std::max(wb_hi_, off + n);
+  if (wb_hi_ - wb_lo_ < (8u << 20)) return;
+  // A hint on the pack's own descriptor (no byte changes: the Envs beneath need not see it).
+  (void)::sync_file_range(fd_, static_cast<off64_t>(wb_lo_), static_cast<off64_t>(wb_hi_ - wb_lo_),
+                          SYNC_FILE_RANGE_WRITE);
+  wb_lo_ = UINT64_MAX;
+  wb_hi_ = 0;
+}
+
 int PackStore::read_at(void* p, size_t n, uint64_t off) {
   auto* c = static_cast<uint8_t*>(p);
   while (n > 0) {

@@ -56,6 +56,12 @@ class PackStore {
   void release(const std::vector<Range>& ranges, bool spare);
   // pwrite/pread of the pack, whole (0 or an errno); a read past the file's end gives zeros.
   int write_at(const void* p, size_t n, uint64_t off);
+  // Bulk data just written at [off, off + n): every 8 MiB of it the kernel is asked to
+  // start writing it back (sync_file_range, a hint), so the disk works while the writer
+  // goes on and a flush's fdatasync waits for the last bytes only — what a fragment
+  // writer does for its own file (fragment_writer.cc), whose descriptor a pack's virtual
+  // file cannot lend.
+  void wrote_data(uint64_t off, uint64_t n);
   int read_at(void* p, size_t n, uint64_t off);
   // One fdatasync of the pack, when anything was written since the last; may checkpoint.
   // 0 or an errno; after a failed sync every later write and sync fails with EIO.
@@ -110,6 +116,7 @@ class PackStore {
   SpaceMap free_;            // reusable now
   std::vector<Range> pending_, retired_;  // freed, not yet durable / durable, readers may see
   bool dirty_ = false;
+  uint64_t wb_lo_ = UINT64_MAX, wb_hi_ = 0;  // data written since the last writeback hint
   bool session_ = false;  // a writer that finished opening: only it may close cleanly
   int poisoned_ = 0;
 };
