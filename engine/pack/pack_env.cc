@@ -412,7 +412,11 @@ int PackEnv::fsync(int fd) {
 
 int PackEnv::syncfs(int fd) {
   if (!is_virtual(fd)) return base_.syncfs(fd);
-  return fdatasync(fd);
+  // The pack, then the file system it is on: a caller's syncfs also stands for the
+  // names outside the container it did not fsync, the pack file's own name among them
+  // (a new container's first commit takes this route).
+  if (fdatasync(fd) != 0) return -1;
+  return base_.syncfs(store_->descriptor());
 }
 
 int PackEnv::ftruncate(int fd, off_t size) {

@@ -536,8 +536,12 @@ int PackStore::refresh() {
   try {
     follow(false);
     return 0;
+  } catch (const Error& e) {
+    // A read that failed changed nothing (the cursor stays): the next refresh tries
+    // again.  A record that cannot apply is corruption: this reader is done.
+    if (e.code() == Errc::kCorrupt) poisoned_ = EIO;
+    return EIO;
   } catch (...) {
-    poisoned_ = EIO;
     return EIO;
   }
 }
