@@ -133,7 +133,7 @@ TEST(OneFileContainer, ReplacesADirectoryContainerAndOpensEither) {
   testutil::TempDir tmp("tessera_onefile");
   const std::string path = tmp.sub("c.h5");
   std::unique_ptr<Container> c;
-  ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+  ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c, nullptr, Container::Form{}).ok());
   EXPECT_FALSE(c->one_file());
   c.reset();
   ASSERT_TRUE(Container::open(path, true, &c).ok()) << "directory containers keep opening";
