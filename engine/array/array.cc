@@ -108,7 +108,7 @@ void Array::open_impl(bool writable, const Schema* known) {
     // (PublishVisibility.AReaderOpeningDuringAnEpochsRenamesTakesItsExtent).
     if (!writable_) take_stored_schema();
   }
-  load_fragments();
+  frags_.load();
   if (apply_extent_commits() && writable_ && !opts_.shadow) store_->store_schema(schema_, extent_id_, true);  // repair
   if (share_logging()) share_.pick_up_shared(false);  // what other ranks' share logs hold
 }
@@ -117,7 +117,7 @@ bool Array::apply_extent_commits() {
   // A crash between publishing an extent change's fill fragment and rewriting the schema
   // leaves the fragment newer than the schema's record: the fragment is the commit.
   const Fragment* newest = nullptr;
-  for (auto& f : frags_)
+  for (auto& f : frags_.live())
     if (f->meta().sets_extent && extent_id_ < f->meta().id) newest = f.get();
   if (!newest) return false;
   schema_.extent = newest->meta().extent;
@@ -197,7 +197,7 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
     }
     finish_parked_for(sel.empty() ? Box() : sel.bbox());
     write_.buffer_->normalize();
-    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+    ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
   });
 }
@@ -210,7 +210,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
     if (compact_) return compact_->read_points(coords, n, static_cast<uint8_t*>(dst));
     finish_parked_for(points_bounds(coords, n));
     write_.buffer_->normalize();
-    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+    ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
   });
 }
@@ -291,7 +291,7 @@ Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std
     std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
     finish_parked();
     write_.buffer_->normalize();
-    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+    ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
     resolve_descriptors(desc, lengths, data);
   });
@@ -306,7 +306,7 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
     std::vector<uint8_t> desc(n * kVarDescriptorSize);
     finish_parked();
     write_.buffer_->normalize();
-    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+    ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, desc.data());
     resolve_descriptors(desc, lengths, data);
   });
@@ -346,7 +346,7 @@ Status Array::set_extent(const Coords& extent) {
       std::vector<std::pair<Coords, Box>> pieces;
       for (const Box& c : cut) {
         std::set<Coords> tiles;
-        for (auto& f : frags_) {
+        for (auto& f : frags_.live()) {
           const FragmentMeta& m = f->meta();
           if (!m.has_domain || !m.domain.intersects(c)) continue;
           for (const DenseEntry& e : m.dense)

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/array/array_fragments.h"
 #include "engine/array/array_info.h"
 #include "engine/array/array_options.h"
 #include "engine/array/array_store.h"
@@ -36,7 +37,6 @@
 #include "engine/array/write_path.h"
 #include "engine/util/error.h"
 #include "engine/fragment/fragment.h"
-#include "engine/fragment/fragment_set.h"
 #include "engine/fragment/fragment_writer.h"
 #include "engine/index/index_builder.h"
 #include "engine/index/query_term.h"
@@ -50,14 +50,14 @@ namespace tessera {
 class Array final : public BufferOwner {
  public:
   // An open or refresh lists the array's files again while a writer's commits overtake
-  // each listing (Array::load_fragments); after this many in a row it gives up (kBusy).
+  // each listing (ArrayFragments::load); after this many in a row it gives up (kBusy).
   static constexpr int kMaxOvertaken = 64;
   // durable = false: nothing is synced (the caller syncs the file system before it
   // records the array anywhere, e.g. at its flush).
   // env: where the files go (the Context's of the arrays that will open it).
   static Status create(const std::string& dir, const Schema& schema, bool durable = true, Env& env = Env::posix());
   // records: an array of a container that keeps its schema in its directory (a parallel
-  // file's array, an older container's) still has its fragment files recorded in the
+  // file's array) still has its fragment files recorded in the
   // container's catalog under records_prefix ("arr/<hex16 id>/", file_records.h).
   static Status open(const std::string& dir, bool writable, const ArrayOptions& opts,
                      std::unique_ptr<Array>* out, std::shared_ptr<Catalog> records = nullptr,
@@ -266,9 +266,10 @@ class Array final : public BufferOwner {
   size_t buffered_cells() const;
 
  private:
-  // The components (publisher.h, share_session.h, write_path.h, consolidation.h) are
-  // parts of this class: they run under mu_, held by the public method that calls them,
-  // and use the array's other members.
+  // The components (array_fragments.h, publisher.h, share_session.h, write_path.h,
+  // consolidation.h) are parts of this class: they run under mu_, held by the public
+  // method that calls them, and use the array's other members.
+  friend class ArrayFragments;
   friend class Publisher;
   friend class ShareSession;
   friend class WritePath;
@@ -281,20 +282,8 @@ class Array final : public BufferOwner {
 
   Array() = default;
 
-  // --- Opening and the fragment set (array.cc, array_listing.cc).
+  // --- Opening (array.cc); the fragment set and its listing are frags_ (array_fragments.h).
   void open_impl(bool writable, const Schema* known = nullptr);
-  void load_fragments();
-  // The catalog's file records name every committed fragment file of this array
-  // (ArrayStore::files_complete; never for a parallel file's collective arrays).
-  bool complete_records() const { return !opts_.collective && store_->files_complete(); }
-  // Every fragment present (published files, inline records, this writer's unpublished
-  // and journal-recovered ones), replaced or not; true when the listing was consistent
-  // (no listed file vanished, every recorded file found or replaced).  unrecorded: set
-  // when the problem is a file neither recorded nor logged (the listing may be newer than
-  // the catalog: load_fragments checks it against the reloaded one).
-  bool list_present(std::vector<std::shared_ptr<Fragment>>* all, std::string* problem,
-                    std::optional<FragmentId>* unrecorded = nullptr);
-  void add_fragment(std::shared_ptr<Fragment> f, const std::vector<FragmentId>& replaced);
   bool apply_extent_commits();
   FragmentId next_id();
   void check_selection(const Selection& sel) const;
@@ -391,13 +380,14 @@ class Array final : public BufferOwner {
   WritePath write_{*this};
   std::unique_ptr<HeapReader> heaps_;
   std::string heap_dir_;
-  FragmentSet frags_;  // oldest first (published or not)
+  // The fragments read, oldest first, and the replaced ones kept; their listing
+  // (array_fragments.h).
+  ArrayFragments frags_{*this};
   // Deferred fragments, parked writers, publish journals and logs (publisher.h).
   Publisher pub_{*this};
   // Which fragments merge, the merge and its publish (consolidation.h); no state of its own.
   Consolidation consolidation_{*this};
   FragmentId extent_id_;       // the extent change the schema file records
-  std::vector<FragmentInfo> replaced_;  // present but replaced (replaced_fragments())
   uint64_t last_ts_ = 0;
   uint32_t seq_ = 0;
 };

@@ -58,7 +58,7 @@ void Array::add_inline(std::vector<uint8_t> bytes, bool batch) {
   } else {
     pub_.unpublished_inline_.push_back(f);
   }
-  add_fragment(f, {});
+  frags_.add(f, {});
 }
 
 std::string Array::inline_to_file(const std::vector<uint8_t>& bytes, const std::string& final_path) {

@@ -101,7 +101,7 @@ void Array::read_tile_locked(const uint64_t* tile, uint8_t* dst) {
   for (int d = 0; d < r; ++d) off += (in.lo[d] - full.lo[d]) * st[d];
   finish_parked();
   write_.buffer_->normalize();
-  ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+  ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
   ReadPlanner(schema_, view).read(Selection::from_box(in), dst + off * es, st);
 }
 
@@ -218,7 +218,7 @@ void Array::encoded_locked(const uint64_t* tile, std::vector<uint8_t>* bytes, ui
   // (an array may hold fragments in several orders: docs/layouts.md).
   if (write_.buffer_->empty() && !write_.blobs_->intersects(full)) {
     // The newest fragment holding anything of the chunk decides.
-    for (auto it = frags_.rbegin(); it != frags_.rend(); ++it) {
+    for (auto it = frags_.live().rbegin(); it != frags_.live().rend(); ++it) {
       const FragmentMeta& m = (*it)->meta();
       if (!m.has_domain || !m.domain.intersects(full)) continue;
       bool sparse = false;

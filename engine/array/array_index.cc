@@ -53,7 +53,7 @@ Status Array::build_index(const IndexOptions& o, IndexBuild* b) {
       }
       schema = schema_;
       size_t i = 0;
-      for (const auto& f : frags_) {
+      for (const auto& f : frags_.live()) {
         if (f->is_inline()) continue;
         if (b->published_only && std::any_of(pub_.unpublished_.begin(), pub_.unpublished_.end(),
                                              [&](const auto& u) { return u.first == f; }))
@@ -167,7 +167,7 @@ Status Array::index_info(IndexInfo* out) {
     *out = IndexInfo();
     if (compact_) return;
     const std::string idir = index_dir(dir_);
-    for (const auto& f : frags_) {
+    for (const auto& f : frags_.live()) {
       if (f->is_inline()) {
         ++out->inline_fragments;
         continue;
@@ -205,7 +205,7 @@ Status Array::evaluate(const TermQuery& q, TermAnswer* out) {
     finish_parked();
     if (!write_.blobs_->empty()) write_.spill();  // ownership reads fragments and cells, not blobs
     write_.buffer_->normalize();
-    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+    ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     evaluate_term(schema_, view, dir_, what, q, out);
   });
 }

@@ -48,7 +48,7 @@ struct FragmentInfo {
   bool sets_extent = false;
   std::vector<FragmentId> replaces;  // the fragments a consolidation merged into this one
   StorageOrder order;  // its tiles' and cells' order (Fragment::order): the schema's unless converted since
-  static FragmentInfo of(const Fragment& f, const Schema& s);
+  static FragmentInfo of(const Fragment& f);
 };
 
 // What Array::vacuum removed.

@@ -126,7 +126,7 @@ Status Array::refresh() {
     reread_journals();
     if (!pub_.schema_dirty_) take_stored_schema();
     if (share_logging()) share_.pick_up_shared(/*list=*/true);  // the logs' retirements first
-    else load_fragments();
+    else frags_.load();
     apply_extent_commits();
   });
 }
@@ -161,7 +161,7 @@ Status Array::refresh_fragments() {
     // A catalog-bound array (created by a serial writer) gets a fragment directory when
     // a rank first writes a file into it.
     store_->refresh(/*records=*/false);
-    load_fragments();
+    frags_.load();
   });
 }
 

@@ -41,7 +41,7 @@ void Array::defined_locked(const std::vector<Box>& region, std::vector<Box>* out
   finish_parked();
   if (!write_.blobs_->empty()) write_.spill();  // DefinedPlanner reads fragments and cells, not blobs
   write_.buffer_->normalize();
-  ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+  ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
   DefinedPlanner(schema_, view).defined(region, out);
 }
 
@@ -58,7 +58,7 @@ Status Array::defined_points(const uint64_t* coords, size_t n, std::vector<uint8
     finish_parked();
     if (!write_.blobs_->empty()) write_.spill();
     write_.buffer_->normalize();
-    ReadView view{frags_.snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
+    ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     DefinedPlanner(schema_, view).defined_points(coords, n, out->data());
   });
 }

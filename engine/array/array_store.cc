@@ -27,7 +27,7 @@ uint64_t epoch_of(const Catalog& c) {
 class DirStore final : public ArrayStore {
  public:
   // records: the container's catalog, which holds the array's file records (an array of
-  // a parallel file, or of an older container); null for a standalone array.
+  // a parallel file); null for a standalone array.
   DirStore(Env& env, std::string dir, std::shared_ptr<Catalog> records, std::string prefix)
       : env_(env), dir_(std::move(dir)), records_(std::move(records)), prefix_(std::move(prefix)) {}
 

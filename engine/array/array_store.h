@@ -93,7 +93,8 @@ class ArrayStore {
   virtual void record_files(const std::vector<std::pair<FragmentId, uint64_t>>& add,
                             const std::vector<FragmentId>& drop, CatalogBatch* into, bool sync) = 0;
   // Whether the records name every committed fragment file ("<prefix>files", put when the
-  // array is created, or by the first writer that recorded an older array's files): then
+  // array is created, or by the serial writer that recorded every file of an array a
+  // parallel job wrote): then
   // a file without a record was never committed — a flush a crash cut short before its
   // catalog batch, or a file that does not belong here — and readers ignore it.  Arrays
   // a parallel file's ranks publish into are not complete: the epoch commit records the
@@ -108,7 +109,8 @@ class ArrayStore {
   // Whether every committed fragment file is recorded or named in a publish log
   // ("<prefix>logged", publish_log.h): then a file that is neither was never published
   // here (copied in from elsewhere) and reading the array fails naming it.  Put when a
-  // parallel file's array is created, or by a writer that recorded every file present.
+  // parallel file's array is created, or by MPI rank 0 when it opens a catalog-bound array
+  // (having recorded every file present).
   virtual bool files_logged() const = 0;
   // Sets that mark into the caller's batch (nothing without records, or if set).
   virtual void mark_files_logged(CatalogBatch& into) = 0;

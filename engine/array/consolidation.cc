@@ -19,7 +19,7 @@ namespace tessera {
 void Consolidation::consolidate(size_t first, size_t last) {
   a_.require_writable();
   a_.flush_impl();
-  if (first > last || last >= a_.frags_.size())
+  if (first > last || last >= a_.frags_.live().size())
     throw_error(Errc::kInvalidArgument, "consolidate: fragment range out of bounds");
   if (first == last) return;
   consolidate_range(first, last);
@@ -28,7 +28,7 @@ void Consolidation::consolidate(size_t first, size_t last) {
 void Consolidation::consolidate_all() {
   a_.require_writable();
   a_.flush_impl();
-  if (a_.frags_.size() > 1) consolidate_range(0, a_.frags_.size() - 1);
+  if (a_.frags_.live().size() > 1) consolidate_range(0, a_.frags_.live().size() - 1);
 }
 
 void Consolidation::consolidate_auto(size_t min_run, double ratio) {
@@ -38,11 +38,11 @@ void Consolidation::consolidate_auto(size_t min_run, double ratio) {
   for (;;) {
     // Find the longest run of adjacent fragments of similar size.
     size_t best_first = 0, best_len = 0;
-    for (size_t i = 0; i < a_.frags_.size();) {
-      uint64_t lo = a_.frags_[i]->file_size(), hi = lo;
+    for (size_t i = 0; i < a_.frags_.live().size();) {
+      uint64_t lo = a_.frags_.live()[i]->file_size(), hi = lo;
       size_t j = i + 1;
-      for (; j < a_.frags_.size(); ++j) {
-        uint64_t s = a_.frags_[j]->file_size();
+      for (; j < a_.frags_.live().size(); ++j) {
+        uint64_t s = a_.frags_.live()[j]->file_size();
         uint64_t nlo = std::min(lo, s), nhi = std::max(hi, s);
         if (static_cast<double>(nhi) > ratio * static_cast<double>(nlo)) break;
         lo = nlo;
@@ -69,19 +69,19 @@ void Consolidation::consolidate_layout(Order tile, Order cell, size_t first, siz
   probe.set_layout(tile, cell);
   probe.validate();
   const StorageOrder to = probe.order();
-  if (!a_.frags_.empty()) {
-    last = std::min(last, a_.frags_.size() - 1);
+  if (!a_.frags_.live().empty()) {
+    last = std::min(last, a_.frags_.live().size() - 1);
     if (first > last) throw_error(Errc::kInvalidArgument, "consolidate_layout: fragment range out of bounds");
   }
   bool done = to == a_.schema_.order();
-  for (size_t i = first; i <= last && i < a_.frags_.size(); ++i) done = done && a_.frags_[i]->order(a_.schema_) == to;
+  for (size_t i = first; i <= last && i < a_.frags_.live().size(); ++i)
+    done = done && a_.frags_.live()[i]->order() == to;
   if (done) {  // nothing to convert: an ordinary consolidation
-    if (first < last && last < a_.frags_.size()) consolidate_range(first, last);
+    if (first < last && last < a_.frags_.live().size()) consolidate_range(first, last);
     return;
   }
-  Schema target = a_.schema_;
-  target.convert_order(to);
-  if (!a_.frags_.empty()) {
+  const Schema& target = probe;  // the array's schema in the new order
+  if (!a_.frags_.live().empty()) {
     consolidate_range(first, last, 0, 1, &target);
     return;
   }
@@ -100,11 +100,11 @@ void Consolidation::consolidate_part(uint32_t part, uint32_t parts) {
   a_.write_.spill();
   if (!a_.pub_.unpublished_.empty())
     throw_error(Errc::kInvalidArgument, "consolidate_part: publish pending writes first (an epoch commit)");
-  if (a_.frags_.size() > 1) consolidate_range(0, a_.frags_.size() - 1, part, parts);
+  if (a_.frags_.live().size() > 1) consolidate_range(0, a_.frags_.live().size() - 1, part, parts);
 }
 
 void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, uint32_t parts, const Schema* target) {
-  std::vector<std::shared_ptr<Fragment>> in(a_.frags_.begin() + first, a_.frags_.begin() + last + 1);
+  std::vector<std::shared_ptr<Fragment>> in(a_.frags_.live().begin() + first, a_.frags_.live().begin() + last + 1);
   const Schema& out = target ? *target : a_.schema_;
   // Erased cells are dropped when nothing older than the inputs remains to be hidden.
   Consolidator merge(out, in, /*keep_erased=*/first > 0);
@@ -170,14 +170,14 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
   a_.store_->commit(std::move(b), /*sync=*/true);
   if (target) a_.adopt_schema(*target);
   a_.pub_.trim_log();
-  a_.add_fragment(nf, replaced);
+  a_.frags_.add(nf, replaced);
   // The merged fragment gets its own index when its inputs had some (or index_on_write):
   // rebuilt from the merged values, whose range decides its bins.
   bool indexed = false;
   for (auto& f : in) indexed = indexed || (!f->is_inline() && path_exists(a_.env(), index_path(a_.dir_, f->meta().id)));
   a_.index_published({nf}, indexed);
   if (a_.opts_.keep_replaced) {  // their files and indexes go at vacuum()
-    for (auto& f : in) a_.replaced_.push_back(FragmentInfo::of(*f, a_.schema_));
+    for (auto& f : in) a_.frags_.keep_replaced(*f);
     return;
   }
   for (auto& f : in)
@@ -194,7 +194,7 @@ void Consolidation::vacuum(VacuumResult* out) {
   a_.finish_parked();
   std::vector<std::shared_ptr<Fragment>> all;
   std::string problem;
-  if (!a_.list_present(&all, &problem)) throw_error(Errc::kCorrupt, problem);
+  if (!a_.frags_.list_present(&all, &problem)) throw_error(Errc::kCorrupt, problem);
   std::set<FragmentId> replaced;
   for (auto& f : all)
     for (auto& r : f->meta().replaces) replaced.insert(r);
@@ -220,7 +220,7 @@ void Consolidation::vacuum(VacuumResult* out) {
   for (auto& p : paths) remove_file(a_.env(), p);
   for (FragmentId id : dropped_files) a_.remove_index_of(id);
   if (!paths.empty()) sync_dir(a_.env(), a_.frag_dir_);
-  a_.replaced_.clear();
+  a_.frags_.forget_replaced();
 }
 
 }  // namespace tessera

@@ -91,28 +91,12 @@ void Publisher::recover_one_journal(const std::string& path) {
                                     ": the flush it publishes may be half done, so the array's fragments are not a "
                                     "committed state (move the journal away to accept the fragments present)");
   }
-  // An array whose catalog records name every committed file commits a flush with the
-  // catalog batch that records its files: a journal left behind means that batch never
-  // became durable (the renames are undone: whatever was renamed has no record and is not
-  // read), or that it did and the journal is a leftover whose renames are all done.
-  // Either way nothing rolls forward, and the journal's schema is not taken.  (An epoch
-  // journal is committed by its epoch record: its rule stands.)
-  const bool serial_back = j.epoch == 0 && a_.complete_records();
-  const bool forward = j.forward(a_.opts_.committed_epoch) && !serial_back;
+  // (An array whose catalog records name every committed file writes no serial journal:
+  // its catalog batch commits a flush, and the listing drops what a crash renamed before it.)
+  const bool forward = j.forward(a_.opts_.committed_epoch);
   const std::vector<uint8_t>& schema_bytes = j.schema;
   std::vector<std::string> read_through;
   j.roll(a_.env(), a_.frag_dir_, forward, a_.writable_, &read_through);
-  if (serial_back && a_.writable_ && a_.opts_.sole_writer) {
-    // What the cut-short batch renamed has no record and is never read: removed.
-    const std::map<FragmentId, uint64_t> recorded = a_.store_->recorded_files();
-    for (auto& [from, to] : j.moves) {
-      const std::string name = to.substr(to.rfind('/') + 1);
-      FragmentId id;
-      if (parent_dir(to) == a_.frag_dir_ && name.size() == 47 && FragmentId::parse(name.substr(0, 43), &id) &&
-          !recorded.count(id) && path_exists(a_.env(), to))
-        remove_file(a_.env(), to);
-    }
-  }
   // Readers see the batch whole too.  A file the writer renamed since roll() looked is
   // no longer under its temporary name: the listing that follows finds it under its final one.
   for (auto& p : read_through) {

@@ -35,12 +35,12 @@ void Publisher::complete(std::unique_ptr<FragmentWriter> w, bool batch) {
     // reads only recorded files (a crash before this: the write never returned).
     a_.store_->record_files({{f->meta().id, f->file_size()}}, {}, nullptr, /*sync=*/true);
     trim_log();
-    a_.add_fragment(f, {});
+    a_.frags_.add(f, {});
     a_.index_published({f});
     return;
   }
   unpublished_.push_back({f, w->final_path()});
-  a_.add_fragment(f, {});
+  a_.frags_.add(f, {});
 }
 
 void Publisher::park(std::unique_ptr<FragmentWriter> w) {
@@ -98,7 +98,7 @@ void Publisher::report_lost() {
 bool Publisher::stage_writes_locked(uint64_t epoch) const {
   if (a_.store_->publishes_with_catalog() && unpublished_.empty()) return false;
   if (unpublished_.empty() && !schema_dirty_) return false;
-  return !(epoch == 0 && a_.store_->publishes_with_catalog() && a_.complete_records());
+  return !(epoch == 0 && a_.store_->publishes_with_catalog() && a_.frags_.complete_records());
 }
 
 void Publisher::stage_publish(bool synced, uint64_t epoch, bool fragments_synced) {
@@ -141,7 +141,7 @@ void Publisher::stage_publish(bool synced, uint64_t epoch, bool fragments_synced
   // Files whose records the catalog batch puts, in an array whose records name every
   // committed file: that batch commits them, so no journal (a crash before it leaves
   // renamed files without records, which are never read; array_store.h).
-  if (epoch == 0 && a_.store_->publishes_with_catalog() && a_.complete_records()) {
+  if (epoch == 0 && a_.store_->publishes_with_catalog() && a_.frags_.complete_records()) {
     journal_staged_ = true;
     single_ = true;
     return;
@@ -178,7 +178,7 @@ void Publisher::sync_unpublished() {
       std::shared_ptr<Fragment> f = unpublished_[i].first;
       unpublished_.erase(unpublished_.begin() + static_cast<ptrdiff_t>(i));
       FragmentList keep;
-      for (auto& x : a_.frags_)
+      for (auto& x : a_.frags_.live())
         if (x != f) keep.push_back(x);
       a_.frags_.assign(std::move(keep));
       (void)guard([&] { remove_file(a_.env(), f->path()); });
@@ -192,7 +192,7 @@ void Publisher::sync_unpublished() {
 // renamed into place atomically before its batch (logged first), as before.
 bool Publisher::commits_first_locked() const {
   return a_.writable_ && !a_.opts_.collective && a_.store_->has_records() && !a_.store_->publishes_with_catalog() &&
-         !a_.complete_records() && (unpublished_.size() > 1 || schema_dirty_);
+         !a_.frags_.complete_records() && (unpublished_.size() > 1 || schema_dirty_);
 }
 
 void Publisher::record_first(CatalogBatch& into) const {
@@ -260,7 +260,7 @@ void Publisher::finish_publish(bool synced, CatalogBatch* into) {
 void Publisher::log_publish(const std::vector<std::pair<FragmentId, uint64_t>>& files) {
   // An array whose records are complete commits its files with the catalog batch (an
   // unrecorded file is not read); a standalone array keeps no records.
-  if (files.empty() || a_.complete_records() || !a_.store_->has_records()) return;
+  if (files.empty() || a_.frags_.complete_records() || !a_.store_->has_records()) return;
   // After a failed append or trim the log's bytes on disk may differ from what this
   // process reads back (a failed fdatasync drops the pages it was to write, a failed
   // directory sync may undo a trim's rename): the next append rewrites it whole, synced

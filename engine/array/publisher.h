@@ -33,7 +33,8 @@ class Publisher {
   Publisher& operator=(const Publisher&) = delete;
 
  private:
-  friend class Array;  // the facade reads the pending state (listing, flush steps, MPI)
+  friend class Array;  // the facade reads the pending state (flush steps, MPI)
+  friend class ArrayFragments;  // a listing takes the unpublished and recovered fragments
   friend class WritePath;      // finished and open writers are completed or parked here
   friend class Consolidation;  // a merge is logged and published, or left unpublished (MPI parts)
   Array& a_;

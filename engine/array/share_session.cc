@@ -181,7 +181,7 @@ bool ShareSession::poll_share_logs(std::vector<std::shared_ptr<Fragment>>* fresh
             throw_error(Errc::kCorrupt, "share log '" + path + "', record at byte " + std::to_string(rec.offset) +
                                             ": '" + name + "' is not a shared fragment of rank " + std::to_string(k));
           const std::string fpath = join_path(a_.frag_dir_, name);
-          if (a_.frags_.find(fpath)) continue;
+          if (a_.frags_.live().find(fpath)) continue;
           std::shared_ptr<Fragment> f;
           try {
             f = Fragment::open(fpath, a_.ctx_);
@@ -214,20 +214,20 @@ void ShareSession::pick_up_shared(bool list) {
   if (poll_share_logs(&fresh, &retired)) list = true;
   if (list) {
     std::set<FragmentId> before;
-    for (auto& f : a_.frags_) before.insert(f->meta().id);
+    for (auto& f : a_.frags_.live()) before.insert(f->meta().id);
     // A catalog-bound array (created by a serial writer) gets a fragment directory when
     // a rank first writes a file into it.
     a_.store_->refresh(/*records=*/false);
-    a_.load_fragments();  // lists the records of peers_ too
+    a_.frags_.load();  // lists the records of peers_ too
     fresh.clear();
-    for (auto& f : a_.frags_)
+    for (auto& f : a_.frags_.live())
       if (f->meta().id.rank != a_.opts_.writer_rank && !before.count(f->meta().id)) fresh.push_back(f);
   } else if (!fresh.empty() || !retired.empty()) {
     FragmentList all;
-    all.reserve(a_.frags_.size() + fresh.size());
+    all.reserve(a_.frags_.live().size() + fresh.size());
     std::set<const Fragment*> gone;
     for (auto& f : retired) gone.insert(f.get());
-    for (auto& f : a_.frags_)
+    for (auto& f : a_.frags_.live())
       if (!gone.count(f.get())) all.push_back(f);
     all.insert(all.end(), fresh.begin(), fresh.end());
     for (auto& f : fresh) a_.last_ts_ = std::max(a_.last_ts_, f->meta().id.ts);

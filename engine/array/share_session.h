@@ -32,6 +32,7 @@ class ShareSession {
 
  private:
   friend class Array;      // the facade starts and ends runs around its writes and spills
+  friend class ArrayFragments;  // a listing takes the other ranks' shared fragments
   friend class Publisher;  // a publish announces its files to the other ranks
   friend class WritePath;  // a small box write joins the run; a spill ends it
   Array& a_;

@@ -28,7 +28,7 @@ class Consolidator {
  public:
   // keep_erased: some fragment older than the inputs remains (see above).  The result is
   // in the schema's order; each input is read in its own (Fragment::layout(schema)), so
-  // a schema whose order was converted (Schema::convert_order) converts the inputs.
+  // a schema in another order converts the inputs.
   Consolidator(const Schema& schema, std::vector<std::shared_ptr<Fragment>> in, bool keep_erased);
   // Tile keys point at layout_: not copyable.
   Consolidator(const Consolidator&) = delete;

@@ -7,7 +7,7 @@
 //   1. every array's pending writes become finished fragments under temporary names;
 //   2. each array's batch is staged: its fragments synced and, for an array whose
 //      catalog records do not name every file (array_store.h, files_complete: arrays of
-//      older containers, standalone arrays), a publish journal, synced;
+//      parallel files, standalone arrays), a publish journal, synced;
 //   3. the renames put the files in place (a journal's batch is finished from it after a
 //      crash);
 //   4. the catalog — which names the arrays and holds inline fragments, schemas and the
@@ -28,7 +28,7 @@
 // is every writer's data or none of it (docs/parallel.md).  The epoch record's batch also
 // records every file the epoch publishes, every member's (file_records.h): each member
 // builds the same batch from what all of them publish, and the root alone writes it.  The agreement between the
-// writers comes from a CommitGroup; the connector implements it over MPI.
+// writers comes from a CommitGroup; engine/mpi/ implements it over MPI.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -24,7 +24,10 @@ const char kHeaderFile[] = "tessera.container";
 const char kArraysDir[] = "arrays";
 const char kNextIdKey[] = "sys/next_array_id";
 const char kArrayKeys[] = "arr/";
-constexpr uint32_t kContainerVersion = 1;
+// Version 2: everything in the container is in the one format of docs/format.md ("Format
+// versions"); version 1 containers came from development builds and are refused here, at
+// open, whatever they hold.
+constexpr uint32_t kContainerVersion = 2;
 
 // header: "TSRACONT" u32 version u32 reserved u64 XXH3 of the preceding 16 bytes
 std::vector<uint8_t> header_bytes() {
@@ -36,7 +39,9 @@ std::vector<uint8_t> header_bytes() {
   return h;
 }
 
-void check_header(Env& env, const std::string& root) {
+// any_version: a container of a version this build does not read is still a tessera
+// container (H5Fcreate may truncate it; the VOL claims it, and its open says why not).
+void check_header(Env& env, const std::string& root, bool any_version = false) {
   std::string p = join_path(root, kHeaderFile);
   std::vector<uint8_t> h = read_file(env, p);
   if (h.size() != 24 || std::memcmp(h.data(), "TSRACONT", 8) != 0)
@@ -46,9 +51,8 @@ void check_header(Env& env, const std::string& root) {
   if (checksum64(h.data(), 16) != ck) throw_error(Errc::kCorrupt, "container header '" + p + "': checksum mismatch");
   uint32_t ver;
   std::memcpy(&ver, h.data() + 8, 4);
-  if (ver != kContainerVersion)
-    throw_error(Errc::kUnsupported, "container '" + root + "': format version " + std::to_string(ver) +
-                                        " is not supported (this build reads version 1)");
+  if (ver != kContainerVersion && !any_version)
+    throw_error(Errc::kUnsupported, unsupported_version("container '" + root + "'", ver, kContainerVersion));
 }
 
 }  // namespace
@@ -57,7 +61,7 @@ bool Container::is_container(const std::string& path, Env& env) {
   try {
     if (is_regular_file(env, path)) return PackEnv::is_pack(env, path);
     if (!is_directory(env, path)) return false;
-    check_header(env, path);
+    check_header(env, path, /*any_version=*/true);
     return true;
   } catch (...) {
     return false;
@@ -416,12 +420,12 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
   const std::string prefix = array_prefix(id);
   if (!known && !catalog_->contains(prefix + "schema")) {
     std::string dir = array_dir(id);
-    // An array of an older container keeps its schema in its directory.
+    // A parallel file's array keeps its schema in its directory.
     if (path_exists(env(), join_path(dir, "schema"))) {
       if (as_of_ts_)  // its schema file holds only the current extent
         return Status(Errc::kUnsupported, "array " + std::to_string(id) + " of '" + path_ +
-                                              "' keeps its schema in a file (a parallel file's array, or an older "
-                                              "container): it cannot be read as of a past commit");
+                                              "' keeps its schema in a file (a parallel file's array): it cannot be read "
+                                              "as of a past commit");
       return Array::open(dir, writable && writable_, o, out, catalog_, prefix);
     }
     return Status(Errc::kNotFound, "array " + std::to_string(id) + " has no schema record in the catalog '" +

@@ -3,7 +3,7 @@
 // An array's schema and its small fragments are catalog records (array.h, "catalog-bound");
 // its directory under `arrays/`, named by a numeric id — never by a user string, so no
 // object name can escape the container — exists only once the array needs a file.
-// Arrays of containers written before catalog records existed keep their directories.
+// A parallel file's arrays keep their schema in their directory (a schema file).
 // Byte layout: docs/format.md.
 #pragma once
 #include <cstdint>
@@ -54,7 +54,9 @@ class Container {
   // calls and does the disk work.  Rank 0 must have created or opened the container first.
   static Status open_shadow(const std::string& path, std::unique_ptr<Container>* out,
                             const std::shared_ptr<Context>& ctx = nullptr);
-  // True for a directory holding a valid container header; never throws.
+  // True for a directory holding a valid container header, of any format version (one
+  // this build does not read is refused by open, and may be truncated by create); never
+  // throws.
   static bool is_container(const std::string& path, Env& env = Env::posix());
   // True for what a power loss during a creation that committed nothing leaves behind
   // (no valid header, an empty catalog, only the container's own names): create may

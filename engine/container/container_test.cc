@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/container/container.h"
+#include "engine/util/checksum.h"
 #include "engine/util/file_io.h"
 
 using namespace tessera;
@@ -133,6 +135,42 @@ TEST(Container, NotAContainer) {
   EXPECT_FALSE(Container::open(file, false, &c).ok());
   EXPECT_FALSE(Container::remove(file).ok()) << "remove refuses what is not a container";
   EXPECT_TRUE(path_exists(Env::posix(), file) && !is_directory(Env::posix(), file)) << "and leaves it alone";
+}
+
+// docs/format.md "Format versions": the header says version 2; a container of version 1
+// (a development build's, whose other formats this build does not read) is refused on
+// open, naming it and both versions, and H5Fcreate's truncation may replace it.
+TEST(Container, DevelopmentVersionsAreRefusedAndMayBeRecreated) {
+  const std::string path = temp_dir() + "/c";
+  std::unique_ptr<Container> c;
+  ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c).ok());
+  c.reset();
+  const std::string header = path + "/tessera.container";
+  std::vector<uint8_t> h = read_file(Env::posix(), header);
+  ASSERT_EQ(h.size(), 24u);
+  uint32_t ver;
+  std::memcpy(&ver, h.data() + 8, 4);
+  EXPECT_EQ(ver, 2u);
+  ver = 1;
+  std::memcpy(h.data() + 8, &ver, 4);
+  const uint64_t ck = checksum64(h.data(), 16);
+  std::memcpy(h.data() + 16, &ck, 8);
+  write_file_atomic(Env::posix(), header, h.data(), h.size());
+  for (bool writable : {false, true}) {
+    Status st = Container::open(path, writable, &c);
+    ASSERT_FALSE(st.ok()) << "a version 1 container opened";
+    EXPECT_EQ(st.code(), Errc::kUnsupported) << st.message();
+    EXPECT_NE(st.message().find("container '" + path + "': format version 1 is not supported (this build reads "
+                                "version 2 only)"),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("development build of tessera"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("re-create it"), std::string::npos) << st.message();
+  }
+  EXPECT_TRUE(Container::is_container(path)) << "still a tessera container, only not one this build reads";
+  ASSERT_TRUE(Container::create(path, Container::CreateMode::kTruncate, &c).ok());
+  c.reset();
+  EXPECT_TRUE(Container::open(path, false, &c).ok()) << "the re-created container";
 }
 
 // What a power loss during a creation that committed nothing leaves (the header's bytes

@@ -176,34 +176,6 @@ TEST(Vacuum, ALostFragmentFileIsAnErrorNotFillValues) {
   EXPECT_NE(vr.problems[0].find(files[1]), std::string::npos) << vr.problems[0];
 }
 
-TEST(Vacuum, ContainersWithoutRecordsAreRecordedByTheNextWriter) {
-  Fixture fx;
-  fx.write_three(false);
-  // As a container written before the records existed: drop them.
-  {
-    std::unique_ptr<Container> c;
-    ASSERT_TRUE(Container::open(fx.path, true, &c).ok());
-    CatalogBatch b;
-    for (auto& [k, v] : c->catalog().scan(Container::array_prefix(fx.id) + "file/")) b.del(k);
-    ASSERT_FALSE(b.empty());
-    b.del(Container::array_prefix(fx.id) + "files");  // nor the mark that they are complete
-    c->catalog().commit(b);
-    VerifyReport vr = fx.verify();
-    EXPECT_TRUE(vr.ok()) << Fixture::all(vr);
-    EXPECT_EQ(vr.recorded_files, 0u);
-  }
-  {
-    std::unique_ptr<Container> c;
-    ASSERT_TRUE(Container::open(fx.path, true, &c).ok());
-    std::unique_ptr<Array> a;
-    ASSERT_TRUE(c->open_array(fx.id, true, Fixture::opts(false), &a).ok());
-    fx.expect(*a);
-  }
-  VerifyReport vr = fx.verify();
-  EXPECT_TRUE(vr.ok()) << Fixture::all(vr);
-  EXPECT_EQ(vr.recorded_files, 3u);
-}
-
 // A reader lists the fragment directory while a writer consolidates and vacuums: every
 // open must see either the inputs or the result — never neither (fill values).  The
 // writer rewrites values the model already holds, so every state reads as the model.

@@ -66,10 +66,8 @@ std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::un
   if (std::memcmp(header, kFragMagic, 8) != 0) corrupt(path, "not a tessera fragment (bad magic)");
   uint32_t ver;
   std::memcpy(&ver, header + 8, 4);
-  if (ver < kFragMinVersion || ver > kFragVersion)
-    throw_error(Errc::kUnsupported, "fragment '" + path + "': format version " + std::to_string(ver) +
-                                        " is not supported (this build reads versions " +
-                                        std::to_string(kFragMinVersion) + " to " + std::to_string(kFragVersion) + ")");
+  if (ver != kFragVersion)
+    throw_error(Errc::kUnsupported, unsupported_version("fragment '" + path + "'", ver, kFragVersion));
   f->src_->pread_exact(trailer, sizeof trailer, f->file_size_ - kFragTrailerSize);
   if (std::memcmp(trailer + 32, kFragEndMagic, 8) != 0) corrupt(path, "file truncated or trailer damaged");
   uint32_t tver;
@@ -84,7 +82,7 @@ std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::un
   std::vector<uint8_t> footer(fsz);
   f->src_->pread_exact(footer.data(), fsz, foff);
   if (checksum64(footer.data(), fsz) != fck) corrupt(path, "footer checksum mismatch");
-  f->meta_ = FragmentMeta::deserialize(footer.data(), fsz, "fragment '" + path + "'", ver);
+  f->meta_ = FragmentMeta::deserialize(footer.data(), fsz, "fragment '" + path + "'");
   auto check = [&](const BlobRef& b) {
     if (b.offset < kFragHeaderSize || b.stored_size > foff || b.offset > foff - b.stored_size)
       corrupt(path, "tile lies outside the data area");
@@ -295,7 +293,7 @@ std::shared_ptr<const std::vector<uint8_t>> Fragment::dense_tile(size_t i) const
 }
 
 const Layout& Fragment::layout(const Schema& s) const {
-  std::call_once(layout_once_, [&] { layout_ = std::make_unique<Layout>(s, order(s)); });
+  std::call_once(layout_once_, [&] { layout_ = std::make_unique<Layout>(s, meta_.order); });
   return *layout_;
 }
 

@@ -49,15 +49,14 @@ class Fragment {
                                                std::shared_ptr<const std::vector<uint8_t>> bytes,
                                                std::shared_ptr<Context> ctx = nullptr);
   const FragmentMeta& meta() const { return meta_; }
-  // The order of this fragment's tiles and cells, with the tiling of its array's schema
-  // `s`: the recorded one (meta().order), else s.order_of_unrecorded().  Every reader of
-  // the fragment's tiles, cells and keys takes this, never Layout(schema): an array may
-  // hold fragments in several orders (a conversion, docs/layouts.md).  Made on the first
-  // call and kept (a fragment belongs to one array, whose tiling and order of unrecorded
-  // fragments never change).
+  // The order of this fragment's tiles and cells (meta().order), with the tiling of its
+  // array's schema `s`.  Every reader of the fragment's tiles, cells and keys takes this,
+  // never Layout(schema): an array may hold fragments in several orders (a conversion,
+  // docs/layouts.md).  Made on the first call and kept (a fragment belongs to one array,
+  // whose tiling never changes).
   const Layout& layout(const Schema& s) const;
-  // The fragment's order under schema s (as layout(s), without making a Layout).
-  StorageOrder order(const Schema& s) const { return meta_.has_order ? meta_.order : s.order_of_unrecorded(); }
+  // The fragment's order (as layout(s), without making a Layout).
+  const StorageOrder& order() const { return meta_.order; }
   // A copy: a deferred publish renames the file (set_path) while other threads read
   // tiles of it and name it in their messages (a data race ThreadSanitizer found on a
   // std::string read during its reassignment; docs/reliability.md).

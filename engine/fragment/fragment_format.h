@@ -10,13 +10,9 @@
 namespace tessera {
 constexpr char kFragMagic[8] = {'T', 'S', 'R', 'A', 'F', 'R', 'A', 'G'};
 constexpr char kFragEndMagic[8] = {'T', 'S', 'R', 'A', 'F', 'E', 'N', 'D'};
-// Version 2 added per-block checksums of unfiltered dense tiles (FragmentMeta::check_block);
-// version 1 fragments (one checksum per tile) are still read.  Version 3 added erased
-// tiles (FragmentMeta::erased, after the extent field).  Version 4 added the fragment's
-// own tile and cell order (FragmentMeta::order, at the end; older fragments are in the
-// schema's order of unrecorded fragments).
+// The one version written and read (docs/format.md, "Format versions"): versions 1 to 3
+// came only from development builds and are refused.
 constexpr uint32_t kFragVersion = 4;
-constexpr uint32_t kFragMinVersion = 1;
 // Block size of the checksums of unfiltered dense tiles: a read of part of a tile reads
 // and verifies only the blocks it touches (64 KiB: the checksum table of a 1 GiB array
 // is 128 KiB of footer; the extra bytes read around a box are at most two blocks per run).

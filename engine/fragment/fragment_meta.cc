@@ -130,14 +130,13 @@ std::vector<uint8_t> FragmentMeta::serialize() const {
   if (sets_extent) put_coords(w, extent);
   w.u64(erased.size());
   for (const auto& e : erased) put_tile_head(w, e);
-  // Version 4: the fragment's order (always written: the writer's schema's order).
   w.u8(static_cast<uint8_t>(order.tile));
   w.u8(static_cast<uint8_t>(order.cell));
   for (uint64_t k : order.cube) w.u64(k);
   return std::move(w.buf());
 }
 
-FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::string& what, uint32_t version) {
+FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::string& what) {
   ByteReader r(p, n, what);
   FragmentMeta m;
   m.id.ts = r.u64();
@@ -150,12 +149,10 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
   if (m.elem_size == 0) r.fail("zero element size");
   m.values_filters = FilterPipeline::deserialize(r);
   m.coords_filters = FilterPipeline::deserialize(r);
-  if (version >= 2) {
-    m.check_block = r.u64();
-    if (m.check_block != 0 && (m.check_block < 512 || m.check_block > (uint64_t{1} << 30)))
-      r.fail("bad checksum block size " + std::to_string(m.check_block));
-    if (m.check_block != 0 && !m.values_filters.empty()) r.fail("checksum blocks on filtered tiles");
-  }
+  m.check_block = r.u64();
+  if (m.check_block != 0 && (m.check_block < 512 || m.check_block > (uint64_t{1} << 30)))
+    r.fail("bad checksum block size " + std::to_string(m.check_block));
+  if (m.check_block != 0 && !m.values_filters.empty()) r.fail("checksum blocks on filtered tiles");
   m.has_domain = r.u8() != 0;
   if (m.has_domain) {
     m.domain.lo = get_coords(r, m.rank);
@@ -208,27 +205,22 @@ FragmentMeta FragmentMeta::deserialize(const uint8_t* p, size_t n, const std::st
   if (se > 1) r.fail("bad extent flag");
   m.sets_extent = se == 1;
   if (m.sets_extent) m.extent = get_coords(r, m.rank);
-  if (version >= 3) {
-    uint64_t ne = r.count(8 + 4 * coord_bytes + 32);
-    m.erased.resize(ne);
-    for (auto& e : m.erased) {
-      get_tile_head(r, m.rank, &e);
-      if (e.cells == 0 || e.coords.raw_size != checked_mul(r, e.cells, coord_bytes))
-        r.fail("erased tile size does not match its cell count");
-    }
+  uint64_t ne = r.count(8 + 4 * coord_bytes + 32);
+  m.erased.resize(ne);
+  for (auto& e : m.erased) {
+    get_tile_head(r, m.rank, &e);
+    if (e.cells == 0 || e.coords.raw_size != checked_mul(r, e.cells, coord_bytes))
+      r.fail("erased tile size does not match its cell count");
   }
-  if (version >= 4) {
-    m.has_order = true;
-    const uint8_t t = r.u8(), c = r.u8();
-    if (t > kLastOrder || c > 1) r.fail("unknown tile or cell order");
-    m.order.tile = static_cast<Order>(t);
-    m.order.cell = static_cast<Order>(c);
-    if (m.order.tile == Order::kMultiMap) m.order.cube = get_coords(r, m.rank);
-    try {
-      m.order.validate(static_cast<int>(m.rank));
-    } catch (const Error& e) {
-      r.fail(e.what());
-    }
+  const uint8_t t = r.u8(), c = r.u8();
+  if (t > kLastOrder || c > 1) r.fail("unknown tile or cell order");
+  m.order.tile = static_cast<Order>(t);
+  m.order.cell = static_cast<Order>(c);
+  if (m.order.tile == Order::kMultiMap) m.order.cube = get_coords(r, m.rank);
+  try {
+    m.order.validate(static_cast<int>(m.rank));
+  } catch (const Error& e) {
+    r.fail(e.what());
   }
   if (!r.done()) r.fail("trailing bytes in footer");
   check_disjoint(r, m);

@@ -5,7 +5,7 @@
 //    "fill" entry with no bytes: the box reads as the fill value — extent shrinks use it);
 //  * a SparseEntry is a data tile of up to `capacity` cells in global order, with explicit
 //    coordinates, an MBR and its first/last coordinates (TileDB §3);
-//  * an erased tile (format version 3) is the same with coordinates only: cells the
+//  * an erased tile is the same with coordinates only: cells the
 //    fragment makes undefined again (Array::erase; docs/sparse.md).  They read as the fill
 //    value and hide older data, like a fill entry, but cost 8 bytes per coordinate
 //    instead of a footer entry per cell.
@@ -53,29 +53,26 @@ struct FragmentMeta {
   uint32_t rank = 0;
   uint32_t elem_size = 0;
   FilterPipeline values_filters, coords_filters;
-  // Non-zero (format version 2, values unfiltered only): dense data tiles are checksummed
+  // Non-zero (values unfiltered only): dense data tiles are checksummed
   // in blocks of this many bytes instead of whole, so part of a tile can be read alone.
   uint64_t check_block = 0;
   bool has_domain = false;
   Box domain;  // bounding box of every cell the fragment holds
   std::vector<DenseEntry> dense;    // non-decreasing tile order; boxes disjoint
   std::vector<SparseEntry> sparse;  // global order
-  std::vector<SparseEntry> erased;  // global order; coordinates only (version 3)
+  std::vector<SparseEntry> erased;  // global order; coordinates only
   std::vector<FragmentId> replaces; // fragments this one consolidated
   // An extent change this fragment commits (its fill entries erase what the change cut
   // off): the array's extent is `extent` unless the schema records a newer change.
   bool sets_extent = false;
   Coords extent;
   uint64_t cells = 0;               // cells held (dense + sparse + erased)
-  // The tile and cell order of this fragment's tiles and cells (format version 4; every
-  // writer records it).  A fragment without one is in Schema::order_of_unrecorded().
-  // Readers take it through Fragment::layout, never the schema's order.
-  bool has_order = false;
+  // The tile and cell order of this fragment's tiles and cells (the writer's schema's
+  // order).  Readers take it through Fragment::layout, never the schema's order.
   StorageOrder order;
 
   std::vector<uint8_t> serialize() const;
-  // `version`: the fragment file's format version (1 has no check_block field).
-  static FragmentMeta deserialize(const uint8_t* p, size_t n, const std::string& what, uint32_t version);
+  static FragmentMeta deserialize(const uint8_t* p, size_t n, const std::string& what);
   static uint64_t block_count(uint64_t bytes, uint64_t block) { return bytes / block + (bytes % block != 0); }
   // The [first, last) range of dense entries in `tile` (several disjoint boxes may share
   // a tile: an extent shrink can cut an L-shaped region out of one).

@@ -62,7 +62,7 @@ FragmentMeta sample() {
 TEST(FragmentMeta, RoundTrip) {
   const FragmentMeta m = sample();
   std::vector<uint8_t> bytes = m.serialize();
-  FragmentMeta r = FragmentMeta::deserialize(bytes.data(), bytes.size(), "test", kFragVersion);
+  FragmentMeta r = FragmentMeta::deserialize(bytes.data(), bytes.size(), "test");
   EXPECT_EQ(r.id, m.id);
   EXPECT_EQ(r.rank, 2u);
   EXPECT_EQ(r.values_filters, m.values_filters);
@@ -91,7 +91,7 @@ TEST(FragmentMeta, EveryTruncationIsCorruption) {
   std::vector<uint8_t> bytes = sample().serialize();
   for (size_t n = 0; n < bytes.size(); ++n) {
     try {
-      (void)FragmentMeta::deserialize(bytes.data(), n, "test", kFragVersion);
+      (void)FragmentMeta::deserialize(bytes.data(), n, "test");
       ADD_FAILURE() << "a footer cut at " << n << " of " << bytes.size() << " bytes was accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::kCorrupt) << n;
@@ -106,7 +106,7 @@ TEST(FragmentMeta, TamperedBytesNeverCrash) {
       std::vector<uint8_t> b = bytes;
       b[i] ^= flip;
       try {
-        (void)FragmentMeta::deserialize(b.data(), b.size(), "test", kFragVersion);  // may be accepted
+        (void)FragmentMeta::deserialize(b.data(), b.size(), "test");  // may be accepted
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), Errc::kCorrupt) << "byte " << i;
       }
@@ -124,7 +124,7 @@ TEST(FragmentMeta, SizesThatOverflowAreCorruption) {
   auto rejected = [](const FragmentMeta& m) {
     const std::vector<uint8_t> b = m.serialize();
     try {
-      (void)FragmentMeta::deserialize(b.data(), b.size(), "test", kFragVersion);
+      (void)FragmentMeta::deserialize(b.data(), b.size(), "test");
     } catch (const Error& e) {
       return e.code() == Errc::kCorrupt;
     }
@@ -151,7 +151,7 @@ TEST(FragmentMeta, TilesSharingStoredBytesAreCorruption) {
   auto rejected = [](const FragmentMeta& m) {
     const std::vector<uint8_t> b = m.serialize();
     try {
-      (void)FragmentMeta::deserialize(b.data(), b.size(), "test", kFragVersion);
+      (void)FragmentMeta::deserialize(b.data(), b.size(), "test");
     } catch (const Error& e) {
       return e.code() == Errc::kCorrupt && std::string(e.what()).find("share stored bytes") != std::string::npos;
     }

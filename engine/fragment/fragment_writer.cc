@@ -43,7 +43,6 @@ FragmentWriter::FragmentWriter(Context& ctx, const std::string& dir, FragmentId 
   meta_.check_block = schema.filters.empty() ? kCheckBlock : 0;
   // Tiles and cells go in the schema's order, and the footer says so (a later conversion
   // changes the schema's order, not this fragment's).
-  meta_.has_order = true;
   meta_.order = schema.order();
 }
 

@@ -84,16 +84,6 @@ void StorageOrder::validate(int rank) const {
   }
 }
 
-void Schema::convert_order(const StorageOrder& o) {
-  if (!has_unrecorded_order) {
-    has_unrecorded_order = true;
-    unrecorded_order = order();
-  }
-  tile_order = o.tile;
-  cell_order = o.cell;
-  multimap_cube = o.cube;
-}
-
 void Schema::set_tile_order(Order o) {
   tile_order = o;
   multimap_cube = o == Order::kMultiMap ? choose_multimap_cube(*this) : Coords();
@@ -149,7 +139,6 @@ void Schema::validate() const {
     bad("variable-length arrays have 32-byte opaque descriptors and no fill value");
   filters.validate();
   order().validate(static_cast<int>(r));
-  if (has_unrecorded_order) unrecorded_order.validate(static_cast<int>(r));
   if (compact) {
     if (var || !filters.empty()) bad("compact arrays hold fixed-size unfiltered cells");
     for (size_t d = 0; d < r; ++d)
@@ -165,13 +154,7 @@ void Schema::validate() const {
 std::vector<uint8_t> Schema::serialize() const {
   ByteWriter w;
   w.bytes("TSRASCHM", 8);
-  // Version 3: a space-filling tile order (order values above 1 and the MultiMap cube);
-  // the compact flag is then always written.  Version 4: version 3 plus the order of
-  // fragments that record none (has_unrecorded_order: a converted array), after the
-  // cube.  Versions 1 and 2 are unchanged.
-  const bool v4 = has_unrecorded_order;
-  const bool v3 = v4 || static_cast<uint8_t>(tile_order) > 1;
-  w.u32(v4 ? 4 : v3 ? 3 : compact ? 2 : 1);
+  w.u32(kSchemaVersion);
   w.u32(static_cast<uint32_t>(extent.size()));
   for (size_t d = 0; d < extent.size(); ++d) {
     w.u64(extent[d]);
@@ -188,17 +171,8 @@ std::vector<uint8_t> Schema::serialize() const {
   w.bytes(fill.data(), fill.size());
   filters.serialize(w);
   w.u8(var ? 1 : 0);
-  if (v3) {
-    w.u8(compact ? 1 : 0);
-    for (uint64_t k : multimap_cube) w.u64(k);
-    if (v4) {
-      w.u8(static_cast<uint8_t>(unrecorded_order.tile));
-      w.u8(static_cast<uint8_t>(unrecorded_order.cell));
-      for (uint64_t k : unrecorded_order.cube) w.u64(k);
-    }
-  } else if (compact) {
-    w.u8(1);
-  }
+  w.u8(compact ? 1 : 0);
+  for (uint64_t k : multimap_cube) w.u64(k);
   return std::move(w.buf());
 }
 
@@ -207,10 +181,8 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   char magic[8];
   r.bytes(magic, 8);
   if (std::string(magic, 8) != "TSRASCHM") r.fail("bad schema magic");
-  uint32_t ver = r.u32();
-  if (ver < 1 || ver > 4)
-    throw_error(Errc::kUnsupported, what + ": schema format version " + std::to_string(ver) +
-                                        " is not supported (this build reads versions 1 to 4)");
+  const uint32_t ver = r.u32();
+  if (ver != kSchemaVersion) throw_error(Errc::kUnsupported, unsupported_version(what, ver, kSchemaVersion));
   Schema s;
   uint32_t rank = r.u32();
   if (rank < 1 || rank > static_cast<uint32_t>(kMaxRank)) r.fail("bad rank");
@@ -225,7 +197,7 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   s.kind = static_cast<ElementKind>(kind);
   s.big_endian = r.u8() != 0;
   uint8_t co = r.u8(), to = r.u8();
-  if (co > 1 || to > (ver >= 3 ? kLastOrder : 1) || (ver == 3 && to < 2)) r.fail("unknown cell/tile order");
+  if (co > 1 || to > kLastOrder) r.fail("unknown cell/tile order");
   s.cell_order = static_cast<Order>(co);
   s.tile_order = static_cast<Order>(to);
   s.sparse_capacity = r.u64();
@@ -237,26 +209,11 @@ Schema Schema::deserialize(const uint8_t* p, size_t n, const std::string& what) 
   uint8_t var = r.u8();
   if (var > 1) r.fail("bad variable-length flag");
   s.var = var == 1;
-  if (ver == 2) {
-    uint8_t compact = r.u8();
-    if (compact != 1) r.fail("bad compact flag");
-    s.compact = true;
-  } else if (ver >= 3) {
-    uint8_t compact = r.u8();
-    if (compact > 1) r.fail("bad compact flag");
-    s.compact = compact == 1;
-    if (s.tile_order == Order::kMultiMap)
-      for (uint32_t d = 0; d < rank; ++d) s.multimap_cube.push_back(r.u64());
-    if (ver == 4) {
-      s.has_unrecorded_order = true;
-      const uint8_t ut = r.u8(), uc = r.u8();
-      if (ut > kLastOrder || uc > 1) r.fail("unknown cell/tile order of unrecorded fragments");
-      s.unrecorded_order.tile = static_cast<Order>(ut);
-      s.unrecorded_order.cell = static_cast<Order>(uc);
-      if (s.unrecorded_order.tile == Order::kMultiMap)
-        for (uint32_t d = 0; d < rank; ++d) s.unrecorded_order.cube.push_back(r.u64());
-    }
-  }
+  uint8_t compact = r.u8();
+  if (compact > 1) r.fail("bad compact flag");
+  s.compact = compact == 1;
+  if (s.tile_order == Order::kMultiMap)
+    for (uint32_t d = 0; d < rank; ++d) s.multimap_cube.push_back(r.u64());
   if (!r.done()) r.fail("trailing bytes");
   try {
     s.validate();

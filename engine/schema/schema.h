@@ -59,6 +59,10 @@ struct StorageOrder {
 
 constexpr uint32_t kVarDescriptorSize = 32;
 
+// The one schema format version written and read (docs/format.md, "Format versions"):
+// versions 1 to 4 came only from development builds and are refused.
+constexpr uint32_t kSchemaVersion = 5;
+
 // The largest compact array (Schema::compact), in bytes of cells.
 constexpr uint64_t kCompactMaxBytes = 64 << 10;
 
@@ -83,15 +87,8 @@ struct Schema {
   bool var = false;
   // A compact array (compact_cells.h): small, fixed extent, unfiltered, fixed-size cells,
   // kept as ONE catalog record of all its cells instead of fragments — HDF5's compact
-  // layout (raw data in the object header) in the catalog's terms.  Serialized only when
-  // set (schema version 2), so other schemas read as before.
+  // layout (raw data in the object header) in the catalog's terms.
   bool compact = false;
-  // The order of fragments whose footer records none (written before fragments recorded
-  // their order, fragment format version 4): the array's order when they were written.
-  // Set when a consolidation converts the array to another order (schema version 4);
-  // until then such fragments are in the schema's order.
-  bool has_unrecorded_order = false;
-  StorageOrder unrecorded_order;
 
   // Sets the cell order, then the tile order (the MultiMap cube depends on the cell order).
   void set_layout(Order tile, Order cell) {
@@ -100,11 +97,6 @@ struct Schema {
   }
   // The order new fragments take.
   StorageOrder order() const { return {tile_order, cell_order, multimap_cube}; }
-  // Makes `o` the order of new fragments (a conversion: Array::consolidate_to), first
-  // remembering the current one for fragments that record none.
-  void convert_order(const StorageOrder& o);
-  // The order of a fragment that records none.
-  StorageOrder order_of_unrecorded() const { return has_unrecorded_order ? unrecorded_order : order(); }
   // Sets the tile order (and, for kMultiMap, chooses the basic cube for this schema's
   // shape, tiles and element size).
   void set_tile_order(Order o);

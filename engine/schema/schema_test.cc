@@ -1,6 +1,8 @@
 // Schema (schema.h): round trips, validation messages, and corrupt encodings.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "engine/util/error.h"
@@ -106,6 +108,49 @@ TEST(Schema, CorruptEncodingsAreErrorsNotCrashes) {
       EXPECT_TRUE(e.code() == Errc::kCorrupt || e.code() == Errc::kInvalidArgument ||
                   e.code() == Errc::kUnsupported)
           << i;
+    }
+  }
+}
+
+// docs/format.md "Array schema": one layout, version 5 — the compact byte always, then the
+// MultiMap cube for that tile order only.
+TEST(Schema, OneVersionWithEveryFieldAlwaysPresent) {
+  Schema s = sample();
+  std::vector<uint8_t> b = s.serialize();
+  uint32_t ver;
+  std::memcpy(&ver, &b[8], 4);
+  EXPECT_EQ(ver, 5u);
+  ASSERT_GE(b.size(), 2u);
+  EXPECT_EQ(b[b.size() - 2], 0) << "var";
+  EXPECT_EQ(b[b.size() - 1], 0) << "compact, written although not set";
+  s.set_layout(Order::kMultiMap, Order::kColMajor);
+  ASSERT_EQ(s.multimap_cube.size(), 3u);
+  std::vector<uint8_t> m = s.serialize();
+  ASSERT_EQ(m.size(), b.size() + 3 * 8) << "the cube follows the compact byte";
+  uint64_t k0;
+  std::memcpy(&k0, &m[b.size()], 8);
+  EXPECT_EQ(k0, s.multimap_cube[0]);
+  Schema r = Schema::deserialize(m.data(), m.size(), "test");
+  EXPECT_EQ(r.order(), s.order());
+}
+
+// Versions 1 to 4 came from development builds only (docs/format.md, "Format versions"):
+// refused, naming the record, the version found and the one read; a newer one likewise.
+TEST(Schema, OtherVersionsAreRefusedNamingBoth) {
+  const std::vector<uint8_t> good = sample().serialize();
+  for (uint32_t v : {1u, 2u, 3u, 4u, 6u}) {
+    std::vector<uint8_t> b = good;
+    std::memcpy(&b[8], &v, 4);
+    try {
+      (void)Schema::deserialize(b.data(), b.size(), "array schema 'x/schema'");
+      ADD_FAILURE() << "version " << v << " was read";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_EQ(e.code(), Errc::kUnsupported) << m;
+      EXPECT_NE(m.find("array schema 'x/schema'"), std::string::npos) << m;
+      EXPECT_NE(m.find("format version " + std::to_string(v) + " is not supported"), std::string::npos) << m;
+      EXPECT_NE(m.find("reads version 5 only"), std::string::npos) << m;
+      EXPECT_EQ(m.find("development build") != std::string::npos, v < 5) << m;
     }
   }
 }

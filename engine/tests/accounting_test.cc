@@ -389,38 +389,5 @@ TEST(Accounting, ForeignFragmentFileIsNotRead) {
   EXPECT_TRUE(r.ok() && r.notes.empty()) << "after the writer removed it";
 }
 
-// Containers written before the mark: files without records are read, and the first
-// writer records them and marks the records complete.
-TEST(Accounting, OlderArraysWithoutCompleteRecordsStayReadable) {
-  FileContainer fc;
-  const std::string prefix = Container::array_prefix(fc.ids[0]);
-  {
-    std::unique_ptr<Container> c;
-    ASSERT_TRUE(Container::open(fc.path, true, &c).ok());
-    CatalogBatch b;
-    b.del(prefix + "files");
-    for (auto& [key, value] : c->catalog().scan(prefix + "file/")) b.del(key);
-    c->catalog().commit(std::move(b));
-    c->catalog().sync();
-  }
-  std::vector<uint64_t> v;
-  Status st = fc.read(0, &v);
-  ASSERT_TRUE(st.ok()) << status_str(st);
-  EXPECT_EQ(v, box_values(fc.all, 1));
-  {
-    std::unique_ptr<Container> c;
-    ASSERT_TRUE(Container::open(fc.path, true, &c).ok());
-    std::unique_ptr<Array> a;
-    ASSERT_TRUE(c->open_array(fc.ids[0], true, FileContainer::options(), &a).ok());
-    a.reset();
-    c->catalog().sync();
-    EXPECT_TRUE(c->catalog().get(prefix + "files")) << "the writer did not mark the records complete";
-    EXPECT_EQ(c->catalog().scan(prefix + "file/").size(), 1u) << "the writer did not record the file";
-  }
-  remove_file(Env::posix(), fc.fragment_files(0).at(0));
-  st = fc.read(0, &v);
-  EXPECT_EQ(st.code(), Errc::kCorrupt) << status_str(st);
-}
-
 }  // namespace
 }  // namespace tessera

@@ -8,11 +8,9 @@
 //     again and reopened — full, box, strided and point reads;
 //   - mixed arrays: ranges converted to different layouts, then merged without
 //     --layout (into the schema's order);
-//   - fragments written before fragments recorded their order (version 3 footers, built
-//     here by stripping the order from new ones): they keep the schema's order of that
-//     time after a conversion changed the schema's;
-//   - a conversion with no fragment, and the schema's serialization (version 4 only
-//     after a conversion).
+//   - fragments of a development build's format without a recorded order (version 3
+//     footers, built here by stripping the order from new ones): refused, named;
+//   - a conversion with no fragment.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -294,8 +292,8 @@ TEST(LayoutConvert, MixedOrders) {
   r.check("all merged");
 }
 
-// Strips the order from a version-4 fragment file: the file a build before per-fragment
-// orders wrote (footer without its last field, version 3).
+// Strips the order from a version-4 fragment file: the file a development build before
+// per-fragment orders wrote (footer without its last field, version 3).
 void downgrade_to_v3(const std::string& path) {
   std::shared_ptr<Fragment> f = Fragment::open(path);
   const size_t order_bytes = 2 + 8 * f->meta().order.cube.size();
@@ -322,44 +320,31 @@ void downgrade_to_v3(const std::string& path) {
   write_file_atomic(Env::posix(), path, out.data(), out.size());
 }
 
-// Fragments without a recorded order (written before version 4) are in the order the
-// schema had then: after a conversion changed the schema's, they still read in theirs.
-TEST(LayoutConvert, UnrecordedFragmentsKeepTheOldSchemaOrder) {
+// A fragment without a recorded order (version 3, a development build's format) is
+// refused, naming the file and both versions: reading it in any assumed order could
+// return cells in the wrong places.
+TEST(LayoutConvert, FragmentsWithoutARecordedOrderAreRefused) {
   ConvertRun r({31, 26}, {6, 8}, {Order::kZOrder, Order::kColMajor});
   r.fill_fragments();
   ASSERT_EQ(r.a().fragments().size(), 4u);
   r.close();
   const std::string fdir = join_path(r.dir(), "frag");
-  size_t n = 0;
+  std::string old;
   for (const std::string& name : list_dir(Env::posix(), fdir))
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0) {
-      downgrade_to_v3(join_path(fdir, name));
-      ++n;
-      if (::testing::Test::HasFailure()) return;
-    }
-  ASSERT_EQ(n, 4u);
-  r.reopen();
-  for (const std::string& name : list_dir(Env::posix(), fdir)) {
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0) {
-      EXPECT_FALSE(Fragment::open(join_path(fdir, name))->meta().has_order) << name;
-    }
+    if (old.empty() && name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0) old = join_path(fdir, name);
+  ASSERT_FALSE(old.empty());
+  downgrade_to_v3(old);
+  if (::testing::Test::HasFailure()) return;
+  for (bool writable : {false, true}) {
+    std::unique_ptr<Array> a;
+    Status st = Array::open(r.dir(), writable, ArrayOptions(), &a);
+    ASSERT_FALSE(st.ok()) << "a version 3 fragment was read";
+    EXPECT_EQ(st.code(), Errc::kUnsupported) << status_str(st);
+    EXPECT_NE(st.message().find("fragment '" + old + "': format version 3 is not supported"), std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("reads version 4 only"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("development build of tessera"), std::string::npos) << st.message();
   }
-  for (auto& f : r.a().fragments()) EXPECT_EQ(f.order.name(), "z-order:column-major");
-  r.check("old fragments");
-  // Convert the newest only: the three older ones keep z-order:column-major, which the
-  // schema now records as the order of unrecorded fragments (schema version 4).
-  ASSERT_TRUE(r.a().consolidate_layout(Order::kRowMajor, Order::kRowMajor, 3, 3).ok());
-  EXPECT_TRUE(r.a().schema().has_unrecorded_order);
-  r.reopen();
-  auto frags = r.a().fragments();
-  ASSERT_EQ(frags.size(), 4u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(frags[i].order.name(), "z-order:column-major");
-  EXPECT_EQ(frags[3].order.name(), "row-major");
-  r.check("old fragments after the schema's order changed");
-  ASSERT_TRUE(r.a().consolidate_layout(Order::kHilbert, Order::kRowMajor).ok());
-  r.reopen();
-  EXPECT_EQ(r.a().fragments()[0].order.name(), "hilbert");
-  r.check("all converted");
 }
 
 TEST(LayoutConvert, NoFragmentsChangesTheOrderOfNewOnes) {
@@ -373,30 +358,21 @@ TEST(LayoutConvert, NoFragmentsChangesTheOrderOfNewOnes) {
   r.check("written after");
 }
 
-TEST(LayoutConvert, SchemaVersion4OnlyAfterAConversion) {
-  Schema s = schema_of({10, 10}, {4, 4}, {Order::kHilbert, Order::kRowMajor});
-  std::vector<uint8_t> b = s.serialize();
+// A conversion rewrites the schema in the one schema version: the new order, nothing
+// kept of the old one (every fragment records its own).
+TEST(LayoutConvert, AConvertedSchemaIsTheOneVersionWithTheNewOrder) {
+  ConvertRun r({20, 20}, {5, 5}, {Order::kHilbert, Order::kRowMajor});
+  r.box(Box({2, 3}, {17, 11}), 10);
+  ASSERT_TRUE(r.a().consolidate_layout(Order::kMultiMap, Order::kColMajor).ok());
+  r.close();
+  std::vector<uint8_t> b = read_file(Env::posix(), join_path(r.dir(), "schema"));
   uint32_t ver;
-  std::memcpy(&ver, &b[8], 4);
-  EXPECT_EQ(ver, 3u);  // unchanged by this feature
-  Schema back = Schema::deserialize(b.data(), b.size(), "schema");
-  EXPECT_FALSE(back.has_unrecorded_order);
-  EXPECT_EQ(back.order(), s.order());
-  Schema probe = s;
-  probe.set_layout(Order::kMultiMap, Order::kColMajor);
-  s.convert_order(probe.order());
-  b = s.serialize();
-  std::memcpy(&ver, &b[8], 4);
-  EXPECT_EQ(ver, 4u);
-  back = Schema::deserialize(b.data(), b.size(), "schema");
-  EXPECT_TRUE(back.has_unrecorded_order);
-  EXPECT_EQ(back.order(), probe.order());
-  EXPECT_EQ(back.unrecorded_order.name(), "hilbert");
-  EXPECT_EQ(back.order_of_unrecorded().name(), "hilbert");
-  // A second conversion keeps the order of unrecorded fragments.
-  back.convert_order(Schema(schema_of({10, 10}, {4, 4}, {Order::kRowMajor, Order::kRowMajor})).order());
-  EXPECT_EQ(back.order_of_unrecorded().name(), "hilbert");
-  EXPECT_EQ(back.order().name(), "row-major");
+  std::memcpy(&ver, &b[4 + 8], 4);  // after the record's length and magic
+  EXPECT_EQ(ver, 5u);
+  r.reopen();
+  EXPECT_EQ(r.a().schema().order().name(), "multimap");
+  EXPECT_EQ(r.a().fragments().at(0).order.name(), "multimap");
+  r.check("converted, reopened");
 }
 
 }  // namespace

@@ -74,13 +74,14 @@ TEST(PublishVisibility, ARefreshThatListsAgainTakesTheExtentOfTheSameCommit) {
   EXPECT_EQ(e[0], v[0] == 2 ? 24u : 16u) << "generation " << v[0] << " with the extent of another";
 }
 
-// An array of an older container (no complete-records mark, arr/<id>/files) is marked by
-// its first writer, which then publishes without a journal: renames first, the catalog
-// batch recording the files after.  A reader opening between the two must not read the
-// renamed files: the mark must be durable before the first rename (a catalog that syncs
-// only at flush, as the connector's does, left it in memory, and the reader followed the
-// older rule: every file present is read).
-TEST(PublishVisibility, AReaderNeverSeesRenamedFilesOfAnUpgradedArrayBeforeTheirCommit) {
+// A catalog-bound array a parallel job wrote (rank 0 replaced its complete-records mark,
+// arr/<id>/files, by arr/<id>/logged) is marked again by its next serial writer, which
+// then publishes without a journal: renames first, the catalog batch recording the files
+// after.  A reader opening between the two must neither read the renamed files nor fail
+// on them: the mark must be durable before the first rename (a catalog that syncs only at
+// flush, as the connector's does, would leave it in memory, and the reader would find
+// files neither recorded nor logged).
+TEST(PublishVisibility, AReaderNeverSeesRenamedFilesOfARemarkedArrayBeforeTheirCommit) {
   testutil::TempDir dir("tessera_visibility");
   const std::string path = dir.sub("c");
   uint64_t id;
@@ -98,9 +99,11 @@ TEST(PublishVisibility, AReaderNeverSeesRenamedFilesOfAnUpgradedArrayBeforeTheir
     ASSERT_TRUE(w->open_array(id, true, file_writer(), &a).ok());
     generation(*w, *a, 1);
     a.reset();
-    // As an older container left it: file records, no mark.
+    // As rank 0's parallel open leaves it (array_listing.cc): file records, the logged
+    // mark instead of the complete one.
     CatalogBatch b;
     b.del(Container::array_prefix(id) + "files");
+    b.put(Container::array_prefix(id) + "logged", "1");
     w->catalog().commit(b);
     w->catalog().sync();
   }

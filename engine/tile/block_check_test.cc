@@ -1,9 +1,9 @@
-// Per-block checksums of unfiltered dense tiles (fragment format 2, docs/format.md): a
+// Per-block checksums of unfiltered dense tiles (footer field check_block, docs/format.md): a
 // flipped byte in any block of a tile is reported by every read touching that block —
 // box reads, point reads, whole-tile reads, a read whose first pass already verified the
 // other blocks — while reads of other blocks of the same tile still return the right
-// data.  Also: a format-1 fragment (one checksum per tile, built here byte by byte from
-// the documented layout) is still read, and its checksum still checked.
+// data.  Also: fragments of a development build's format version (a format-1 one built
+// here byte by byte from its layout) are refused, naming the versions.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -142,8 +142,8 @@ TEST(BlockChecks, ABlockDamagedAfterItsFirstReadFailsTheNextRead) {
   EXPECT_EQ(a->read_points(pt, 1, out.data()).code(), Errc::kCorrupt);
 }
 
-// Rewrites a format-2 fragment without block checks as format 1 (the layout before block
-// checks: no check_block field, one XXH3-64 per tile).
+// Rewrites a fragment as format 1, a development build's (the layout before block checks:
+// no check_block field, one XXH3-64 per tile).
 void downgrade_to_v1(const std::string& path) {
   auto f = Fragment::open(path);
   FragmentMeta m = f->meta();
@@ -182,30 +182,34 @@ void downgrade_to_v1(const std::string& path) {
   w.close();
 }
 
-TEST(BlockChecks, FormatVersion1FragmentsAreStillRead) {
-  Fixture fx;
-  const std::string frag = fx.fragment_path();
-  downgrade_to_v1(frag);
-  uint64_t blob_off;
-  {
-    auto f = Fragment::open(frag);
-    EXPECT_EQ(f->meta().check_block, 0u);
-    blob_off = f->meta().dense[0].blob.offset;
-  }
-  {
+// Sets the version in a fragment's header and trailer (what a development build of that
+// version wrote there; the footer's layout is never reached).
+void set_version(const std::string& path, uint32_t v) {
+  File f = File::open_rw(Env::posix(), path, false);
+  f.pwrite_all(&v, 4, 8);
+  f.pwrite_all(&v, 4, f.size() - kFragTrailerSize + 24);
+  f.close();
+}
+
+// Versions 1 to 3 came from development builds only (docs/format.md, "Format versions"):
+// refused on open, naming the file, the version found and the one read.
+TEST(BlockChecks, DevelopmentFormatVersionsAreRefused) {
+  for (uint32_t v : {1u, 2u, 3u}) {
+    SCOPED_TRACE("version " + std::to_string(v));
+    Fixture fx;
+    const std::string frag = fx.fragment_path();
+    if (v == 1) downgrade_to_v1(frag);  // a whole version-1 file
+    else set_version(frag, v);
     std::unique_ptr<Array> a;
-    ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
-    std::vector<int32_t> out(kN * kN);
-    Status st = a->read(Selection::from_box(Box({0, 0}, {kN - 1, kN - 1})), out.data());
-    ASSERT_TRUE(st.ok()) << status_str(st);
-    EXPECT_EQ(out, fx.truth);
+    Status st = Array::open(fx.dir, false, ArrayOptions(), &a);
+    ASSERT_FALSE(st.ok()) << "read a version " << v << " fragment";
+    EXPECT_EQ(st.code(), Errc::kUnsupported) << status_str(st);
+    EXPECT_NE(st.message().find("fragment '" + frag + "': format version " + std::to_string(v) + " is not supported"),
+              std::string::npos)
+        << st.message();
+    EXPECT_NE(st.message().find("reads version 4 only"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("written by a development build of tessera"), std::string::npos) << st.message();
   }
-  testutil::flip_byte(frag, blob_off + 3 * kCheckBlock + 11);
-  std::unique_ptr<Array> a;
-  ASSERT_TRUE(Array::open(fx.dir, false, ArrayOptions(), &a).ok());
-  std::vector<int32_t> out(16);
-  EXPECT_EQ(a->read(Selection::from_box(Box({0, 0}, {3, 3})), out.data()).code(), Errc::kCorrupt)
-      << "a format-1 tile is checked whole";
 }
 
 TEST(BlockChecks, UnknownFormatVersionIsRejected) {
@@ -222,7 +226,8 @@ TEST(BlockChecks, UnknownFormatVersionIsRejected) {
     st = a->read(Selection::from_box(Box({0, 0}, {3, 3})), out.data());
   }
   EXPECT_EQ(st.code(), Errc::kUnsupported) << status_str(st);
-  EXPECT_NE(st.message().find("format version"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("format version 5 is not supported"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("newer tessera"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -15,6 +15,15 @@ namespace {
 
 }  // namespace
 
+std::string unsupported_version(const std::string& what, uint32_t found, uint32_t supported) {
+  std::string m = what + ": format version " + std::to_string(found) + " is not supported (this build reads version " +
+                  std::to_string(supported) + " only)";
+  if (found != 0 && found < supported)
+    return m + ": the container was written by a development build of tessera, whose formats are not read; "
+               "re-create it";
+  return m + ": written by a newer tessera, or damaged";
+}
+
 const char* errc_name(Errc c) {
   switch (c) {
     case Errc::kOk: return "ok";

@@ -6,6 +6,7 @@
 // what was wrong ("fragment /x/y.tfr: checksum mismatch in tile 3").  System errors carry
 // "errno = N" because h5py maps "errno = 2" to FileNotFoundError.
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +40,12 @@ class Error : public std::runtime_error {
 // Throws for a failed system call: "<what> '<path>': <strerror> (errno = N)".
 // ENOENT -> kNotFound, EEXIST -> kAlreadyExists, ENOSPC/EDQUOT -> kNoSpace, else kIo.
 [[noreturn]] void throw_errno(const std::string& what, const std::string& path, int err);
+
+// The message of a file whose format version this build does not read: "<what>: format
+// version <found> is not supported (this build reads version <supported> only)" and why —
+// an older version was written by a development build (docs/format.md, "Format
+// versions"), a newer one by a newer tessera.
+std::string unsupported_version(const std::string& what, uint32_t found, uint32_t supported);
 
 class Status {
  public:

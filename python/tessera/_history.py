@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import List, Union
 
-from . import TesseraError, _stack_message
+from ._errors import TesseraError, _stack_message
 from ._lib import lib
 from ._tool import _json
 

@@ -27,7 +27,7 @@ def create_dataset(group, name, shape=None, dtype=None, data=None, layout=None, 
 
     dcpl = kwds.pop("dcpl", None) or h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     if layout is not None:
-        from . import TesseraError, _stack_message
+        from ._errors import TesseraError, _stack_message
 
         known = LAYOUTS + ("row", "column", "col", "zorder", "morton")
         parts = layout.lower().split(":", 1) if isinstance(layout, str) else [None]

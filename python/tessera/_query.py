@@ -22,6 +22,7 @@ from typing import Callable, Literal, Optional, Union
 
 import numpy as np
 
+from ._errors import _hid, stack_error
 from ._lib import PROGRESS, IndexConfig, IndexInfoC, QueryResultC, lib
 
 Result = Literal["coords", "mask", "count", "values", "positions", "selection"]
@@ -41,21 +42,8 @@ class IndexInfo:
 
 
 def _error(what: str, obj=None) -> Exception:
-    """TesseraError with the message on HDF5's error stack.  Called before any other HDF5
-    call (h5py's too: ``obj.name`` is one, so it is asked for after the stack is read)."""
-    from . import TesseraError, _stack_message
-
-    msg = _stack_message(what)
     # The connector prefixes the HDF5 operation it ran; the tessera part is what matters.
-    for prefix in ("object optional: ", "dataset optional: "):
-        msg = msg.replace(prefix, "", 1)
-    if obj is not None:
-        msg = msg.replace(what, "%s(%s)" % (what, obj.name), 1)
-    return TesseraError(msg)
-
-
-def _hid(obj) -> int:
-    return obj.id.id
+    return stack_error(what, obj, strip=("object optional: ", "dataset optional: "))
 
 
 def index(dset, *, precision: Optional[int] = None, max_bins: Optional[int] = None, rebuild: bool = False,

@@ -23,14 +23,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._errors import TesseraError
+
 hid_t = ctypes.c_int64
 _HDF5_NAME = re.compile(r"^libhdf5(-[0-9a-f]+)?\.so")  # not libhdf5_hl; wheels: libhdf5-<hash>.so
-
-
-def _error(msg):
-    from . import TesseraError
-
-    return TesseraError(msg)
 
 
 def loaded_hdf5_paths() -> list[str]:
@@ -61,7 +57,7 @@ def hdf5() -> ctypes.CDLL:
 
     paths = loaded_hdf5_paths()
     if len(paths) != 1:
-        raise _error("tessera needs exactly one libhdf5 in the process; found %d: %s"
+        raise TesseraError("tessera needs exactly one libhdf5 in the process; found %d: %s"
                      % (len(paths), ", ".join(paths) or "none"))
     lib = ctypes.CDLL(paths[0], mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL | os.RTLD_NOW)
     lib.H5Pget_vol_id.argtypes = [hid_t, ctypes.POINTER(hid_t)]
@@ -90,7 +86,7 @@ def hdf5_version() -> str:
 def _fapl_is_tessera(lib, fapl_id: int) -> bool:
     vol = hid_t(-1)
     if lib.H5Pget_vol_id(fapl_id, ctypes.byref(vol)) < 0:
-        raise _error("H5Pget_vol_id failed on a new file-access property list")
+        raise TesseraError("H5Pget_vol_id failed on a new file-access property list")
     try:
         if lib.H5VLis_connector_registered_by_name(b"tessera") <= 0:
             return False
@@ -151,12 +147,12 @@ def check() -> Status:
     if lib.H5VLis_connector_registered_by_name(b"tessera") <= 0:
         asked = os.environ.get("HDF5_VOL_CONNECTOR", "").split(" ", 1)[0] == "tessera"
         failed = asked and not version.startswith("1.")  # 2.x does not fall back to native
-        raise _error("HDF5 %s (%s) does not use the tessera connector: it is not registered%s; %s"
+        raise TesseraError("HDF5 %s (%s) does not use the tessera connector: it is not registered%s; %s"
                      % (version, lib.path, " (HDF5 2.x: the library failed to initialise)" if failed else "",
                         _why_not_loaded()))
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     if not _fapl_is_tessera(lib, fapl.id):
-        raise _error("HDF5 %s (%s) does not use the tessera connector: %s"
+        raise TesseraError("HDF5 %s (%s) does not use the tessera connector: %s"
                      % (version, lib.path, _why_not_loaded()))
     return Status("tessera", version, lib.path)
 
@@ -176,7 +172,7 @@ def find_build(build_dir=None) -> Path:
     for c in cands:
         if (c / "plugins" / "libtessera.so").is_file():
             return c.resolve()
-    raise _error("no tessera build found (looked for plugins/libtessera.so in: %s); build it "
+    raise TesseraError("no tessera build found (looked for plugins/libtessera.so in: %s); build it "
                  "(scripts/demo) and pass build_dir= or set TESSERA_BUILD_DIR"
                  % ", ".join(str(c) for c in cands))
 
@@ -212,7 +208,7 @@ def enable(build_dir=None, settings: str = "") -> Status:
         try:
             return check()
         except Exception as exc:
-            raise _error("h5py was imported before tessera.enable(), and HDF5 chose its connector "
+            raise TesseraError("h5py was imported before tessera.enable(), and HDF5 chose its connector "
                          "when it initialised: call tessera.enable() first (or run the program with "
                          "`python -m tessera run ...`). %s" % exc) from None
     env = environment(build_dir, settings)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import TesseraError
+from ._errors import TesseraError
 
 __all__ = [
     "AttributeInfo", "ArrayInfo", "ObjectInfo", "LinkInfo", "ContainerInfo", "Fragment", "VerifyReport",

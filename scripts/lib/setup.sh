@@ -2,8 +2,9 @@
 # scripts/demo.  Source it (bash); it defines functions and a few variables, and
 # changes no shell options of its caller.
 #
-#   tessera_bootstrap                 run scripts/bootstrap, export HDF5_PREFIX and
-#                                     H5PY_WHEEL_VENV (the stock-h5py-wheel venv)
+#   tessera_bootstrap                 run scripts/bootstrap, export HDF5_PREFIX,
+#                                     H5PY_WHEEL_VENV (the stock-h5py-wheel venv) and
+#                                     NETCDF_DIR (netCDF-C and its test programs)
 #   tessera_configure BUILD [ARGS..]  cmake -G Ninja (skipped if BUILD is already
 #                                     configured with the same arguments)
 #   tessera_build BUILD               ninja -C BUILD
@@ -27,6 +28,7 @@ tessera_bootstrap() {
     case "$line" in
       HDF5_PREFIX=*) prefix="${line#HDF5_PREFIX=}" ;;
       H5PY_WHEEL_VENV=*) export H5PY_WHEEL_VENV="${line#H5PY_WHEEL_VENV=}" ;;
+      NETCDF_DIR=*) export NETCDF_DIR="${line#NETCDF_DIR=}" ;;
       *) printf '%s\n' "$line" ;;
     esac
   done <"$out"

@@ -21,12 +21,13 @@
 #include "engine/util/file_io.h"
 #include "tools/tessera/command.h"
 #include "tools/tessera/container_view.h"
-#include "tools/tessera/mpi_group.h"
 #include "tools/tessera/output.h"
 #include "tools/tessera/progress.h"
 
 #ifdef TESSERA_HAVE_MPI
 #include <mpi.h>
+
+#include "engine/mpi/mpi_group.h"
 #endif
 
 namespace tool {
@@ -160,7 +161,7 @@ int run_parallel(const Args& args) {
   // The parts become one epoch (engine/container/commit.h owns the order and the syncs).
   std::vector<std::pair<uint64_t, tessera::Array*>> parts;
   for (size_t i = 0; i < ids.size(); ++i) parts.emplace_back(ids[i], arrays[i].get());
-  MpiGroup group;
+  tessera::MpiGroup group(MPI_COMM_WORLD);
   check_mpi(tessera::commit_prepared_epoch(c, group, parts), "committing the epoch");
   if (g_rank == 0)
     for (size_t i = 0; i < ids.size(); ++i) {

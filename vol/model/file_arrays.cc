@@ -149,9 +149,10 @@ tessera::CommitOptions commit_options([[maybe_unused]] int rank) {
 
 }  // namespace
 
-// The engine commits (engine/container/commit.h): the ranks' agreement comes from RankGroup.
+// The engine commits (engine/container/commit.h): the ranks' agreement comes from
+// engine/mpi/ (Parallel::group).
 void FileArrays::commit_epoch() {
-  RankGroup g(*f_.par_.comm);
+  tessera::CommitGroup& g = f_.par_.comm->group();
   const uint64_t e = f_.par_.epoch + 1;
   auto alone = std::move(f_.par_.own_published);
   f_.par_.own_published.clear();

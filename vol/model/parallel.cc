@@ -2,11 +2,15 @@
 // serial HDF5 no fapl can ask for MPI-IO, so from_fapl always answers nullptr.
 #include "vol/model/parallel.h"
 
-#include <algorithm>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "vol/base/error.h"
+
+#ifdef H5_HAVE_PARALLEL
+#include "engine/mpi/mpi_group.h"
+#endif
 
 namespace tessera_vol {
 
@@ -14,12 +18,18 @@ namespace tessera_vol {
 
 struct Parallel::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm node = MPI_COMM_NULL;  // the ranks of comm on this node
+  std::unique_ptr<tessera::MpiGroup> group;  // on comm; freed before it
 };
 
 namespace {
-void mpi_check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) fail_engine(tessera::Status(tessera::Errc::kIo, std::string("MPI: ") + what + " failed"));
+// The group's failed MPI calls as the connector reports them (a VolError).
+template <class F>
+auto on_group(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const tessera::Error& e) {
+    fail_engine(tessera::Status(e.code(), e.what()));
+  }
 }
 }  // namespace
 
@@ -43,25 +53,23 @@ std::unique_ptr<Parallel> Parallel::from_fapl(hid_t fapl) {
   std::unique_ptr<Parallel> p(new Parallel());
   p->impl_ = std::make_unique<Impl>();
   p->impl_->comm = comm;
-  mpi_check(MPI_Comm_rank(comm, &p->rank_), "MPI_Comm_rank");
-  mpi_check(MPI_Comm_size(comm, &p->size_), "MPI_Comm_size");
-  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, p->rank_, MPI_INFO_NULL, &p->impl_->node),
-            "MPI_Comm_split_type");
-  mpi_check(MPI_Comm_rank(p->impl_->node, &p->node_rank_), "MPI_Comm_rank");
+  p->impl_->group = on_group([&] { return std::make_unique<tessera::MpiGroup>(comm); });
+  p->rank_ = p->impl_->group->rank();
+  p->size_ = p->impl_->group->size();
   return p;
 }
 
 Parallel::~Parallel() {
+  if (impl_) impl_->group.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (impl_ && impl_->node != MPI_COMM_NULL && !finalized) MPI_Comm_free(&impl_->node);
   if (impl_ && impl_->comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&impl_->comm);
 }
 
+bool Parallel::node_leader() const { return impl_->group->node_leader(); }
+
 bool Parallel::node_any(bool mine) {
-  int in = mine ? 1 : 0, out = 0;
-  mpi_check(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, impl_->node), "MPI_Allreduce");
-  return out != 0;
+  return on_group([&] { return impl_->group->node_any(mine); });
 }
 
 void Parallel::agree(const std::function<void()>& f) {
@@ -79,56 +87,35 @@ void Parallel::agree(const std::function<void()>& f) {
     kind = static_cast<int>(ErrorKind::kEngine);
     msg = "unknown failure";
   }
-  const MPI_Comm c = impl_->comm;
-  int mine = kind >= 0 ? rank_ : size_, first = size_;
-  mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c), "MPI_Allreduce");
-  if (first == size_) return;
-  int hdr[2] = {kind, static_cast<int>(msg.size())};
-  mpi_check(MPI_Bcast(hdr, 2, MPI_INT, first, c), "MPI_Bcast");
-  msg.resize(static_cast<size_t>(hdr[1]));
-  if (hdr[1] > 0) mpi_check(MPI_Bcast(msg.data(), hdr[1], MPI_CHAR, first, c), "MPI_Bcast");
-  if (rank_ != first) msg = "on MPI rank " + std::to_string(first) + ": " + msg;
-  throw VolError{hdr[0], msg};
+  const tessera::MemberFailure mine{rank_, kind, msg};
+  std::optional<tessera::MemberFailure> first =
+      on_group([&] { return impl_->group->lowest_failure(kind >= 0 ? &mine : nullptr); });
+  if (first) throw VolError{first->code, first->message};
 }
 
 void Parallel::max(std::vector<uint64_t>& v) {
-  if (v.empty()) return;
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_UINT64_T, MPI_MAX, impl_->comm),
-            "MPI_Allreduce");
+  on_group([&] { impl_->group->max(v); });
 }
 
 void Parallel::sum(std::vector<uint64_t>& v) {
-  if (v.empty()) return;
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_UINT64_T, MPI_SUM, impl_->comm),
-            "MPI_Allreduce");
+  on_group([&] { impl_->group->sum(v); });
 }
 
 std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) {
-  std::vector<uint64_t> all = gather(mine);
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  return all;
+  return on_group([&] { return impl_->group->union_of(mine); });
 }
 
 std::vector<uint64_t> Parallel::gather(const std::vector<uint64_t>& mine) {
-  int n = static_cast<int>(mine.size());
-  std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
-  mpi_check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, impl_->comm), "MPI_Allgather");
-  int total = 0;
-  for (int r = 0; r < size_; ++r) {
-    displs[static_cast<size_t>(r)] = total;
-    total += counts[static_cast<size_t>(r)];
-  }
-  std::vector<uint64_t> all(static_cast<size_t>(total));
-  mpi_check(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T,
-                           impl_->comm),
-            "MPI_Allgatherv");
-  return all;
+  return on_group([&] { return impl_->group->gather(mine); });
 }
+
+tessera::CommitGroup& Parallel::group() { return *impl_->group; }
 
 #else  // serial HDF5
 
-struct Parallel::Impl {};
+struct Parallel::Impl {
+  tessera::SoloGroup group;
+};
 std::unique_ptr<Parallel> Parallel::from_fapl(hid_t) { return nullptr; }
 void Parallel::check_fapl(hid_t) const {}
 Parallel::~Parallel() = default;
@@ -137,32 +124,10 @@ void Parallel::max(std::vector<uint64_t>&) {}
 void Parallel::sum(std::vector<uint64_t>&) {}
 std::vector<uint64_t> Parallel::union_of(const std::vector<uint64_t>& mine) { return mine; }
 std::vector<uint64_t> Parallel::gather(const std::vector<uint64_t>& mine) { return mine; }
+bool Parallel::node_leader() const { return true; }
 bool Parallel::node_any(bool mine) { return mine; }
+tessera::CommitGroup& Parallel::group() { return impl_->group; }
 
 #endif
-
-namespace {
-tessera::Errc errc_of(ErrorKind k) {
-  switch (k) {
-    case ErrorKind::kUnsupported: return tessera::Errc::kUnsupported;
-    case ErrorKind::kBadArgument: return tessera::Errc::kInvalidArgument;
-    case ErrorKind::kNotFound: return tessera::Errc::kNotFound;
-    case ErrorKind::kAlreadyExists: return tessera::Errc::kAlreadyExists;
-    case ErrorKind::kCorrupt: return tessera::Errc::kCorrupt;
-    case ErrorKind::kIo: return tessera::Errc::kIo;
-    case ErrorKind::kNoSpace: return tessera::Errc::kNoSpace;
-    case ErrorKind::kBusy: return tessera::Errc::kBusy;
-    default: return tessera::Errc::kInternal;
-  }
-}
-}  // namespace
-
-void RankGroup::agree(const std::function<void()>& f) {
-  try {
-    p_.agree(f);
-  } catch (const VolError& e) {
-    throw tessera::Error(errc_of(static_cast<ErrorKind>(e.kind)), e.msg);
-  }
-}
 
 }  // namespace tessera_vol

@@ -40,6 +40,7 @@ class Parallel {
   int size() const { return size_; }
   bool root() const { return rank_ == 0; }
 
+  // The collectives below are engine/mpi/'s (tessera::MpiGroup): they run on it.
   // Runs f here; then, if f threw on any rank, every rank throws the failure of the
   // lowest failing rank (as a VolError, naming that rank on the others).
   void agree(const std::function<void()>& f);
@@ -53,34 +54,17 @@ class Parallel {
   // The ranks sharing this node (MPI_COMM_TYPE_SHARED) share its page cache, so one
   // syncfs(2) by one of them makes all their writes durable.  node_any is collective over
   // the node's ranks (a barrier among them) and tells whether any of them passed true.
-  bool node_leader() const { return node_rank_ == 0; }
+  bool node_leader() const;
   bool node_any(bool mine);
+  // The ranks as the engine's CommitGroup (engine/container/commit.h), for an epoch
+  // commit: its agree() reports a failure as a tessera::Error with the failing rank's code.
+  tessera::CommitGroup& group();
 
  private:
   Parallel() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int rank_ = 0, size_ = 1, node_rank_ = 0;
-};
-
-// The engine's view of a file's ranks (engine/container/commit.h): the collectives an epoch commit
-// needs.  Parallel::agree reports a failure as a VolError; the engine's contract is a
-// tessera::Error, with a code that maps back to the same minor code where one exists.
-class RankGroup final : public tessera::CommitGroup {
- public:
-  explicit RankGroup(Parallel& p) : p_(p) {}
-  int rank() const override { return p_.rank(); }
-  int size() const override { return p_.size(); }
-  void agree(const std::function<void()>& f) override;
-  void max(std::vector<uint64_t>& v) override { p_.max(v); }
-  void sum(std::vector<uint64_t>& v) override { p_.sum(v); }
-  std::vector<uint64_t> union_of(const std::vector<uint64_t>& mine) override { return p_.union_of(mine); }
-  std::vector<uint64_t> gather(const std::vector<uint64_t>& mine) override { return p_.gather(mine); }
-  bool node_leader() const override { return p_.node_leader(); }
-  bool node_any(bool mine) override { return p_.node_any(mine); }
-
- private:
-  Parallel& p_;
+  int rank_ = 0, size_ = 1;
 };
 
 }  // namespace tessera_vol

@@ -124,9 +124,9 @@ ObjectRecord ObjectRecord::deserialize(std::string_view s) {
   o.next_link_corder = r.i64();
   o.next_attr_corder = r.i64();
   o.comment = r.str();
-  if (!r.done()) o.committed_type = r.u64();  // absent in records written before it existed
-  if (!r.done()) o.vlen_fill = r.str();
-  if (!r.done()) o.times = r.i64();
+  o.committed_type = r.u64();
+  o.vlen_fill = r.str();
+  o.times = r.i64();
   return o;
 }
 
@@ -189,7 +189,7 @@ AttrRecord AttrRecord::deserialize(std::string_view s) {
   r.bytes(a.data.data(), n);
   a.corder = r.i64();
   a.cset = static_cast<H5T_cset_t>(r.u8());
-  if (!r.done()) a.committed_type = r.u64();  // absent in records written before it existed
+  a.committed_type = r.u64();
   return a;
 }
 
