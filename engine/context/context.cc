@@ -29,6 +29,14 @@ Context::Context(const EngineOptions& o, std::shared_ptr<Env> env)
   registry().insert(this);
 }
 
+// The child's own pools, cache and budget stay empty (no thread is ever started); it is
+// registered like any context so that the fork handlers and the destructor treat all alike.
+Context::Context(std::shared_ptr<Context> parent, std::shared_ptr<Env> env)
+    : parent_(std::move(parent)), opts_(parent_->options()), env_(std::move(env)), tiles_(0), budget_(0) {
+  std::lock_guard<std::mutex> g(registry_mu());
+  registry().insert(this);
+}
+
 Context::~Context() {
   std::lock_guard<std::mutex> g(registry_mu());
   registry().erase(this);
@@ -82,11 +90,12 @@ ThreadPool& Context::LazyPool::get(unsigned threads) {
 }
 
 ThreadPool& Context::filters() {
+  if (parent_) return parent_->filters();
   unsigned n = opts_.threads ? opts_.threads : ThreadPool::usable_cores();
   return filters_.get(n ? n : 2);
 }
 
-ThreadPool& Context::io() { return io_.get(std::max(1u, opts_.io_threads)); }
+ThreadPool& Context::io() { return parent_ ? parent_->io() : io_.get(std::max(1u, opts_.io_threads)); }
 
 const std::shared_ptr<Context>& Context::process() {
   static const auto* p = new std::shared_ptr<Context>(std::make_shared<Context>(process_options()));

@@ -52,6 +52,8 @@ const std::vector<Setting>& settings() {
        [](EngineOptions& o, uint64_t v) { o.index_precision = v; }},
       {"index_max_bins", 2, 65536, [](const EngineOptions& o) { return o.index_max_bins; },
        [](EngineOptions& o, uint64_t v) { o.index_max_bins = v; }},
+      {"one_file", 0, 1, [](const EngineOptions& o) { return o.one_file; },
+       [](EngineOptions& o, uint64_t v) { o.one_file = v; }},
   };
   return s;
 }

@@ -9,7 +9,7 @@
 //
 // Two kinds of settings:
 //   per container — write_buffer_mb, direct_write_cells, blob_kb, inline_fragment_kb,
-//     inline_total_mb, index_on_write, index_precision, index_max_bins: each container (file) uses the options it was opened with
+//     inline_total_mb, index_on_write, index_precision, index_max_bins, one_file: each container (file) uses the options it was opened with
 //     (array_options(), Container::set_inline_budget);
 //   per process — threads, io_threads, tile_cache_mb, write_memory_mb: the thread pools,
 //     the decoded-tile cache and the write budget (write_budget.h) are shared by every
@@ -53,6 +53,10 @@ struct EngineOptions {
   uint64_t index_on_write = 0;
   uint64_t index_precision = 3;
   uint64_t index_max_bins = 1024;
+  // New containers are one regular file (1; docs/format.md, "The one-file container") or
+  // a directory (0).  The engine's create without a form takes the process's setting;
+  // the connector passes its own per file.
+  uint64_t one_file = 0;
 
   // One "key=value" setting (the names above).
   Status set(const std::string& key, const std::string& value);

@@ -210,7 +210,7 @@ inline void DiffRun::consolidate() {
   // Merged inputs are removed; nothing temporary is left behind.
   size_t tfr = 0, file_frags = 0;
   const std::string fdir = join_path(cont_->array_dir(id_), "frag");
-  for (const std::string& name : is_directory(Env::posix(), fdir) ? list_dir(Env::posix(), fdir) : std::vector<std::string>()) {
+  for (const std::string& name : is_directory(cont_->env(), fdir) ? list_dir(cont_->env(), fdir) : std::vector<std::string>()) {
     EXPECT_FALSE(name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) << "stray temp file " << name;
     tfr += name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0;
   }

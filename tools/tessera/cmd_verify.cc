@@ -175,8 +175,8 @@ std::string with_dataset(const std::string& msg, const ObjectCheck& oc) {
 
 int run(const Args& args) {
   if (!tessera::path_exists(tessera::Env::posix(), args.container)) fail("'" + args.container + "': no such file or directory");
-  if (!tessera::is_directory(tessera::Env::posix(), args.container))
-    fail("'" + args.container + "' is not a tessera container (a native HDF5 file? tessera containers are directories)");
+  if (!tessera::is_directory(tessera::Env::posix(), args.container) && !tessera::Container::is_container(args.container))
+    fail("'" + args.container + "' is not a tessera container (a native HDF5 file?)");
   ObjectCheck oc;
   {
     std::unique_ptr<tessera::Container> c;
