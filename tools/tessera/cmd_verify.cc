@@ -129,7 +129,7 @@ void check_objects(tessera::Container& c, ObjectCheck* out) {
         const std::string h = hex(r.array_id);
         out->array_paths[h] = path.count(oid) ? path[oid] : name;
         if (!cat.contains("arr/" + h + "/schema") &&
-            !tessera::path_exists(tessera::Env::posix(), tessera::join_path(c.array_dir(r.array_id), "schema")))
+            !tessera::path_exists(c.env(), tessera::join_path(c.array_dir(r.array_id), "schema")))
           out->problems.push_back(name + ": its array " + h + " is missing (no schema record or file)");
       }
     }
