@@ -7,11 +7,12 @@
 // had closed; reopens fail on purpose.  Without the cache every open array kept every
 // fragment file open, and all of this died with errno 24.
 //
-// TESSERA_FD_TEST_FRAGMENTS: fragments of the large test (default 12000; the issue's
+// TESSERA_FD_TEST_FRAGMENTS: fragments of the large test (default 16000, about 20 s here; the issue's
 // 50000 runs in a few minutes).
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <random>
@@ -231,7 +232,7 @@ void read_all_kinds(const Datasets& d, Array* const* arrays, std::mt19937_64& rn
 }  // namespace
 
 TEST(DescriptorBound, ManyFragmentsWithin256Descriptors) {
-  const uint64_t fragments = testutil::env_u64("TESSERA_FD_TEST_FRAGMENTS", testutil::kSanitized ? 2000 : 12000);
+  const uint64_t fragments = testutil::env_u64("TESSERA_FD_TEST_FRAGMENTS", testutil::kSanitized ? 2000 : 16000);
   testutil::TempDir dir("tessera_fds");
   const std::string path = dir.sub("c");
   in_child(256, [&] {
@@ -241,6 +242,12 @@ TEST(DescriptorBound, ManyFragmentsWithin256Descriptors) {
     const size_t base = open_descriptors();
     Datasets d;
     std::mt19937_64 rng(7);
+    auto t0 = std::chrono::steady_clock::now();
+    auto phase = [&](const char* what) {  // where the time goes, for choosing the size
+      const auto t = std::chrono::steady_clock::now();
+      std::printf("[ phase    ] %-40s %6.2f s\n", what, std::chrono::duration<double>(t - t0).count());
+      t0 = t;
+    };
     {  // the append+flush loop: one fragment file per cycle, round the datasets
       std::unique_ptr<Container> c;
       ASSERT_TRUE(Container::create(path, Container::CreateMode::kExclusive, &c, ctx).ok());
@@ -265,6 +272,7 @@ TEST(DescriptorBound, ManyFragmentsWithin256Descriptors) {
     }
     std::printf("[ wrote    ] %llu fragments, peak %zu descriptors in the cache\n",
                 static_cast<unsigned long long>(fragments), FileCache::process().stats().peak_open);
+    phase("append+flush loop");
     {  // a fresh open, read-only: every kind of selection
       std::unique_ptr<Container> c;
       ASSERT_TRUE(Container::open(path, false, &c, ctx).ok());
@@ -278,10 +286,12 @@ TEST(DescriptorBound, ManyFragmentsWithin256Descriptors) {
       read_all_kinds(d, raw, rng);
       EXPECT_LE(open_descriptors(), base + cap + 8);
     }
+    phase("open read-only, every selection kind");
     VerifyReport before;  // every fragment file checked, within the limit
     ASSERT_TRUE(verify_container(path, VerifyOptions{}, &before).ok());
     EXPECT_TRUE(before.ok()) << (before.problems.empty() ? "" : before.problems[0]);
     EXPECT_EQ(before.fragments, fragments);
+    phase("verify");
     {  // consolidated, read again, verified
       std::unique_ptr<Container> c;
       ASSERT_TRUE(Container::open(path, true, &c, ctx).ok());
@@ -297,6 +307,7 @@ TEST(DescriptorBound, ManyFragmentsWithin256Descriptors) {
       read_all_kinds(d, raw, rng);
       EXPECT_LE(open_descriptors(), base + cap + 8);
     }
+    phase("consolidate, every selection kind");
     VerifyReport rep;
     ASSERT_TRUE(verify_container(path, VerifyOptions{}, &rep).ok());
     EXPECT_TRUE(rep.ok()) << (rep.problems.empty() ? "" : rep.problems[0]);

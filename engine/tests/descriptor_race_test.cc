@@ -98,6 +98,7 @@ TEST(DescriptorBound, ReadersRaceConsolidationWhileTheCacheEvicts) {
   const uint64_t id = build(path, ctx, 300, &model);
   CacheBound bound(12);
   const uint64_t deferred0 = FileCache::process().stats().deferred_unlinks;
+  const uint64_t reopens0 = FileCache::process().stats().reopens;
   std::unique_ptr<Container> wc;
   ASSERT_TRUE(Container::open(path, true, &wc, ctx).ok());
   std::unique_ptr<Array> w;
@@ -127,6 +128,9 @@ TEST(DescriptorBound, ReadersRaceConsolidationWhileTheCacheEvicts) {
         ++reads;
         if (!e.empty()) return fail(e);
       }
+      // Read from its own listing throughout: the files the writer removed stayed at
+      // hand in this process (never "gone", which would have listed the array again).
+      if (a->fragments().size() != 300) fail("listed again: " + std::to_string(a->fragments().size()));
       // Its snapshot's files were all removed by now: a refresh finds the one left.
       if (!(st = a->refresh()).ok()) return fail(st.message());
       if (a->fragments().size() != 1) fail("refresh found " + std::to_string(a->fragments().size()) + " fragments");
@@ -149,6 +153,7 @@ TEST(DescriptorBound, ReadersRaceConsolidationWhileTheCacheEvicts) {
   for (auto& t : readers) t.join();
   for (auto& e : errors) ADD_FAILURE() << e;
   EXPECT_GT(reads.load(), 3);
+  EXPECT_GT(FileCache::process().stats().reopens, reopens0 + 1000) << "the readers' descriptors were evicted";
   EXPECT_GT(FileCache::process().stats().deferred_unlinks, deferred0 + 100);
   EXPECT_EQ(hidden_files(frag_dir), 0u) << "unlinked with their last readers";
   size_t tfr = 0;
