@@ -82,9 +82,9 @@ def limited():
     resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
 
 
-def run_py(script: str, *args) -> dict:
+def run_py(script: str, *args, env: dict | None = None) -> dict:
     r = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
-                       timeout=900)
+                       timeout=900, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -114,3 +114,43 @@ def test_append_flush_loop_within_256_descriptors(tessera_env, tmp_path):
     r = run_py(READER, path, CYCLES)
     assert r["whole"] and r["selections"], r
 
+
+
+COUNTER = textwrap.dedent("""
+    import json, os, sys
+    import h5py, numpy as np
+    path, cycles = sys.argv[1], int(sys.argv[2])
+    base = len(os.listdir("/proc/self/fd")) - 1
+    with h5py.File(path, "r") as f:
+        ok = bool((f["log"][...] == np.arange(cycles)[:, None] * 1000.0 + np.arange(64)).all())
+        held = len(os.listdir("/proc/self/fd")) - 1 - base
+    print(json.dumps({"ok": ok, "held": held}))
+""")
+
+
+def test_max_open_files_setting_reaches_the_engine(tessera_env, tmp_path):
+    """max_open_files from the connector string or TESSERA_MAX_OPEN_FILES bounds what a
+    reader holds; without it the bound is half of `ulimit -n`, here far above the file's
+    fragments, so all of them stay open."""
+    path = tmp_path / "small.h5"
+    cycles = 600
+    # Unlimited here, and every fragment a file (none inline in the catalog).
+    run_py(WRITER.replace("resource.setrlimit", "(lambda *a: None)"), path, cycles,
+           env={**os.environ, "TESSERA_INLINE_FRAGMENT_KB": "0"})
+    files = len(list(path.rglob("*.tfr")))
+    assert files >= 2 * cycles, files
+
+    def held(**env_extra) -> dict:
+        env = dict(os.environ)
+        env.update(env_extra)
+        r = subprocess.run([sys.executable, "-c", COUNTER, str(path), str(cycles)], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        assert out["ok"], out
+        return out["held"]
+
+    assert held() >= files // 2 + 1  # the log's fragments and more: all open
+    conn = os.environ["HDF5_VOL_CONNECTOR"]
+    assert held(HDF5_VOL_CONNECTOR=conn + " max_open_files=16") <= 16 + 4
+    assert held(TESSERA_MAX_OPEN_FILES="16") <= 16 + 4

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <new>
 #include <vector>
 
 #include "engine/util/checksum.h"
@@ -21,6 +22,7 @@ namespace tessera {
 namespace {
 
 constexpr size_t kMinAuto = 16, kMaxAuto = 4096;
+constexpr char kRemovedTag[] = ".removed.";  // in the names remove() renames to
 // relieve() never shrinks the cache below this: a read needs a few descriptors at once.
 constexpr size_t kMinPressure = 8;
 
@@ -45,10 +47,22 @@ FileCache& FileCache::process() {
   static FileCache* c = [] {
     auto* x = new FileCache();
     ::pthread_atfork([] { FileCache::process().mu_.lock(); }, [] { FileCache::process().mu_.unlock(); },
-                     [] { FileCache::process().mu_.unlock(); });
+                     [] { FileCache::process().in_forked_child(); });
     return x;
   }();
   return *c;
+}
+
+void FileCache::in_forked_child() {
+  // Reopens the parent's other threads had under way never finish here, and a notify on
+  // the condition variable they waited on would wait for them (glibc): both start over.
+  new (&opened_) std::condition_variable();
+  open_ = 0;
+  for (auto& [name, f] : by_name_) {
+    f->opening_ = false;
+    open_ += f->file_.is_open();
+  }
+  mu_.unlock();
 }
 
 size_t FileCache::auto_capacity() {
@@ -228,7 +242,7 @@ int FileCache::remove(Env& env, const std::string& path) {
       static std::atomic<uint64_t> counter{0};
       const size_t slash = path.find_last_of('/');
       const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-      const std::string hidden = dir + "." + CachedFile::name_of(path) + ".removed." + std::to_string(::getpid()) +
+      const std::string hidden = dir + "." + CachedFile::name_of(path) + kRemovedTag + std::to_string(::getpid()) +
                                  "." + std::to_string(counter++) + ".tmp";
       if (env.rename(path.c_str(), hidden.c_str()) == 0) {
         for (CachedFile* f : readers) f->rename_locked(hidden);
@@ -247,6 +261,11 @@ int FileCache::remove(Env& env, const std::string& path) {
   lk.unlock();
   errno = err;
   return r;
+}
+
+bool FileCache::hidden_name(const std::string& name) {
+  return name.size() > 4 && name[0] == '.' && name.find(kRemovedTag) != std::string::npos &&
+         name.compare(name.size() - 4, 4, ".tmp") == 0;
 }
 
 // ---- CachedFile ---------------------------------------------------------------------------

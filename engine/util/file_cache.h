@@ -87,10 +87,14 @@ class FileCache {
   // unlink(path) through env, or the rename that defers it while a CachedFile of the file
   // lives (see the top): 0, or -1 with errno as unlink.
   int remove(Env& env, const std::string& path);
+  // Whether a directory entry is such a renamed-away file (remove_tree leaves its
+  // directory to a vacuum rather than fail).
+  static bool hidden_name(const std::string& name);
 
  private:
   friend class CachedFile;
   FileCache() = default;
+  void in_forked_child();  // pthread_atfork's child handler (the mutex held)
   size_t limit_locked() const;
   // Closes idle descriptors, least recently used first, until at most `keep` are open.
   size_t evict_locked(size_t keep);

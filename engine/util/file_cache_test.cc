@@ -334,3 +334,27 @@ TEST(FileCache, TheAutomaticBoundUnderARealLimit) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's failure code (see the test)";
 }
+
+// A whole tree removed (a removed dataset's directory, a container) while a file in it is
+// still read: that file is renamed away, the rest goes, and the removal is no error.
+TEST(FileCache, ATreeRemovedWhileOneOfItsFilesIsRead) {
+  testutil::TempDir dir("tessera_fcache");
+  const std::string tree = dir.sub("arr"), sub = join_path(tree, "heap");
+  make_dirs(Env::posix(), sub);
+  std::vector<std::string> paths;
+  const auto model = make_files(sub, 3, &paths);
+  CacheBound bound(4);
+  auto f = CachedFile::open(Env::posix(), paths[1]);
+  FileCache::process().shed(0);
+  remove_tree(Env::posix(), tree);
+  const auto left = hidden_names(sub);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(list_dir(Env::posix(), sub).size(), 1u) << "only the file still read";
+  std::vector<uint8_t> got(model[1].size());
+  f->pread_exact(got.data(), got.size(), 0);
+  EXPECT_EQ(got, model[1]);
+  f.reset();
+  EXPECT_TRUE(list_dir(Env::posix(), sub).empty());
+  remove_tree(Env::posix(), tree);  // a later removal takes the directories
+  EXPECT_FALSE(path_exists(Env::posix(), tree));
+}

@@ -266,6 +266,16 @@ void remove_file(Env& env, const std::string& path) {
   if (FileCache::process().remove(env, path) != 0 && errno != ENOENT) throw_errno("cannot remove", path, errno);
 }
 
+// What remove_tree left: files renamed away by the file cache, in directories of them.
+static bool holds_only_hidden(Env& env, const std::string& dir) {
+  for (const auto& name : list_dir(env, dir)) {
+    if (FileCache::hidden_name(name)) continue;
+    const std::string p = join_path(dir, name);
+    if (!is_directory(env, p) || !holds_only_hidden(env, p)) return false;
+  }
+  return true;
+}
+
 void remove_tree(Env& env, const std::string& path) {
   struct stat st;
   if (!stat_path(env, path, &st, false)) return;
@@ -274,8 +284,13 @@ void remove_tree(Env& env, const std::string& path) {
     return;
   }
   for (const auto& name : list_dir(env, path)) remove_tree(env, join_path(path, name));
-  if (env.rmdir(path.c_str()) != 0 && errno != ENOENT)
-    throw_errno("cannot remove directory", path, errno);
+  if (env.rmdir(path.c_str()) != 0 && errno != ENOENT) {
+    const int err = errno;
+    // Files this process still reads were renamed away, not removed (file_cache.h): the
+    // directory stays until they go (a later vacuum or removal takes it).
+    if (err == ENOTEMPTY && holds_only_hidden(env, path)) return;
+    throw_errno("cannot remove directory", path, err);
+  }
 }
 
 void sync_dir(Env& env, const std::string& dir) {

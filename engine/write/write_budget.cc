@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <new>
 
 namespace tessera {
 
@@ -62,7 +63,15 @@ BufferOwner* WriteBudget::largest_locked(const BufferOwner* skip) const {
 void WriteBudget::start_locked() {
   // A forked child inherits the object but not the thread: it starts its own.
   if (thread_.joinable() && owner_pid_ == ::getpid()) return;
-  if (thread_.joinable()) thread_.detach();
+  if (thread_.joinable()) {
+    thread_.detach();
+    // The parent's flusher was waiting on work_ when it forked: a child's notify on
+    // that inherited state waits for a waiter it does not have (glibc's group switch;
+    // a forked crash-test child hung there).  Nobody waits on them in the child yet;
+    // made anew over the old ones (destroying those would wait for the same waiters).
+    new (&work_) std::condition_variable();
+    new (&done_) std::condition_variable();
+  }
   owner_pid_ = ::getpid();
   thread_ = std::thread([this] { run(); });
 }
