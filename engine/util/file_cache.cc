@@ -54,12 +54,14 @@ FileCache& FileCache::process() {
 }
 
 void FileCache::in_forked_child() {
-  // Reopens the parent's other threads had under way never finish here, and a notify on
-  // the condition variable they waited on would wait for them (glibc): both start over.
+  // Reads and reopens the parent's other threads had under way never finish here, and a
+  // notify on the condition variable they waited on would wait for them (glibc): pins,
+  // reopens and the condition variable start over.
   new (&opened_) std::condition_variable();
   open_ = 0;
   for (auto& [name, f] : by_name_) {
     f->opening_ = false;
+    f->pins_ = 0;
     open_ += f->file_.is_open();
   }
   mu_.unlock();
