@@ -107,18 +107,20 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
   std::vector<std::shared_ptr<Fragment>> in(a_.frags_.live().begin() + first, a_.frags_.live().begin() + last + 1);
   const Schema& out = target ? *target : a_.schema_;
   // Erased cells are dropped when nothing older than the inputs remains to be hidden.
-  Consolidator merge(out, in, /*keep_erased=*/first > 0);
-  if (parts > 1 && !merge.select_part(part, parts)) return;  // the other parts replace the inputs
-  const FragmentId id = merge.result_id(part);
+  // Dropped before the inputs' files go (below), with `in`: the file cache keeps a
+  // removed file's descriptor open for whoever still holds its Fragment (file_cache.h).
+  auto merge = std::make_unique<Consolidator>(out, in, /*keep_erased=*/first > 0);
+  if (parts > 1 && !merge->select_part(part, parts)) return;  // the other parts replace the inputs
+  const FragmentId id = merge->result_id(part);
   // Parts are published together by an epoch commit, through files (parallel tools).
   if (parts > 1) a_.store_->ensure_dir(false, a_.schema_.var);
   if (target && parts > 1) throw_error(Errc::kInternal, "a conversion is serial");
   std::unique_ptr<FragmentWriter> wp =
       parts > 1 ? std::make_unique<FragmentWriter>(*a_.ctx_, a_.frag_dir_, id, a_.schema_) : a_.make_writer(id, target);
   FragmentWriter& w = *wp;
-  const std::vector<FragmentId> replaced = merge.replaced();
+  const std::vector<FragmentId> replaced = merge->replaced();
   w.set_replaces(replaced);
-  merge.write(w);
+  merge->write(w);
   if (parts > 1) {
     // Published with the other parts by an epoch commit; until then not even this
     // rank's reads use it (it would hide the inputs of the other parts' tiles).
@@ -180,11 +182,15 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
     for (auto& f : in) a_.frags_.keep_replaced(*f);
     return;
   }
+  std::vector<std::pair<std::string, FragmentId>> files;
   for (auto& f : in)
-    if (!f->is_inline()) {
-      remove_file(a_.env(), f->path());
-      a_.remove_index_of(f->meta().id);
-    }
+    if (!f->is_inline()) files.emplace_back(f->path(), f->meta().id);
+  merge.reset();
+  in.clear();
+  for (auto& [path, fid] : files) {
+    remove_file(a_.env(), path);
+    a_.remove_index_of(fid);
+  }
   if (!dropped_files.empty()) sync_dir(a_.env(), a_.frag_dir_);
 }
 
@@ -217,6 +223,7 @@ void Consolidation::vacuum(VacuumResult* out) {
   }
   a_.store_->record_files({}, dropped_files, &b, false);
   a_.store_->commit(std::move(b), /*sync=*/true);
+  all.clear();  // the listing's Fragments of them, before their files go (file_cache.h)
   for (auto& p : paths) remove_file(a_.env(), p);
   for (FragmentId id : dropped_files) a_.remove_index_of(id);
   if (!paths.empty()) sync_dir(a_.env(), a_.frag_dir_);

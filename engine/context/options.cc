@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/schema/layout.h"
+#include "engine/util/file_cache.h"
 
 
 namespace tessera {
@@ -54,6 +55,8 @@ const std::vector<Setting>& settings() {
        [](EngineOptions& o, uint64_t v) { o.index_max_bins = v; }},
       {"one_file", 0, 1, [](const EngineOptions& o) { return o.one_file; },
        [](EngineOptions& o, uint64_t v) { o.one_file = v; }},
+      {"max_open_files", 0, kMiB, [](const EngineOptions& o) { return o.max_open_files; },
+       [](EngineOptions& o, uint64_t v) { o.max_open_files = v; }},
   };
   return s;
 }
@@ -205,6 +208,7 @@ void configure_process(const EngineOptions& o) {
   if (g_process_set) return;
   g_process = o;
   g_process_set = true;
+  FileCache::process().set_capacity(static_cast<size_t>(o.max_open_files));
 }
 
 const EngineOptions& process_options() {
@@ -218,6 +222,7 @@ const EngineOptions& process_options() {
     if (!st.ok()) throw_error(st.code(), st.message());
     g_process = o;
     g_process_set = true;
+    FileCache::process().set_capacity(static_cast<size_t>(o.max_open_files));
   }
   return g_process;
 }
