@@ -209,21 +209,3 @@ def test_query_benchmark_counts_agree_with_the_scan(tessera_env, tmp_path):
     checks = [line.split("\t") for line in proc.stdout.splitlines() if line.startswith("CHECK\t")]
     assert len(checks) == 24 and all(c[-1] == "ok" for c in checks), out
     assert "| 2 threads |" in out and "index:" in out, out
-
-
-# ------------------------------------------------------------------ the append+flush benchmark
-def test_append_flush_benchmark_runs_both_sides(tessera_env, tmp_path):
-    """scripts/bench/bench_append_flush.py (issue 43's acquisition loop) at a tiny size:
-    both sides append and flush, a fresh process reads back exactly what was written (the
-    benchmark exits non-zero otherwise), and tessera's merges ran."""
-    script = Path(__file__).resolve().parent.parent / "scripts" / "bench" / "bench_append_flush.py"
-    proc = subprocess.run([sys.executable, str(script), "--n", "60", "--dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    for row in ("µs per append+flush", "bare write+fdatasync loop", "fresh open + full read", "files left",
-                "live fragments", "automatic merges"):
-        assert out.count(row) == 2, (row, out)  # N = 1 and N = 60
-    merges = [int(line.split()[2]) for line in proc.stdout.splitlines() if line.strip().startswith("automatic merges")]
-    assert merges[-1] > 0, out
-    assert not list(tmp_path.iterdir()), "the benchmark left files behind"

@@ -407,6 +407,10 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
                                   std::unique_ptr<Array>* out) {
   ArrayOptions o = opts;
   if (!o.context) o.context = ctx_;  // the container's Env (null: the process's context)
+  // A one-file container's arrays live in its pack: a caller's own context lends its pools,
+  // cache and budget, never its Env (a POSIX one would look for directories in a file).
+  else if (one_file_ && ctx_ && &o.context->env() != &ctx_->env())
+    o.context = std::make_shared<Context>(o.context, ctx_->env_shared());
   Status st = guard([&] { o.committed_epoch = committed_epoch(); });
   if (!st.ok()) return st;
   if (shadow_) o.shadow = true;
