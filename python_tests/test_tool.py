@@ -92,16 +92,19 @@ def type_text(dt: np.dtype) -> str:
     return f"{kind}{dt.itemsize * 8}{be}"
 
 
-@pytest.fixture
-def pair(tessera_env, tmp_path):
-    """(container, native file) holding the same objects."""
+@pytest.fixture(params=["directory", "one_file"])
+def pair(tessera_env, tmp_path, request):
+    """(container, native file) holding the same objects; the container in either form
+    (docs/format.md: a directory, or one regular file with the setting one_file=1)."""
     script = tmp_path / "build.py"
     script.write_text(BUILD)
     native = tmp_path / "native.h5"
     subprocess.run([sys.executable, str(script), str(native)], env=native_env(), check=True)
     container = tmp_path / "c.h5"
-    subprocess.run([sys.executable, str(script), str(container)], check=True)
-    assert container.is_dir() and native.is_file()
+    one_file = request.param == "one_file"
+    subprocess.run([sys.executable, str(script), str(container)], check=True,
+                   env=dict(os.environ, TESSERA_ONE_FILE="1" if one_file else "0"))
+    assert (container.is_file() if one_file else container.is_dir()) and native.is_file()
     return container, native
 
 

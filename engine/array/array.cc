@@ -5,8 +5,6 @@
 // Consolidation components.
 #include "engine/array/array.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -28,23 +26,6 @@
 namespace tessera {
 
 using namespace array_files;
-
-namespace {
-
-// Many fragments mean many open files: lift the soft limit to the hard one once.
-void raise_fd_limit() {
-  static bool done = [] {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-      rl.rlim_cur = rl.rlim_max;
-      setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    return true;
-  }();
-  (void)done;
-}
-
-}  // namespace
 
 ArrayOptions ArrayOptions::from_env() {
   EngineOptions o;
@@ -82,7 +63,6 @@ Status Array::open(const std::string& dir, bool writable, const ArrayOptions& op
 }
 
 void Array::open_impl(bool writable, const Schema* known) {
-  raise_fd_limit();
   writable_ = writable;
   schema_ = store_->open(writable_, known, &extent_id_);
   if (schema_.compact) {
@@ -188,6 +168,22 @@ void Array::require_writable() {
   share_.note_unlogged_write();
 }
 
+template <class F>
+void Array::read_listing_again(F&& read) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      read();
+      return;
+    } catch (const FileGone&) {
+      // Another process's consolidation or vacuum removed a fragment file of this
+      // reader's listing after the file cache closed its descriptor: its replacement
+      // is published, so a new listing reads the same cells (and any newer commit).
+      if (writable_ || attempt >= kMaxRelistings) throw;
+      refresh_locked();
+    }
+  }
+}
+
 void Array::require_var(bool var) const {
   if (schema_.var != var)
     throw_error(Errc::kInvalidArgument, var ? "array holds fixed-size cells: use write/read"
@@ -196,7 +192,7 @@ void Array::require_var(bool var) const {
 
 Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides) {
   std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
+  return guard([&] { read_listing_again([&] {
     require_var(false);
     check_selection(sel);
     if (compact_) {
@@ -209,12 +205,12 @@ Status Array::read(const Selection& sel, void* dst, const uint64_t* dst_strides)
     write_.buffer_->normalize();
     ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read(sel, static_cast<uint8_t*>(dst), dst_strides);
-  });
+  }); });
 }
 
 Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
   std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
+  return guard([&] { read_listing_again([&] {
     require_var(false);
     check_points(coords, n);
     if (compact_) return compact_->read_points(coords, n, static_cast<uint8_t*>(dst));
@@ -222,7 +218,7 @@ Status Array::read_points(const uint64_t* coords, size_t n, void* dst) {
     write_.buffer_->normalize();
     ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, static_cast<uint8_t*>(dst));
-  });
+  }); });
 }
 
 std::vector<uint8_t> Array::make_descriptors(HeapBuilder* heap, size_t n, const uint64_t* lengths,
@@ -295,7 +291,7 @@ void Array::resolve_descriptors(const std::vector<uint8_t>& desc, std::vector<ui
 
 Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std::vector<uint8_t>* data) {
   std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
+  return guard([&] { read_listing_again([&] {
     require_var(true);
     check_selection(sel);
     std::vector<uint8_t> desc(sel.empty() ? 0 : sel.cells() * kVarDescriptorSize);
@@ -304,13 +300,13 @@ Status Array::read_var(const Selection& sel, std::vector<uint64_t>* lengths, std
     ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     if (!desc.empty()) ReadPlanner(schema_, view).read(sel, desc.data(), nullptr);
     resolve_descriptors(desc, lengths, data);
-  });
+  }); });
 }
 
 Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint64_t>* lengths,
                               std::vector<uint8_t>* data) {
   std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
+  return guard([&] { read_listing_again([&] {
     require_var(true);
     check_points(coords, n);
     std::vector<uint8_t> desc(n * kVarDescriptorSize);
@@ -319,7 +315,7 @@ Status Array::read_points_var(const uint64_t* coords, size_t n, std::vector<uint
     ReadView view{frags_.live().snapshot(), write_.buffer_.get(), ctx_.get(), write_.blobs_.get()};
     ReadPlanner(schema_, view).read_points(coords, n, desc.data());
     resolve_descriptors(desc, lengths, data);
-  });
+  }); });
 }
 
 Status Array::set_extent(const Coords& extent) {

@@ -301,6 +301,14 @@ class Array final : public BufferOwner, public MergeOwner {
 
   // --- Opening (array.cc); the fragment set and its listing are frags_ (array_fragments.h).
   void open_impl(bool writable, const Schema* known = nullptr);
+  // refresh() under the mutex the caller holds.
+  void refresh_locked();
+  // Runs a read; a read-only array whose fragment file another process removed after the
+  // file cache closed its descriptor (FileGone, file_cache.h) lists itself again, as
+  // refresh() does, and reads once more (at most kMaxRelistings times).
+  template <class F>
+  void read_listing_again(F&& read);
+  static constexpr int kMaxRelistings = 3;
   bool apply_extent_commits();
   FragmentId next_id();
   void check_selection(const Selection& sel) const;

@@ -121,16 +121,18 @@ Status Array::publish_prepared(bool synced, CatalogBatch* into) {
 
 Status Array::refresh() {
   std::lock_guard<std::mutex> g(mu_);
-  return guard([&] {
-    finish_parked();
-    store_->refresh(/*records=*/true);
-    if (compact_) return compact_->refresh();
-    reread_journals();
-    if (!pub_.schema_dirty_) take_stored_schema();
-    if (share_logging()) share_.pick_up_shared(/*list=*/true);  // the logs' retirements first
-    else frags_.load();
-    apply_extent_commits();
-  });
+  return guard([&] { refresh_locked(); });
+}
+
+void Array::refresh_locked() {
+  finish_parked();
+  store_->refresh(/*records=*/true);
+  if (compact_) return compact_->refresh();
+  reread_journals();
+  if (!pub_.schema_dirty_) take_stored_schema();
+  if (share_logging()) share_.pick_up_shared(/*list=*/true);  // the logs' retirements first
+  else frags_.load();
+  apply_extent_commits();
 }
 
 void Array::reread_journals() {

@@ -247,8 +247,8 @@ bool AutoMerge::merge_once(std::unique_lock<std::mutex>& lk) {
   if (!run) return false;
   Array& a = a_;
   const auto [first, last] = *run;
-  const std::vector<std::shared_ptr<Fragment>> in(a.frags_.live().begin() + static_cast<ptrdiff_t>(first),
-                                                  a.frags_.live().begin() + static_cast<ptrdiff_t>(last) + 1);
+  std::vector<std::shared_ptr<Fragment>> in(a.frags_.live().begin() + static_cast<ptrdiff_t>(first),
+                                            a.frags_.live().begin() + static_cast<ptrdiff_t>(last) + 1);
   const Schema schema = a.schema_;
   const bool keep_erased = first > 0;  // something older remains to be hidden
   const std::vector<FragmentId> replaces = a.consolidation_.replaces_of(in);
@@ -303,7 +303,7 @@ bool AutoMerge::merge_once(std::unique_lock<std::mutex>& lk) {
     return false;
   }
   try {
-    a.consolidation_.publish_merge(in, id, tmp, bytes, final_path, nullptr, /*automatic=*/true);
+    a.consolidation_.publish_merge(std::move(in), id, tmp, bytes, final_path, nullptr, /*automatic=*/true);
   } catch (...) {
     if (!tmp.empty() && path_exists(a.env(), tmp)) drop();  // not renamed: the merge is lost, nothing else
     throw;

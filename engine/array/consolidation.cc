@@ -107,9 +107,11 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
   std::vector<std::shared_ptr<Fragment>> in(a_.frags_.live().begin() + first, a_.frags_.live().begin() + last + 1);
   const Schema& out = target ? *target : a_.schema_;
   // Erased cells are dropped when nothing older than the inputs remains to be hidden.
-  Consolidator merge(out, in, /*keep_erased=*/first > 0);
-  if (parts > 1 && !merge.select_part(part, parts)) return;  // the other parts replace the inputs
-  const FragmentId id = merge.result_id(part);
+  // Dropped before the inputs' files go (below), with `in`: the file cache keeps a
+  // removed file's descriptor open for whoever still holds its Fragment (file_cache.h).
+  auto merge = std::make_unique<Consolidator>(out, in, /*keep_erased=*/first > 0);
+  if (parts > 1 && !merge->select_part(part, parts)) return;  // the other parts replace the inputs
+  const FragmentId id = merge->result_id(part);
   // Parts are published together by an epoch commit, through files (parallel tools).
   if (parts > 1) a_.store_->ensure_dir(false, a_.schema_.var);
   if (target && parts > 1) throw_error(Errc::kInternal, "a conversion is serial");
@@ -117,7 +119,7 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
       parts > 1 ? std::make_unique<FragmentWriter>(*a_.ctx_, a_.frag_dir_, id, a_.schema_) : a_.make_writer(id, target);
   FragmentWriter& w = *wp;
   w.set_replaces(replaces_of(in));
-  merge.write(w);
+  merge->write(w);
   if (parts > 1) {
     // Published with the other parts by an epoch commit; until then not even this
     // rank's reads use it (it would hide the inputs of the other parts' tiles).
@@ -128,7 +130,8 @@ void Consolidation::consolidate_range(size_t first, size_t last, uint32_t part, 
   std::string tmp = w.finish();
   std::shared_ptr<const std::vector<uint8_t>> bytes;
   if (tmp.empty()) bytes = std::make_shared<const std::vector<uint8_t>>(w.take_inline());
-  publish_merge(in, id, tmp, bytes, w.final_path(), target, /*automatic=*/false);
+  merge.reset();
+  publish_merge(std::move(in), id, tmp, bytes, w.final_path(), target, /*automatic=*/false);
 }
 
 std::vector<FragmentId> Consolidation::replaces_of(const std::vector<std::shared_ptr<Fragment>>& in) const {
@@ -144,7 +147,7 @@ std::vector<FragmentId> Consolidation::replaces_of(const std::vector<std::shared
   return out;
 }
 
-void Consolidation::publish_merge(const std::vector<std::shared_ptr<Fragment>>& in, const FragmentId& id,
+void Consolidation::publish_merge(std::vector<std::shared_ptr<Fragment>> in, const FragmentId& id,
                                   std::string tmp, std::shared_ptr<const std::vector<uint8_t>> bytes,
                                   const std::string& final_path, const Schema* target, bool automatic) {
   // The result is durable before any input goes: an inline result and the removal of
@@ -203,11 +206,18 @@ void Consolidation::publish_merge(const std::vector<std::shared_ptr<Fragment>>& 
   // Kept inputs' files and indexes go at vacuum() or when they retire.
   for (auto& f : kept) a_.frags_.keep_replaced(*f);
   if (automatic) a_.auto_.merged(*nf, kept);
+  // The others now, once this merge holds none of them: the file cache keeps a removed
+  // file's descriptor open for whoever still holds its Fragment (file_cache.h).
+  std::vector<std::pair<std::string, FragmentId>> files;
   for (auto& f : in)
-    if (!f->is_inline() && std::find(kept.begin(), kept.end(), f) == kept.end()) {
-      remove_file(a_.env(), f->path());
-      a_.remove_index_of(f->meta().id);
-    }
+    if (!f->is_inline() && std::find(kept.begin(), kept.end(), f) == kept.end())
+      files.emplace_back(f->path(), f->meta().id);
+  in.clear();
+  kept.clear();
+  for (auto& [path, fid] : files) {
+    remove_file(a_.env(), path);
+    a_.remove_index_of(fid);
+  }
   if (!dropped_files.empty()) sync_dir(a_.env(), a_.frag_dir_);
 }
 
@@ -243,6 +253,7 @@ void Consolidation::vacuum(VacuumResult* out) {
   }
   a_.store_->record_files({}, dropped_files, &b, false);
   a_.store_->commit(std::move(b), /*sync=*/true);
+  all.clear();  // the listing's Fragments of them, before their files go (file_cache.h)
   for (auto& p : paths) remove_file(a_.env(), p);
   for (FragmentId id : dropped_files) a_.remove_index_of(id);
   if (!paths.empty()) sync_dir(a_.env(), a_.frag_dir_);

@@ -51,7 +51,7 @@ class Consolidation {
   // Publishes a finished merge of the live fragments `in` (adjacent): the file `tmp`, or
   // the inline `bytes` when tmp is empty.  automatic: a background merge (auto_merge.h),
   // whose file inputs stay until they retire and whose batch records what it did.
-  void publish_merge(const std::vector<std::shared_ptr<Fragment>>& in, const FragmentId& id, std::string tmp,
+  void publish_merge(std::vector<std::shared_ptr<Fragment>> in, const FragmentId& id, std::string tmp,
                      std::shared_ptr<const std::vector<uint8_t>> bytes, const std::string& final_path,
                      const Schema* target, bool automatic);
 };

@@ -1,11 +1,15 @@
 #include "engine/container/container.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "engine/array/array_files.h"
+#include "engine/container/one_file.h"
+#include "engine/pack/pack_env.h"
 #include "engine/util/checksum.h"
 #include "engine/util/file_io.h"
 #include "engine/catalog/history.h"
@@ -55,6 +59,7 @@ void check_header(Env& env, const std::string& root, bool any_version = false) {
 
 bool Container::is_container(const std::string& path, Env& env) {
   try {
+    if (is_regular_file(env, path)) return PackEnv::is_pack(env, path);
     if (!is_directory(env, path)) return false;
     check_header(env, path, /*any_version=*/true);
     return true;
@@ -68,6 +73,14 @@ bool Container::is_container(const std::string& path, Env& env) {
 // Anything else is not ours to delete.
 bool Container::is_unfinished(Env& env, const std::string& path) {
   try {
+    if (is_regular_file(env, path)) {
+      // A one-file container's creation cut short: an empty file (the pack never synced),
+      // or a pack holding only what is_unfinished accepts of a directory.
+      struct stat st;
+      if (env.stat(path.c_str(), &st, true) == 0 && st.st_size == 0) return true;
+      auto pack = PackEnv::open(std::shared_ptr<Env>(std::shared_ptr<Env>(), &env), path, false);
+      return is_unfinished(*pack, path);
+    }
     std::vector<std::string> names = list_dir(env, path);
     if (names.empty()) return false;
     for (const std::string& n : names)
@@ -82,29 +95,40 @@ bool Container::is_unfinished(Env& env, const std::string& path) {
 
 Status Container::create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out,
                          const std::shared_ptr<Context>& ctx) {
-  Env& env = ctx ? ctx->env() : Env::posix();
+  Form form;
+  form.one_file = process_options().one_file != 0;  // TESSERA_ONE_FILE=1: every new container one file
+  return create(path, mode, out, ctx, form);
+}
+
+Status Container::create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out,
+                         const std::shared_ptr<Context>& ctx, const Form& form) {
+  Env& base = ctx ? ctx->env() : Env::posix();
   return guard([&] {
-    if (path_exists(env, path)) {
+    if (path_exists(base, path)) {
       if (mode == CreateMode::kExclusive) throw_errno("create container", path, EEXIST);
-      if (is_directory(env, path)) {
+      if (is_directory(base, path)) {
         // Take the writer lock first so we never truncate a container another process writes.
-        if (is_container(path, env)) {
-          auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false, env);
+        if (is_container(path, base)) {
+          auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false, base);
           probe.reset();
-        } else if (is_unfinished(env, path)) {
-          FileLock probe = FileLock::try_lock(env, join_path(path, "catalog.lock"), /*exclusive=*/true);
+        } else if (is_unfinished(base, path)) {
+          FileLock probe = FileLock::try_lock(base, join_path(path, "catalog.lock"), /*exclusive=*/true);
           if (!probe.locked())
             throw_error(Errc::kBusy, "container '" + path + "' is open for writing by another process");
         } else {
           throw_error(Errc::kAlreadyExists, "cannot truncate '" + path +
                                                 "': it is a directory but not a tessera container");
         }
-        remove_tree(env, path);
-      } else {
-        remove_file(env, path);
-      }
+        remove_tree(base, path);
+      } else if (!form.one_file) {
+        if (is_container(path, base)) open_one_file(ctx, path, true).reset();  // its writer lock first
+        remove_file(base, path);
+      }  // a file becoming a one-file container is cut in place, under the pack's writer lock
     }
-    make_dir(env, path);
+    std::shared_ptr<Context> cctx = ctx;
+    if (form.one_file) cctx = create_one_file(ctx, path, form.wrapper, mode == CreateMode::kExclusive);
+    Env& env = cctx ? cctx->env() : base;
+    make_dir(env, path);  // a pack's root exists already
     make_dir(env, join_path(path, kArraysDir));
     // Nothing is synced here: until the catalog's first record nothing is committed, and
     // the catalog makes the header and these names durable before it appends one
@@ -120,9 +144,10 @@ Status Container::create(const std::string& path, CreateMode mode, std::unique_p
     }
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
-    c->ctx_ = ctx;
+    c->ctx_ = cctx;
     c->env_ = &env;
     c->writable_ = true;
+    c->one_file_ = form.one_file;
     c->catalog_ = Catalog::open(path, Catalog::Mode::kReadWrite, true, env);
     PendingNames& names = c->catalog_->pending_names();
     names.add_file(header);
@@ -135,16 +160,21 @@ Status Container::create(const std::string& path, CreateMode mode, std::unique_p
 
 Status Container::open(const std::string& path, bool writable, std::unique_ptr<Container>* out,
                        const std::shared_ptr<Context>& ctx) {
-  Env& env = ctx ? ctx->env() : Env::posix();
+  Env& base = ctx ? ctx->env() : Env::posix();
   return guard([&] {
-    if (!path_exists(env, path)) throw_errno("open container", path, ENOENT);
-    if (!is_directory(env, path)) throw_error(Errc::kCorrupt, "'" + path + "' is not a tessera container");
+    if (!path_exists(base, path)) throw_errno("open container", path, ENOENT);
+    std::shared_ptr<Context> cctx = ctx;
+    const bool one_file = is_regular_file(base, path);
+    if (one_file) cctx = open_one_file(ctx, path, writable);
+    else if (!is_directory(base, path)) throw_error(Errc::kCorrupt, "'" + path + "' is not a tessera container");
+    Env& env = cctx ? cctx->env() : base;
     check_header(env, path);
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
-    c->ctx_ = ctx;
+    c->ctx_ = cctx;
     c->env_ = &env;
     c->writable_ = writable;
+    c->one_file_ = one_file;
     c->catalog_ = Catalog::open(path, writable ? Catalog::Mode::kReadWrite : Catalog::Mode::kReadOnly, false, env);
     c->init_budget();
     *out = std::move(c);
@@ -153,7 +183,6 @@ Status Container::open(const std::string& path, bool writable, std::unique_ptr<C
 
 Status Container::open_as_of(const std::string& path, const std::string& when, std::unique_ptr<Container>* out,
                              const std::shared_ptr<Context>& ctx) {
-  Env& env = ctx ? ctx->env() : Env::posix();
   std::unique_ptr<Container> live;
   Status st = open(path, false, &live, ctx);
   if (!st.ok()) return st;
@@ -161,11 +190,13 @@ Status Container::open_as_of(const std::string& path, const std::string& when, s
   st = find_commit(live->catalog(), when, &commit);
   if (!st.ok()) return Status(st.code(), "container '" + path + "': " + st.message());
   return guard([&] {
+    Env& env = live->env();  // a one-file container's pack, opened once
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
-    c->ctx_ = ctx;
+    c->ctx_ = live->ctx_;
     c->env_ = &env;
     c->writable_ = false;
+    c->one_file_ = live->one_file_;
     c->as_of_seq_ = commit.seq;
     c->as_of_ts_ = commit.ts_ns;
     c->catalog_ = Catalog::open_as_of(path, commit.seq, env);
@@ -178,6 +209,9 @@ Status Container::open_shadow(const std::string& path, std::unique_ptr<Container
                               const std::shared_ptr<Context>& ctx) {
   Env& env = ctx ? ctx->env() : Env::posix();
   return guard([&] {
+    if (is_regular_file(env, path))
+      throw_error(Errc::kUnsupported, "container '" + path + "': parallel access to a one-file container is not "
+                                      "supported yet (create parallel files as directories)");
     check_header(env, path);
     std::unique_ptr<Container> c(new Container());
     c->path_ = path;
@@ -199,6 +233,12 @@ uint64_t Container::committed_epoch() const {
 Status Container::remove(const std::string& path, Env& env) {
   return guard([&] {
     if (!is_container(path, env)) throw_error(Errc::kNotFound, "'" + path + "' is not a tessera container");
+    if (is_regular_file(env, path)) {
+      // The writer lock first (the pack's own), as for a directory's catalog lock.
+      PackEnv::open(std::shared_ptr<Env>(std::shared_ptr<Env>(), &env), path, true).reset();
+      remove_file(env, path);
+      return;
+    }
     auto probe = Catalog::open(path, Catalog::Mode::kReadWrite, false, env);
     probe.reset();
     remove_tree(env, path);
@@ -367,6 +407,10 @@ Status Container::open_array_impl(uint64_t id, bool writable, const ArrayOptions
                                   std::unique_ptr<Array>* out) {
   ArrayOptions o = opts;
   if (!o.context) o.context = ctx_;  // the container's Env (null: the process's context)
+  // A one-file container's arrays live in its pack: a caller's own context lends its pools,
+  // cache and budget, never its Env (a POSIX one would look for directories in a file).
+  else if (one_file_ && ctx_ && &o.context->env() != &ctx_->env())
+    o.context = std::make_shared<Context>(o.context, ctx_->env_shared());
   Status st = guard([&] { o.committed_epoch = committed_epoch(); });
   if (!st.ok()) return st;
   if (shadow_) o.shadow = true;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "engine/array/array.h"
 #include "engine/catalog/catalog.h"
@@ -22,10 +23,23 @@ namespace tessera {
 class Container {
  public:
   enum class CreateMode { kTruncate, kExclusive };
+  // Where a new container's tree lives: a directory, or one regular file (a pack,
+  // docs/format.md "The one-file container") that begins with `wrapper` — the bytes of a
+  // small HDF5 file the caller made (empty: none; the engine never includes HDF5).
+  struct Form {
+    bool one_file = false;
+    std::vector<uint8_t> wrapper;
+  };
   // ctx: the Context (context.h) of the container's file-system calls (its Env) and of
   // the arrays it opens whose ArrayOptions name none; null: POSIX and the process's.
+  // A one-file container's arrays get a Context sharing ctx's all but its Env (the pack's).
   static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out,
                        const std::shared_ptr<Context>& ctx = nullptr);
+  static Status create(const std::string& path, CreateMode mode, std::unique_ptr<Container>* out,
+                       const std::shared_ptr<Context>& ctx, const Form& form);
+  // open, open_as_of: a directory or a one-file container, whichever `path` is.  A
+  // one-file container has one writer process at a time (another gets kBusy) and any
+  // number of readers; open_shadow (MPI ranks) refuses it (kUnsupported).
   static Status open(const std::string& path, bool writable, std::unique_ptr<Container>* out,
                      const std::shared_ptr<Context>& ctx = nullptr);
   // Read-only, as of a past commit (history.h): `when` as find_commit takes it ("12",
@@ -51,7 +65,11 @@ class Container {
   static Status remove(const std::string& path, Env& env = Env::posix());
 
   const std::string& path() const { return path_; }
+  bool one_file() const { return one_file_; }
   Env& env() const { return *env_; }  // every file-system call of the container
+  // The context its arrays and fragments are opened with (null: the process's); a
+  // one-file container's carries the pack's Env.
+  const std::shared_ptr<Context>& context() const { return ctx_; }
   bool writable() const { return writable_; }
   bool shadow() const { return shadow_; }
   // Parallel files: new arrays get a directory and schema file at creation (not catalog
@@ -137,6 +155,7 @@ class Container {
   Env* env_ = &Env::posix();
   bool writable_ = false;
   bool shadow_ = false;
+  bool one_file_ = false;
   uint64_t as_of_seq_ = 0, as_of_ts_ = 0;
   // Arrays get their directory and schema file at creation, as before catalog-bound
   // arrays existed (parallel files: the epoch protocol publishes files only).

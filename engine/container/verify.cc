@@ -10,6 +10,7 @@
 
 #include "engine/array/array_files.h"
 #include "engine/container/container.h"
+#include "engine/container/one_file.h"
 #include "engine/util/file_io.h"
 #include "engine/fragment/fragment.h"
 #include "engine/schema/layout.h"
@@ -302,7 +303,7 @@ class Verifier {
                               " fails until it is moved away");
         continue;
       }
-      check_one(path, [&] { return Fragment::open(path); }, &id);
+      check_one(path, [&] { return Fragment::open(path, c_.context()); }, &id);
       // Its size as published: the catalog record, else its publish log entry.
       const std::map<FragmentId, uint64_t>& by = p.recorded.count(id) ? p.recorded : p.logged;
       if (by.count(id)) {
@@ -314,7 +315,7 @@ class Verifier {
     }
     for (auto& [path, id] : rolling) {
       // (A lambda may not capture a structured binding in C++17: clang refuses it.)
-      check_one(path, [&, &file = path] { return Fragment::open(file); }, &id);
+      check_one(path, [&, &file = path] { return Fragment::open(file, c_.context()); }, &id);
       if (p.recorded.count(id) && file_size(path) != p.recorded[id])
         r_.problems.push_back("fragment '" + path + "': " + std::to_string(file_size(path)) + " bytes, but " +
                               std::to_string(p.recorded[id]) + " were published");
@@ -333,7 +334,8 @@ class Verifier {
       check_one(label,
                 [&] {
                   return Fragment::open_inline(label,
-                                               std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()));
+                                               std::make_shared<const std::vector<uint8_t>>(value.begin(), value.end()),
+                                               c_.context());
                 },
                 &id);
     }
@@ -367,8 +369,12 @@ class Verifier {
 Status verify_container(const std::string& path, const VerifyOptions& opts, VerifyReport* out) {
   *out = VerifyReport{};
   Env& env = Env::posix();  // the tool's (a container opened by path)
-  if (!is_directory(env, path) || !path_exists(env, join_path(path, "tessera.container")))
+  if (is_regular_file(env, path)) {
+    if (!Container::is_container(path, env))
+      return Status(Errc::kNotFound, "'" + path + "' is not a tessera container (a file without a tessera anchor)");
+  } else if (!is_directory(env, path) || !path_exists(env, join_path(path, "tessera.container"))) {
     return Status(Errc::kNotFound, "'" + path + "' is not a tessera container (no tessera.container in it)");
+  }
   std::unique_ptr<Container> c;
   Status st = Container::open(path, false, &c);
   if (!st.ok()) {

@@ -9,9 +9,14 @@
 // process's options (options.h configure_process: the connector's first file).
 // The context also carries the Env all their file-system calls go through (env.h):
 // POSIX unless a test passes one that injects faults.
+//
+// Fork without exec (Python's multiprocessing 'fork', Dask and joblib workers): every
+// live context is made safe to use in the child by pthread_atfork handlers (context.cc).
+// Before the fork they take each context's locks, so no copy is caught mid-change by a
+// thread the child does not have; in the child, the pools and the budget's flusher start
+// afresh at first use (so does the merge thread).  Arrays and containers the parent had
+// open are the parent's: a child opens its own.
 #pragma once
-#include <sys/types.h>
-
 #include <memory>
 #include <mutex>
 
@@ -30,25 +35,32 @@ class Context {
  public:
   // env null: the POSIX one.
   explicit Context(const EngineOptions& o, std::shared_ptr<Env> env = nullptr);
-  ~Context();  // joins the pools' threads (in the process that started them)
+  // Everything of `parent` (pools, tile cache, write budget, settings, read observer)
+  // with file-system calls through `env` instead: a container stored in one file gives
+  // its arrays the pack's Env this way (engine/pack/), sharing the rest with the opener.
+  Context(std::shared_ptr<Context> parent, std::shared_ptr<Env> env);
+  ~Context();  // joins the pools' threads
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
   ThreadPool& filters();  // EngineOptions::threads workers (0: the usable cores)
   ThreadPool& io();       // EngineOptions::io_threads workers: they mostly wait for the disk
-  TileCache& tiles() { return tiles_; }
+  TileCache& tiles() { return parent_ ? parent_->tiles() : tiles_; }
   // The memory bound of all write buffers, and their background flusher.
-  WriteBudget& budget() { return budget_; }
+  WriteBudget& budget() { return parent_ ? parent_->budget() : budget_; }
   // Spilled blobs' memory kept for the next blobs, within the budget (blob_memory.h).
-  BlobMemory& blob_memory() { return blob_memory_; }
+  BlobMemory& blob_memory() { return parent_ ? parent_->blob_memory() : blob_memory_; }
   // The thread of automatic consolidation (merge_queue.h, engine/array/auto_merge.h).
-  MergeQueue& merges() { return merges_; }
+  MergeQueue& merges() { return parent_ ? parent_->merges() : merges_; }
   const EngineOptions& options() const { return opts_; }
   Env& env() const { return *env_; }
+  const std::shared_ptr<Env>& env_shared() const { return env_; }
   // Told which way each read ran (null: nobody).  Set before the context's first read;
   // the observer outlives the context.
   void set_read_observer(ReadObserver* o) { read_observer_ = o; }
-  ReadObserver* read_observer() const { return read_observer_; }
+  ReadObserver* read_observer() const {
+    return read_observer_ || !parent_ ? read_observer_ : parent_->read_observer();
+  }
 
   // The process's default context.  Never destroyed: pool threads may still be running
   // (a writeback hint) while static destructors and HDF5's plugin unloading run.
@@ -62,10 +74,17 @@ class Context {
   struct LazyPool {
     std::mutex mu;
     ThreadPool* pool = nullptr;
-    pid_t owner = 0;
     ThreadPool& get(unsigned threads);
-    ~LazyPool();
+    ~LazyPool() { delete pool; }
   };
+  // The pthread_atfork handlers, over every live context (context.cc's registry), and
+  // what each does to one context.
+  static void before_fork();
+  static void after_fork_in_parent();
+  static void after_fork_in_child();
+  void lock_for_fork();
+  void unlock_after_fork(bool child);
+  std::shared_ptr<Context> parent_;  // null, or the context this one shares all but its Env with
   EngineOptions opts_;
   std::shared_ptr<Env> env_;
   ReadObserver* read_observer_ = nullptr;

@@ -8,10 +8,6 @@
 // The queue only schedules; what a merge does and how it stays safe beside the array's
 // own writers and readers is the owner's (Array::merge_in_background).
 #pragma once
-#include <sys/types.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,7 +30,7 @@ class MergeOwner {
 class MergeQueue {
  public:
   MergeQueue() = default;
-  ~MergeQueue();  // stops and joins the thread (in the process that started it)
+  ~MergeQueue();  // stops and joins the thread
   MergeQueue(const MergeQueue&) = delete;
   MergeQueue& operator=(const MergeQueue&) = delete;
 
@@ -47,22 +43,24 @@ class MergeQueue {
   void wait_idle(MergeOwner* o);
   // Runs finished so far (tests).
   uint64_t runs() const;
+  // Around a fork (context.cc's pthread_atfork handlers), as the write budget: before,
+  // the lock is taken; after, the parent releases it, and the child forgets the parent's
+  // thread and queue (the arrays there are the parent's to merge) and re-creates the
+  // condition variables (the parent's thread waits in them, and a signal would wait for
+  // it forever); its own thread starts at its first request.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_in_parent() { mu_.unlock(); }
+  void reset_in_child();
 
  private:
   void run();
   void start_locked();
-  // A forked child inherits the mutex and condition variables as the parent's thread left
-  // them (a waiter that does not exist here makes the next signal block forever): every
-  // entry point calls this first, and the child's first call starts them afresh.
-  void adopt_after_fork();
-  std::atomic<pid_t> sync_pid_{::getpid()};
   mutable std::mutex mu_;
   std::condition_variable work_, done_;
   std::deque<MergeOwner*> queue_;
   MergeOwner* running_ = nullptr;
   uint64_t runs_ = 0;
   std::thread thread_;
-  pid_t owner_pid_ = 0;  // the process whose thread thread_ is (a forked child starts its own)
   bool stop_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/schema/layout.h"
+#include "engine/util/file_cache.h"
 
 
 namespace tessera {
@@ -52,6 +53,10 @@ const std::vector<Setting>& settings() {
        [](EngineOptions& o, uint64_t v) { o.index_precision = v; }},
       {"index_max_bins", 2, 65536, [](const EngineOptions& o) { return o.index_max_bins; },
        [](EngineOptions& o, uint64_t v) { o.index_max_bins = v; }},
+      {"one_file", 0, 1, [](const EngineOptions& o) { return o.one_file; },
+       [](EngineOptions& o, uint64_t v) { o.one_file = v; }},
+      {"max_open_files", 0, kMiB, [](const EngineOptions& o) { return o.max_open_files; },
+       [](EngineOptions& o, uint64_t v) { o.max_open_files = v; }},
       {"auto_consolidate", 0, 1, [](const EngineOptions& o) { return o.auto_consolidate; },
        [](EngineOptions& o, uint64_t v) { o.auto_consolidate = v; }},
       {"consolidate_fanin", 2, 1024, [](const EngineOptions& o) { return o.consolidate_fanin; },
@@ -212,6 +217,7 @@ void configure_process(const EngineOptions& o) {
   if (g_process_set) return;
   g_process = o;
   g_process_set = true;
+  FileCache::process().set_capacity(static_cast<size_t>(o.max_open_files));
 }
 
 const EngineOptions& process_options() {
@@ -225,6 +231,7 @@ const EngineOptions& process_options() {
     if (!st.ok()) throw_error(st.code(), st.message());
     g_process = o;
     g_process_set = true;
+    FileCache::process().set_capacity(static_cast<size_t>(o.max_open_files));
   }
   return g_process;
 }

@@ -9,13 +9,14 @@
 //
 // Two kinds of settings:
 //   per container — write_buffer_mb, direct_write_cells, blob_kb, inline_fragment_kb,
-//     inline_total_mb, index_on_write, index_precision, index_max_bins, auto_consolidate,
-//     consolidate_fanin, consolidate_ratio, consolidate_retain_s: each container (file)
-//     uses the options it was opened with
+//     inline_total_mb, index_on_write, index_precision, index_max_bins, one_file,
+//     auto_consolidate, consolidate_fanin, consolidate_ratio, consolidate_retain_s: each
+//     container (file) uses the options it was opened with
 //     (array_options(), Container::set_inline_budget);
-//   per process — threads, io_threads, tile_cache_mb, write_memory_mb: the thread pools,
-//     the decoded-tile cache and the write budget (write_budget.h) are shared by every
-//     container of the process and sized once, from the
+//   per process — threads, io_threads, tile_cache_mb, write_memory_mb, max_open_files: the
+//     thread pools, the decoded-tile cache, the write budget (write_budget.h) and the
+//     file cache (file_cache.h) are shared by every container of the process and sized
+//     once, from the
 //     options of the first container opened (configure_process()); a later open asking
 //     for other sizes keeps the first ones.
 #pragma once
@@ -55,6 +56,14 @@ struct EngineOptions {
   uint64_t index_on_write = 0;
   uint64_t index_precision = 3;
   uint64_t index_max_bins = 1024;
+  // New containers are one regular file (1; docs/format.md, "The one-file container") or
+  // a directory (0).  The engine's create without a form takes the process's setting;
+  // the connector passes its own per file.
+  uint64_t one_file = 0;
+  // The most fragment, heap and index files the process keeps open at once (the file
+  // cache, file_cache.h: the others are opened again when read); 0: half of the soft
+  // RLIMIT_NOFILE, at least 16 and at most 4096.
+  uint64_t max_open_files = 0;
   // Automatic consolidation (ArrayOptions::AutoMerge; docs/engine.md): on or off; how
   // many fragments of similar size make a merge; "similar" (within this factor); how
   // long the files a merge replaced stay for reads as of earlier commits (seconds).

@@ -14,8 +14,8 @@ TEST(EngineOptions, DefaultsAndArrayOptions) {
   EngineOptions o;
   EXPECT_EQ(o.to_string(),
             "threads=0 io_threads=4 tile_cache_mb=256 write_buffer_mb=64 write_memory_mb=64 direct_write_cells=16384 blob_kb=16384 "
-            "inline_fragment_kb=64 inline_total_mb=256 index_on_write=0 index_precision=3 index_max_bins=1024 "
-            "auto_consolidate=1 consolidate_fanin=4 consolidate_ratio=2 consolidate_retain_s=3600");
+            "inline_fragment_kb=64 inline_total_mb=256 index_on_write=0 index_precision=3 index_max_bins=1024 one_file=0 "
+            "max_open_files=0 auto_consolidate=1 consolidate_fanin=4 consolidate_ratio=2 consolidate_retain_s=3600");
   ArrayOptions a = o.array_options();
   EXPECT_EQ(a.buffer_budget, 64ull << 20);
   EXPECT_EQ(a.direct_cells, 16384u);

@@ -13,6 +13,7 @@
 
 #include "engine/util/checksum.h"
 #include "engine/util/error.h"
+#include "engine/util/file_cache.h"
 #include "engine/util/file_io.h"
 
 namespace tessera {
@@ -40,29 +41,23 @@ class ByteSource {
   }
 };
 
+// A fragment file, through the process's file cache (file_cache.h): its descriptor may be
+// closed between reads and is opened again by the next one.
 class FileSource : public ByteSource {
  public:
-  explicit FileSource(File f) : f_(std::move(f)) {
-    struct stat st;
-    f_.stat(&st);
-    size_ = static_cast<uint64_t>(st.st_size);
-    const uint64_t file[2] = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-    identity_ = checksum64(file, sizeof file);
-    identity_ += identity_ == 0;  // 0 is kept for "none"
-  }
-  uint64_t size() const override { return size_; }
-  uint64_t identity() const override { return identity_; }
-  bool resident(uint64_t off, uint64_t n) const override { return f_.resident(off, n); }
-  void pread_exact(void* buf, size_t n, uint64_t off) const override { f_.pread_exact(buf, n, off); }
+  explicit FileSource(std::unique_ptr<CachedFile> f) : f_(std::move(f)) {}
+  uint64_t size() const override { return f_->size(); }
+  uint64_t identity() const override { return f_->identity(); }
+  bool resident(uint64_t off, uint64_t n) const override { return f_->resident(off, n); }
+  void pread_exact(void* buf, size_t n, uint64_t off) const override { f_->pread_exact(buf, n, off); }
   void preadv_exact(struct iovec* iov, int iovcnt, uint64_t off) const override {
-    f_.preadv_exact(iov, iovcnt, off);
+    f_->preadv_exact(iov, iovcnt, off);
   }
-  void will_need(uint64_t off, uint64_t n) const override { f_.will_need(off, n); }
-  File& file() { return f_; }
+  void will_need(uint64_t off, uint64_t n) const override { f_->will_need(off, n); }
+  CachedFile& file() { return *f_; }
 
  private:
-  File f_;
-  uint64_t size_, identity_;
+  std::unique_ptr<CachedFile> f_;
 };
 
 class MemorySource : public ByteSource {

@@ -23,7 +23,7 @@ std::atomic<uint64_t> g_serial{1};
 
 std::shared_ptr<Fragment> Fragment::open(const std::string& path, std::shared_ptr<Context> ctx) {
   ctx = Context::or_process(std::move(ctx));
-  return open_source(path, std::make_unique<FileSource>(File::open_read(ctx->env(), path)), ctx);
+  return open_source(path, std::make_unique<FileSource>(CachedFile::open(ctx->env(), path)), ctx);
 }
 
 std::shared_ptr<Fragment> Fragment::open_inline(const std::string& label,
@@ -36,9 +36,15 @@ std::shared_ptr<Fragment> Fragment::open_inline(const std::string& label,
   return f;
 }
 
-File& Fragment::file() {
+CachedFile& Fragment::file() {
   if (inline_) throw_error(Errc::kInternal, "fragment '" + path() + "' is inline: it has no file");
   return static_cast<FileSource*>(src_.get())->file();
+}
+
+void Fragment::set_path(std::string p) {
+  if (!inline_) static_cast<FileSource*>(src_.get())->file().set_path(p);
+  std::lock_guard<std::mutex> g(path_mu_);
+  path_ = std::move(p);
 }
 
 std::shared_ptr<Fragment> Fragment::open_source(const std::string& path, std::unique_ptr<ByteSource> src,

@@ -5,8 +5,11 @@
 // verifies only the blocks a read touches — on every read: the bytes come from the disk
 // each time, and a block damaged after an earlier read must fail the next read that uses
 // it (only decoded tiles in memory, the tile cache, are trusted once verified).  Which
-// blocks were read before is remembered, as a hint for prefetching.  The file stays open for
-// the Fragment's lifetime, so it remains readable even after consolidation unlinks it.
+// blocks were read before is remembered, as a hint for prefetching.  The file is read
+// through the process's file cache (file_cache.h), which may close its descriptor between
+// reads and opens it again; it remains readable for the Fragment's lifetime even after a
+// consolidation in this process unlinks it (the cache keeps its descriptor or defers the
+// unlink).
 // An inline fragment (a catalog record holding the same bytes as a .tfr file) is read
 // through the same code from an in-memory copy (byte_source.h).
 #pragma once
@@ -65,13 +68,12 @@ class Fragment {
     return path_;
   }
   Env& env() const { return ctx_->env(); }  // its Context's
-  // The fragment file was renamed (a deferred publish): keeps messages accurate.
-  void set_path(std::string p) {
-    std::lock_guard<std::mutex> g(path_mu_);
-    path_ = std::move(p);
-  }
-  // The open file of a file fragment (kInternal for an inline one).
-  File& file();
+  // The fragment file was renamed (a deferred publish): keeps messages accurate, and a
+  // descriptor the file cache closed is opened again under the new name.
+  void set_path(std::string p);
+  // The file of a file fragment (kInternal for an inline one), through the file cache:
+  // its descriptor may be closed between reads (file_cache.h).
+  CachedFile& file();
   bool is_inline() const { return inline_ != nullptr; }
   // The bytes of an inline fragment (null for a file fragment).
   std::shared_ptr<const std::vector<uint8_t>> inline_bytes() const {

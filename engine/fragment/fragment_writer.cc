@@ -482,7 +482,7 @@ std::string FragmentWriter::finish_impl() {
   return tmp_path_;
 }
 
-void FragmentWriter::publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
+void FragmentWriter::publish_finished(CachedFile& f, const std::string& tmp_path, const std::string& final_path,
                                       bool already_synced) {
   if (!already_synced) f.sync();
   if (f.env().rename(tmp_path.c_str(), final_path.c_str()) != 0) throw_errno("publish fragment", final_path, errno);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/util/checksum.h"
+#include "engine/util/file_cache.h"
 #include "engine/util/file_io.h"
 #include "engine/fragment/fragment_meta.h"
 #include "engine/schema/schema.h"
@@ -92,8 +93,9 @@ class FragmentWriter {
     return final_path_;
   }
   // Makes a finished fragment durable under its final name: fdatasync(fd), rename.  The
-  // caller fsyncs the directory once for a batch of these.
-  static void publish_finished(File& f, const std::string& tmp_path, const std::string& final_path,
+  // caller fsyncs the directory once for a batch of these, and renames the Fragment
+  // (Fragment::set_path), whose descriptor the file cache may close and reopen.
+  static void publish_finished(CachedFile& f, const std::string& tmp_path, const std::string& final_path,
                                bool already_synced = false);
   void abort();
 

@@ -51,7 +51,7 @@ void HeapReader::read(const VarDescriptor& d, const HeapBuilder* pending, std::v
     std::string name = file_name(id);
     auto it = open_.find(name);
     if (it == open_.end()) {
-      auto f = std::make_shared<File>(File::open_read(env_, join_path(dir_, name)));
+      std::shared_ptr<CachedFile> f = CachedFile::open(env_, join_path(dir_, name));
       uint8_t h[kHeapHeader];
       f->pread_exact(h, sizeof h, 0);
       uint32_t ver;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/util/file_cache.h"
 #include "engine/util/file_io.h"
 #include "engine/fragment/fragment_id.h"
 
@@ -45,7 +46,8 @@ class HeapBuilder {
   std::vector<uint8_t> bytes_;
 };
 
-// Reads cell values through descriptors; heap files are opened once and kept open.
+// Reads cell values from heap files, each opened once through the file cache
+// (file_cache.h: its descriptor may be closed between reads and reopened).
 class HeapReader {
  public:
   HeapReader(Env& env, std::string dir) : env_(env), dir_(std::move(dir)) {}
@@ -58,7 +60,7 @@ class HeapReader {
   Env& env_;
   std::string dir_;
   struct OpenHeap {
-    std::shared_ptr<File> file;
+    std::shared_ptr<CachedFile> file;
     uint64_t size;  // checked against every descriptor before anything is allocated
   };
   std::map<std::string, OpenHeap> open_;

@@ -173,13 +173,13 @@ std::shared_ptr<IndexFile> IndexFile::open(const std::string& array_dir, const F
   const std::string path = index_path(array_dir, f.meta().id);
   auto x = std::make_shared<IndexFile>();
   try {
-    x->file_ = File::open_read(f.env(), path);
+    x->file_ = CachedFile::open(f.env(), path);
   } catch (const Error& e) {
     if (e.code() == Errc::kNotFound) return nullptr;
     throw;
   }
   x->path_ = path;
-  x->size_ = x->file_.size();
+  x->size_ = x->file_->size();
   if (x->size_ < kIndexHeaderBytes + kIndexTrailerBytes) corrupt(path, "file truncated");
   // One read of the file's tail usually holds the trailer and the whole head (a query
   // opens the index of every fragment it touches: each read saved is a disk request).
@@ -187,7 +187,7 @@ std::shared_ptr<IndexFile> IndexFile::open(const std::string& array_dir, const F
   // (magic, version); it is checked when the tail read reaches it.
   const uint64_t tail = std::min<uint64_t>(x->size_, 64 << 10);
   std::vector<uint8_t> buf(tail);
-  x->file_.pread_exact(buf.data(), tail, x->size_ - tail);
+  x->file_->pread_exact(buf.data(), tail, x->size_ - tail);
   const uint8_t* trailer = buf.data() + tail - kIndexTrailerBytes;
   if (tail == x->size_ && std::memcmp(buf.data(), kIndexMagic, 8) != 0) corrupt(path, "not a tessera index (bad magic)");
   if (std::memcmp(trailer + 32, kIndexEndMagic, 8) != 0) corrupt(path, "not a tessera index, or truncated (bad trailer)");
@@ -206,7 +206,7 @@ std::shared_ptr<IndexFile> IndexFile::open(const std::string& array_dir, const F
     head.assign(at, at + head_size);
   } else {
     head.resize(head_size);
-    x->file_.pread_exact(head.data(), head.size(), head_off);
+    x->file_->pread_exact(head.data(), head.size(), head_off);
   }
   if (checksum64(head.data(), head.size()) != head_sum) corrupt(path, "head checksum mismatch");
   x->head_ = IndexHead::deserialize(head.data(), head.size(), "index '" + path + "'");
@@ -254,7 +254,7 @@ std::vector<IndexPair> IndexFile::pairs(uint32_t lo, uint32_t hi) const {
 
 std::vector<uint8_t> IndexFile::read(uint64_t off, uint64_t n) const {
   std::vector<uint8_t> v(n);
-  file_.pread_exact(v.data(), n, off);
+  file_->pread_exact(v.data(), n, off);
   return v;
 }
 

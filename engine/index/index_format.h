@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/index/bitmap.h"
+#include "engine/util/file_cache.h"
 #include "engine/util/file_io.h"
 #include "engine/fragment/fragment.h"
 #include "engine/index/value_type.h"
@@ -102,13 +103,14 @@ class IndexFile {
   // Reads [off, off + n) of the file.
   std::vector<uint8_t> read(uint64_t off, uint64_t n) const;
   // Asks the kernel to start reading [off, off + n) now (a hint).
-  void will_need(uint64_t off, uint64_t n) const { file_.will_need(off, n); }
+  void will_need(uint64_t off, uint64_t n) const { file_->will_need(off, n); }
   // Decodes pair p's bitmap from `bytes`, which hold the file's bytes from `base` on.
   Bitmap bitmap(const IndexPair& p, const std::vector<uint8_t>& bytes, uint64_t base) const;
 
  private:
   std::string path_;
-  File file_;
+  // Through the file cache: a query over thousands of fragments holds an index of each.
+  std::unique_ptr<CachedFile> file_;
   uint64_t size_ = 0;
   IndexHead head_;
   ChunkMap map_;

@@ -98,6 +98,7 @@ void FaultEnv::disarm() {
   std::lock_guard<std::mutex> g(mu_);
   at_ = 0;
   read_at_ = 0;
+  open_at_ = 0;
   full_ = false;
 }
 
@@ -105,6 +106,7 @@ void FaultEnv::reset_count() {
   std::lock_guard<std::mutex> g(mu_);
   count_ = 0;
   reads_ = 0;
+  opens_ = 0;
 }
 
 uint64_t FaultEnv::points() const {
@@ -142,10 +144,32 @@ int FaultEnv::point(Kind kind, const char* call, const std::string& what) {
   }
 }
 
+void FaultEnv::arm_open(uint64_t k, int err) {
+  std::lock_guard<std::mutex> g(mu_);
+  opens_ = 0;
+  open_at_ = k;
+  open_err_ = err;
+  fired_ = false;
+  fired_at_.clear();
+}
+
+uint64_t FaultEnv::opens() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return opens_;
+}
+
 int FaultEnv::open(const char* path, int flags, mode_t mode) {
   if (flags & O_CREAT) {
     if (int e = point(Kind::kCreate, "open", path)) {
       errno = e > 0 ? e : ENOSPC;
+      return -1;
+    }
+  } else {
+    std::lock_guard<std::mutex> g(mu_);
+    if (++opens_ == open_at_ && open_at_ != 0) {
+      fired_ = true;
+      fired_at_ = std::string("open '") + path + "'";
+      errno = open_err_;
       return -1;
     }
   }

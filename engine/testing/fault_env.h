@@ -25,6 +25,7 @@
 //               under the reader, or a device that returns nothing).
 #pragma once
 #include <cstdint>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <string>
@@ -47,6 +48,12 @@ class FaultEnv final : public EnvWrapper {
   // Counts read points from zero again and fails the k-th (1-based) from now with `f`.
   void arm_read(uint64_t k, ReadFault f);
   uint64_t read_points() const;  // counted since the last arm_read() or reset_count()
+  // Counts opens of existing files (no O_CREAT: what the file cache's reopens are) from
+  // zero again and fails the k-th (1-based) from now with errno `err`, once (EIO: a device
+  // error; EMFILE: the process out of descriptors; ENOENT: the file removed).  Counted
+  // apart from the points and read points, so those of an operation stay what they were.
+  void arm_open(uint64_t k, int err);
+  uint64_t opens() const;  // counted since the last arm_open() or reset_count()
   // No more faults (writes or reads); counting goes on.
   void disarm();
   void reset_count();
@@ -83,6 +90,8 @@ class FaultEnv final : public EnvWrapper {
   mutable std::mutex mu_;
   uint64_t count_ = 0, at_ = 0;  // at_ 0: unarmed
   uint64_t reads_ = 0, read_at_ = 0;
+  uint64_t opens_ = 0, open_at_ = 0;
+  int open_err_ = EIO;
   ReadFault read_fault_ = ReadFault::kReadIo;
   Fault fault_ = Fault::kNoSpace;
   bool fired_ = false, full_ = false;

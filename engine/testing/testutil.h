@@ -340,8 +340,9 @@ inline uint64_t file_size(const std::string& path) {
 // Opens the fragment file and decodes every tile it holds (each read verifies the tile's
 // checksum).  Throws tessera::Error on any damage.  The one place that depends on the
 // internal Fragment API.
-inline void read_every_tile(const std::string& path, const Schema& schema) {
-  auto f = Fragment::open(path);
+inline void read_every_tile(const std::string& path, const Schema& schema,
+                            const std::shared_ptr<Context>& ctx = nullptr) {
+  auto f = Fragment::open(path, ctx);
   const Layout& layout = f->layout(schema);
   for (size_t i = 0; i < f->meta().dense.size(); ++i)
     if (f->meta().dense[i].kind == DenseEntry::kData) f->dense_tile(i);

@@ -17,6 +17,8 @@
 
 #include "engine/array/array.h"
 #include "engine/container/container.h"
+#include "engine/container/one_file.h"
+#include "engine/pack/pack_env.h"
 #include "engine/util/file_io.h"
 #include "engine/fragment/fragment.h"
 #include "engine/tests/crash_rig.h"
@@ -148,10 +150,18 @@ struct Tally {
   uint64_t kills = 0, by_kind[8] = {}, background = 0;
 };
 
-// The array's fragment directory, which a catalog-bound array creates only for a file.
-inline std::vector<std::string> frag_names(const std::string& adir) {
+// The array's fragment directory, which a catalog-bound array creates only for a file,
+// through the container's Env (a one-file container's pack, or POSIX).
+inline std::vector<std::string> frag_names(Env& env, const std::string& adir) {
   const std::string d = join_path(adir, "frag");
-  return is_directory(Env::posix(), d) ? list_dir(Env::posix(), d) : std::vector<std::string>();
+  return is_directory(env, d) ? list_dir(env, d) : std::vector<std::string>();
+}
+
+// A context whose Env sees the container at `path` as the engine does: a reader of its
+// pack when it is one file (docs/format.md, "The one-file container"), else POSIX.
+inline std::shared_ptr<Context> inspection_context(const std::string& path) {
+  if (!is_regular_file(Env::posix(), path)) return Context::process();
+  return std::make_shared<Context>(Context::process(), PackEnv::open(nullptr, path, false));
 }
 
 // Inline fragment records: each must be a complete fragment whose every tile decodes.
@@ -234,7 +244,8 @@ inline void kill_once(uint64_t seed, Mode mode, Tally* tally) {
   // or the publish journal of a flush the crash interrupted (the next writer finishes it;
   // a read-only reopen reads the batch through it).
   size_t tfr_files = 0;
-  for (const std::string& name : frag_names(adir)) {
+  const std::shared_ptr<Context> look = inspection_context(cpath);
+  for (const std::string& name : frag_names(look->env(), adir)) {
     std::string path = join_path(join_path(adir, "frag"), name);
     if (is_temp_name(name) || name.rfind("publish.journal", 0) == 0) {  // incl. its own temp
       ++tally->temp_files_seen;
@@ -243,7 +254,7 @@ inline void kill_once(uint64_t seed, Mode mode, Tally* tally) {
     ++tfr_files;
     ASSERT_TRUE(name.size() == 47 && name.compare(43, 4, ".tfr") == 0) << "unexpected file " << name;
     try {
-      testutil::read_every_tile(path, schema);
+      testutil::read_every_tile(path, schema, look);
     } catch (const Error& e) {
       ADD_FAILURE() << "fragment " << name << " is not complete: " << e.what();
     }
@@ -281,7 +292,7 @@ inline void kill_once(uint64_t seed, Mode mode, Tally* tally) {
       tally->inline_seen += records;
       for (auto& f : a->fragments()) {
         if (f.path.compare(0, adir.size(), adir) != 0) continue;  // inline: checked above
-        auto fr = Fragment::open(f.path);  // visible fragments open fine
+        auto fr = Fragment::open(f.path, c->context());  // visible fragments open fine
         EXPECT_EQ(fr->meta().id, f.id);
       }
     } else {
@@ -294,7 +305,7 @@ inline void kill_once(uint64_t seed, Mode mode, Tally* tally) {
       EXPECT_EQ(vr.fragments, hidden) << "vacuum removed other fragments than the replaced ones listed at open";
       EXPECT_TRUE(a->replaced_fragments().empty());
       size_t on_disk = 0;
-      for (const std::string& name : frag_names(adir))
+      for (const std::string& name : frag_names(c->env(), adir))
         on_disk += !is_temp_name(name) && name.rfind("publish.journal", 0) != 0;
       const size_t live_records = c->catalog().scan(Container::array_prefix(id) + "frag/").size();
       EXPECT_EQ(on_disk + live_records, a->fragments().size()) << "replaced fragments left behind after a vacuum";

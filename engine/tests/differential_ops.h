@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/tests/differential_run.h"
+#include "engine/util/file_cache.h"
 
 namespace tessera {
 namespace differential_rig {
@@ -210,7 +211,10 @@ inline void DiffRun::consolidate() {
   // Merged inputs are removed; nothing temporary is left behind.
   size_t tfr = 0, file_frags = 0;
   const std::string fdir = join_path(cont_->array_dir(id_), "frag");
-  for (const std::string& name : is_directory(Env::posix(), fdir) ? list_dir(Env::posix(), fdir) : std::vector<std::string>()) {
+  for (const std::string& name : is_directory(cont_->env(), fdir) ? list_dir(cont_->env(), fdir) : std::vector<std::string>()) {
+    // The long-lived reader's fragments are renamed away until it lets go of them
+    // (file_cache.h); anything else temporary is a stray.
+    if (reader_ && FileCache::hidden_name(name)) continue;
     EXPECT_FALSE(name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) << "stray temp file " << name;
     tfr += name.size() > 4 && name.compare(name.size() - 4, 4, ".tfr") == 0;
   }
@@ -277,6 +281,14 @@ inline void DiffRun::reader_check() {
     st = reader_->refresh();
   }
   ASSERT_TRUE(st.ok()) << status_str(st);
+  // Nothing holds the fragments consolidations removed any more: their renamed-away
+  // files went with the reader's old listing (file_cache.h).
+  const std::string fdir = join_path(cont_->array_dir(id_), "frag");
+  if (is_directory(Env::posix(), fdir)) {
+    for (const std::string& name : list_dir(Env::posix(), fdir)) {
+      EXPECT_FALSE(FileCache::hidden_name(name)) << "a removed fragment outlived its readers: " << name;
+    }
+  }
   reader_model_ = std::make_unique<ArrayModel>(model_);
   check_reader();
 }

@@ -33,6 +33,10 @@ class TileCache {
   // Caching a tile pays only then: a loop over more tiles than the cache holds would
   // otherwise allocate and fill an entry on every read and never hit one (LRU's worst case).
   bool reread_recently(const Key& k, uint64_t bytes);
+  // Around a fork (context.cc's handlers): the lock is taken before it, so the child's
+  // copy is never caught mid-change by a thread it does not have, and released after it.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork() { mu_.unlock(); }
 
  private:
   struct Item {

@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "engine/util/error.h"
+#include "engine/util/file_cache.h"
 
 namespace tessera {
 
@@ -33,12 +34,28 @@ File& File::operator=(File&& o) noexcept {
   return *this;
 }
 
+// Out of descriptors (EMFILE, ENFILE): the file cache closes what it can and the open is
+// tried again; when nothing is left to close, an error in words (file_cache.h).
 static int open_fd(Env& env, const std::string& path, int flags, mode_t mode = 0) {
   for (;;) {
     int fd = env.open(path.c_str(), flags | O_CLOEXEC, mode);
     if (fd >= 0) return fd;
-    if (errno != EINTR) throw_errno("cannot open", path, errno);
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err == EMFILE || err == ENFILE) {
+      if (FileCache::process().relieve()) continue;
+      FileCache::process().throw_too_many(path, err);
+    }
+    throw_errno("cannot open", path, err);
   }
+}
+
+File File::adopt(Env& env, int fd, std::string path) {
+  File f;
+  f.fd_ = fd;
+  f.path_ = std::move(path);
+  f.env_ = &env;
+  return f;
 }
 
 File File::open_read(Env& env, const std::string& path) {
@@ -245,7 +262,18 @@ void make_dirs(Env& env, const std::string& path) {
 }
 
 void remove_file(Env& env, const std::string& path) {
-  if (env.unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("cannot remove", path, errno);
+  // Through the file cache: a file this process still reads may have its unlink deferred.
+  if (FileCache::process().remove(env, path) != 0 && errno != ENOENT) throw_errno("cannot remove", path, errno);
+}
+
+// What remove_tree left: files renamed away by the file cache, in directories of them.
+static bool holds_only_hidden(Env& env, const std::string& dir) {
+  for (const auto& name : list_dir(env, dir)) {
+    if (FileCache::hidden_name(name)) continue;
+    const std::string p = join_path(dir, name);
+    if (!is_directory(env, p) || !holds_only_hidden(env, p)) return false;
+  }
+  return true;
 }
 
 void remove_tree(Env& env, const std::string& path) {
@@ -256,8 +284,13 @@ void remove_tree(Env& env, const std::string& path) {
     return;
   }
   for (const auto& name : list_dir(env, path)) remove_tree(env, join_path(path, name));
-  if (env.rmdir(path.c_str()) != 0 && errno != ENOENT)
-    throw_errno("cannot remove directory", path, errno);
+  if (env.rmdir(path.c_str()) != 0 && errno != ENOENT) {
+    const int err = errno;
+    // Files this process still reads were renamed away, not removed (file_cache.h): the
+    // directory stays until they go (a later vacuum or removal takes it).
+    if (err == ENOTEMPTY && holds_only_hidden(env, path)) return;
+    throw_errno("cannot remove directory", path, err);
+  }
 }
 
 void sync_dir(Env& env, const std::string& dir) {
@@ -331,8 +364,7 @@ void write_file_atomic(Env& env, const std::string& path, const void* data, size
 }
 
 void sync_filesystem(Env& env, const std::string& path) {
-  int fd = env.open(path.c_str(), O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0) throw_errno("open for syncfs", path, errno);
+  int fd = open_fd(env, path, O_RDONLY);
   int rc = env.syncfs(fd);
   int err = errno;
   env.close(fd);

@@ -28,6 +28,8 @@ class File {
   static File open_read(Env& env, const std::string& path);
   // O_RDWR; creates the file when `create` (mode 0644); O_EXCL when `exclusive`.
   static File open_rw(Env& env, const std::string& path, bool create, bool exclusive = false);
+  // Takes over a descriptor `env` opened (the file cache's reopens, file_cache.h).
+  static File adopt(Env& env, int fd, std::string path);
 
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }

@@ -30,6 +30,10 @@ class BlobMemory final : public BufferOwner {
   uint64_t kept() const;
   // The budget needs room: everything kept is freed.
   void flush_in_background() noexcept override;
+  // Around a fork (context.cc's handlers): taken before it, released after it in both
+  // processes, so the child's copy is consistent.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_after_fork() { mu_.unlock(); }
 
  private:
   WriteBudget& budget_;

@@ -1,7 +1,6 @@
 // write_budget.cc — see write_budget.h.
 #include "engine/write/write_budget.h"
 
-#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -11,43 +10,26 @@
 
 namespace tessera {
 
-void WriteBudget::adopt_after_fork() {
-  if (sync_pid_.load() == ::getpid()) return;
-  sync_pid_ = ::getpid();
-  new (&mu_) std::mutex();
-  new (&work_) std::condition_variable();
-  new (&done_) std::condition_variable();
-  queue_.clear();  // the parent's requests: its flusher's, not this process's
-  running_ = nullptr;
-}
-
 WriteBudget::~WriteBudget() {
-  adopt_after_fork();
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
   }
   work_.notify_all();
-  if (thread_.joinable()) {
-    if (owner_pid_ == ::getpid()) thread_.join();
-    else thread_.detach();  // a forked child never had that thread
-  }
+  if (thread_.joinable()) thread_.join();
 }
 
 uint64_t WriteBudget::used() const {
-  const_cast<WriteBudget*>(this)->adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   return used_;
 }
 
 uint64_t WriteBudget::peak() const {
-  const_cast<WriteBudget*>(this)->adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   return peak_;
 }
 
 bool WriteBudget::report(BufferOwner* o, uint64_t bytes) {
-  adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   uint64_t& mine = bytes_[o];
   used_ = used_ - mine + bytes;
@@ -59,7 +41,6 @@ bool WriteBudget::report(BufferOwner* o, uint64_t bytes) {
 }
 
 BufferOwner* WriteBudget::largest() const {
-  const_cast<WriteBudget*>(this)->adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   return largest_locked(running_);
 }
@@ -76,16 +57,11 @@ BufferOwner* WriteBudget::largest_locked(const BufferOwner* skip) const {
 }
 
 void WriteBudget::start_locked() {
-  // A forked child inherits the object but not the thread: it starts its own.
-  if (thread_.joinable() && owner_pid_ == ::getpid()) return;
-  if (thread_.joinable()) thread_.detach();
-  owner_pid_ = ::getpid();
-  thread_ = std::thread([this] { run(); });
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
 }
 
 void WriteBudget::request(BufferOwner* o) {
   if (!o) return;
-  adopt_after_fork();
   std::lock_guard<std::mutex> g(mu_);
   if (stop_ || std::find(queue_.begin(), queue_.end(), o) != queue_.end()) return;
   queue_.push_back(o);
@@ -94,7 +70,6 @@ void WriteBudget::request(BufferOwner* o) {
 }
 
 void WriteBudget::forget(BufferOwner* o) {
-  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   queue_.erase(std::remove(queue_.begin(), queue_.end(), o), queue_.end());
   done_.wait(lk, [&] { return running_ != o; });
@@ -107,13 +82,11 @@ void WriteBudget::forget(BufferOwner* o) {
 }
 
 void WriteBudget::wait_idle(BufferOwner* o) {
-  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   done_.wait(lk, [&] { return running_ != o && std::find(queue_.begin(), queue_.end(), o) == queue_.end(); });
 }
 
 void WriteBudget::wait_for_room() {
-  adopt_after_fork();
   std::unique_lock<std::mutex> lk(mu_);
   int fruitless = 0;  // finished flushes in a row that did not lower the total
   while (used_ > limit_ && !stop_) {
@@ -130,6 +103,19 @@ void WriteBudget::wait_for_room() {
     done_.wait(lk);
     fruitless = used_ < before ? 0 : fruitless + 1;
   }
+}
+
+void WriteBudget::reset_in_child() {
+  // New objects over the old ones, never destroyed: destroying a condition variable with
+  // waiters, or a joinable thread, is what must not happen to them.
+  new (&thread_) std::thread();
+  new (&work_) std::condition_variable();
+  new (&done_) std::condition_variable();
+  queue_.clear();
+  running_ = nullptr;
+  bytes_.clear();
+  used_ = 0;
+  mu_.unlock();
 }
 
 void WriteBudget::run() {

@@ -14,9 +14,7 @@
 // single write larger than the limit still lands whole (then waits).
 #pragma once
 #include <sys/types.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,7 +38,7 @@ class BufferOwner {
 class WriteBudget {
  public:
   explicit WriteBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
-  ~WriteBudget();  // stops and joins the flusher (in the process that started it)
+  ~WriteBudget();  // stops and joins the flusher
   WriteBudget(const WriteBudget&) = delete;
   WriteBudget& operator=(const WriteBudget&) = delete;
 
@@ -60,16 +58,20 @@ class WriteBudget {
   void wait_for_room();
   // Waits until o is neither queued nor being flushed.
   void wait_idle(BufferOwner* o);
+  // Around a fork (context.cc's pthread_atfork handlers).  Before: takes the lock, so the
+  // child's copy is consistent.  After, in the parent: releases it.  After, in the child:
+  // forgets the parent's flusher (a thread the child does not have; its own starts at the
+  // next request), re-creates the condition variables (the parent's threads are recorded
+  // in them as waiters, and signalling one would wait for those forever), and starts
+  // with nothing queued or counted: the buffers of arrays the parent had open are the
+  // parent's to flush, and flushing them from the child would commit them twice.
+  void lock_for_fork() { mu_.lock(); }
+  void unlock_in_parent() { mu_.unlock(); }
+  void reset_in_child();
 
  private:
   void run();
   void start_locked();
-  // A forked child inherits the mutex and condition variables as the parent's threads
-  // left them: a waiter that does not exist in the child makes the next signal block
-  // forever (glibc's group switch waits for it), and a flush that was running never ends.
-  // Every entry point calls this first; the child's first call starts them afresh.
-  void adopt_after_fork();
-  std::atomic<pid_t> sync_pid_{::getpid()};
   BufferOwner* largest_locked(const BufferOwner* skip) const;  // mu_ held
   const uint64_t limit_;
   mutable std::mutex mu_;
@@ -79,7 +81,6 @@ class WriteBudget {
   std::deque<BufferOwner*> queue_;
   BufferOwner* running_ = nullptr;
   std::thread thread_;
-  pid_t owner_pid_ = 0;  // the process whose thread thread_ is (a forked child starts its own)
   bool stop_ = false;
 };
 

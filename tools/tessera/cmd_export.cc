@@ -31,6 +31,7 @@ struct Args {
 
 bool is_native_hdf5(const std::string& path) {
   if (!tessera::path_exists(tessera::Env::posix(), path) || tessera::is_directory(tessera::Env::posix(), path)) return false;
+  if (tessera::Container::is_container(path)) return false;  // a one-file container begins with an HDF5 file
   Hid fapl = native_fapl();
   htri_t r;
   H5E_BEGIN_TRY { r = H5Fis_accessible(path.c_str(), fapl); }

@@ -322,7 +322,7 @@ int run(const Args& args) {
   }
   size_t soft = 0, ext = 0;
   for (auto* l : links) (l->type == H5L_TYPE_SOFT ? soft : ext)++;
-  const uint64_t catalog_bytes = tessera::File::open_read(tessera::Env::posix(), v->container().catalog().log_path()).size();
+  const uint64_t catalog_bytes = tessera::File::open_read(v->container().env(), v->container().catalog().log_path()).size();
 
   if (args.json) {
     Json j;

@@ -129,7 +129,7 @@ void check_objects(tessera::Container& c, ObjectCheck* out) {
         const std::string h = hex(r.array_id);
         out->array_paths[h] = path.count(oid) ? path[oid] : name;
         if (!cat.contains("arr/" + h + "/schema") &&
-            !tessera::path_exists(tessera::Env::posix(), tessera::join_path(c.array_dir(r.array_id), "schema")))
+            !tessera::path_exists(c.env(), tessera::join_path(c.array_dir(r.array_id), "schema")))
           out->problems.push_back(name + ": its array " + h + " is missing (no schema record or file)");
       }
     }
@@ -175,8 +175,8 @@ std::string with_dataset(const std::string& msg, const ObjectCheck& oc) {
 
 int run(const Args& args) {
   if (!tessera::path_exists(tessera::Env::posix(), args.container)) fail("'" + args.container + "': no such file or directory");
-  if (!tessera::is_directory(tessera::Env::posix(), args.container))
-    fail("'" + args.container + "' is not a tessera container (a native HDF5 file? tessera containers are directories)");
+  if (!tessera::is_directory(tessera::Env::posix(), args.container) && !tessera::Container::is_container(args.container))
+    fail("'" + args.container + "' is not a tessera container (a native HDF5 file?)");
   ObjectCheck oc;
   {
     std::unique_ptr<tessera::Container> c;

@@ -17,7 +17,7 @@ std::unique_ptr<ContainerView> ContainerView::open(const std::string& path, bool
   if (!tessera::path_exists(tessera::Env::posix(), path)) fail("'" + path + "': no such file or directory");
   if (!tessera::Container::is_container(path)) {
     if (!tessera::is_directory(tessera::Env::posix(), path))
-      fail("'" + path + "' is not a tessera container (a native HDF5 file? tessera containers are directories)");
+      fail("'" + path + "' is not a tessera container (a native HDF5 file, or a file without a tessera anchor)");
     fail("'" + path + "' is not a tessera container (no valid tessera.container header in it)");
   }
   auto v = std::unique_ptr<ContainerView>(new ContainerView());

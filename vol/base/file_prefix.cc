@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/container/container.h"
+
 namespace tessera_vol {
 
 namespace {
@@ -70,7 +72,7 @@ bool is_native_hdf5(const std::string& path) {
   unsigned char buf[8] = {};
   size_t n = std::fread(buf, 1, sizeof buf, fp);
   std::fclose(fp);
-  return n == sizeof buf && std::memcmp(buf, kSig, sizeof buf) == 0;
+  return n == sizeof buf && std::memcmp(buf, kSig, sizeof buf) == 0 && !tessera::Container::is_container(path);
 }
 
 }  // namespace tessera_vol

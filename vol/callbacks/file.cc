@@ -92,9 +92,11 @@ std::vector<hid_t> open_ids(FileObj* fh, unsigned types) {
   return s.ids;
 }
 
-// Bytes stored under the container directory (H5Fget_filesize).
+// Bytes stored under the container directory, or the one file's size (H5Fget_filesize).
 uint64_t tree_size(const std::string& dir, int depth) {
   if (depth > 16) return 0;
+  struct stat top {};
+  if (depth == 0 && ::stat(dir.c_str(), &top) == 0 && S_ISREG(top.st_mode)) return static_cast<uint64_t>(top.st_size);
   uint64_t total = 0;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return 0;

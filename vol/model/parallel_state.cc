@@ -22,10 +22,17 @@ void ParallelState::open_container(const std::string& name, unsigned flags, bool
     if (create) {
       auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
                                          : tessera::Container::CreateMode::kTruncate;
-      check(tessera::Container::create(name, mode, out));
+      // Parallel files stay directories: ranks write their fragments side by side, and a
+      // one-file container has one writer process (docs/format.md, "Several processes").
+      check(tessera::Container::create(name, mode, out, nullptr, tessera::Container::Form{}));
       (*out)->set_file_arrays(true);  // new arrays: directories + schema files
     } else {
       check(tessera::Container::open(name, rw, out));
+      if (rw && (*out)->one_file()) {
+        out->reset();
+        fail_unsupported("file '" + name + "' is a one-file container: parallel access for writing is not "
+                         "supported yet (open it read-only, or create parallel files as directories)");
+      }
       (*out)->set_file_arrays(true);
       // Recovery happens here, once, so that later array opens need no ordering.
       if (rw) check((*out)->recover_arrays());

@@ -18,6 +18,7 @@
 #include "vol/base/connector_info.h"
 #include "vol/base/error.h"
 #include "vol/model/file_image.h"
+#include "vol/model/native_wrapper.h"
 #include "vol/base/file_settings.h"
 #include "vol/model/link_storage.h"
 #include "vol/model/objects.h"  // Obj: open handles keep unreferenced objects
@@ -72,7 +73,12 @@ std::shared_ptr<SharedFile> SharedFile::create(const std::string& name, unsigned
   } else {
     auto mode = (flags & H5F_ACC_EXCL) ? tessera::Container::CreateMode::kExclusive
                                        : tessera::Container::CreateMode::kTruncate;
-    check(tessera::Container::create(path, mode, &f->container_));
+    // New files are one regular file beginning with a small native HDF5 file when the
+    // setting one_file is on (docs/format.md, "The one-file container"); else a directory.
+    tessera::Container::Form form;
+    form.one_file = opts.one_file != 0 && !temporary;
+    if (form.one_file) form.wrapper = native_wrapper();
+    check(tessera::Container::create(path, mode, &f->container_, nullptr, form));
   }
   f->real_ = real_path(path);
   f->swmr_.locking = LockingFlags::of(fapl);
