@@ -83,8 +83,8 @@ ArrayOptions opts(bool files) {
 std::vector<std::string> strays(Container& c, uint64_t id, Array& a) {
   std::vector<std::string> out;
   const std::string d = join_path(c.array_dir(id), "frag");
-  if (!is_directory(Env::posix(), d)) return out;
-  for (auto& name : list_dir(Env::posix(), d)) {
+  if (!is_directory(c.env(), d)) return out;  // the container's Env: a one-file container's too
+  for (auto& name : list_dir(c.env(), d)) {
     bool live = false;
     for (auto& f : a.fragments()) live = live || (!f.is_inline && f.path == join_path(d, name));
     if (!live) out.push_back(name);
