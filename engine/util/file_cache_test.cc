@@ -18,30 +18,16 @@
 #include <vector>
 
 #include "engine/testing/fault_env.h"
+#include "engine/testing/fd_rig.h"
 #include "engine/testing/testutil.h"
 #include "engine/util/error.h"
 #include "engine/util/file_io.h"
 
 using namespace tessera;
+using fd_rig::CacheBound;
+using fd_rig::open_descriptors;
 
 namespace {
-
-size_t open_descriptors() {
-  size_t n = 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  if (!d) return 0;
-  while (struct dirent* e = ::readdir(d))
-    if (e->d_name[0] != '.') ++n;
-  ::closedir(d);
-  return n - 1;  // the directory's own
-}
-
-// The process's cache at a given bound for one test; the automatic bound again after.
-class CacheBound {
- public:
-  explicit CacheBound(size_t n) { FileCache::process().set_capacity(n); FileCache::process().reset_peak(); }
-  ~CacheBound() { FileCache::process().set_capacity(0); }
-};
 
 // `n` files of different sizes and bytes under dir; their bytes are the model.
 std::vector<std::vector<uint8_t>> make_files(const std::string& dir, size_t n, std::vector<std::string>* paths) {
