@@ -266,6 +266,7 @@ TEST(DescriptorBound, ManyFragmentsWithin256Descriptors) {
         if (i % 250 == 0) most = std::max(most, open_descriptors());
       }
       EXPECT_LE(most, base + cap + 16) << "the writer held at most the cache's bound and a few of its own";
+      std::printf("[ fds      ] writer: at most %zu descriptors open (%zu before the container), limit 256\n", most, base);
       uint64_t files = 0;
       for (int k = 0; k < Datasets::kCount; ++k) files += a[k]->fragments().size();
       EXPECT_EQ(files, fragments) << "one fragment file per cycle";
