@@ -2,16 +2,19 @@
 //
 // An erase is a fragment like a write: fill boxes (DenseEntry::kFill, the same entries an
 // extent shrink writes) for boxes of at least kFillBoxCells cells, clipped to their tiles,
-// and an erased tile of coordinates for the rest.  It gets the next fragment id, so it is
+// and an erased tile of coordinates for the rest (a box over very many tiles: only where
+// it is defined, kMaxFillTiles).  It gets the next fragment id, so it is
 // newer than every write before it and older than every write after it; buffered cells it
 // covers are dropped from the write buffer first (they are older and would otherwise be
 // spilled into a fragment newer than the erase).
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <unordered_set>
 
 #include "engine/array/array.h"
 #include "engine/read/defined_cells.h"
+#include "engine/util/checked.h"
 #include "engine/schema/layout.h"
 
 namespace tessera {
@@ -21,6 +24,22 @@ namespace {
 // Smaller boxes are erased cell by cell (8 bytes per coordinate beat a ~100-byte footer
 // entry per box).
 constexpr uint64_t kFillBoxCells = 16;
+
+// A box over more tiles than this is erased only where it is defined (undefined cells
+// need nothing): a fill piece per tile of a dataset of 2^64 elements or more cannot be
+// written at all (issue 45), and a box that large is mostly never written.
+constexpr uint64_t kMaxFillTiles = uint64_t{1} << 16;
+
+// The number of tiles box b overlaps, saturating at UINT64_MAX.
+uint64_t tiles_over(const Box& b, const Coords& tile) {
+  uint64_t n = 1;
+  for (size_t d = 0; d < tile.size(); ++d) {
+    const std::optional<uint64_t> m = checked_mul(n, b.hi[d] / tile[d] - b.lo[d] / tile[d] + 1);
+    if (!m) return UINT64_MAX;
+    n = *m;
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -73,14 +92,24 @@ Status Array::erase_points(const uint64_t* coords, size_t n) {
   return guard([&] { erase_impl({}, coords, n); });
 }
 
-void Array::erase_impl(const std::vector<Box>& boxes, const uint64_t* points, size_t n) {
+void Array::erase_impl(const std::vector<Box>& asked, const uint64_t* points, size_t n) {
   require_writable();
-  for (const Box& b : boxes) check_selection(Selection::from_box(b));
+  for (const Box& b : asked) check_selection(Selection::from_box(b));
   check_points(points, n);
   if (compact_)
     throw_error(Errc::kUnsupported,
                 "cells of a compact array (a contiguous or compact dataset of at most 64 KiB) cannot be erased: "
                 "it is stored as one record; use a chunked dataset");
+  std::vector<Box> boxes;
+  for (const Box& b : asked) {
+    if (tiles_over(b, schema_.tile_extent) <= kMaxFillTiles) {
+      boxes.push_back(b);
+      continue;
+    }
+    std::vector<Box> found;
+    defined_locked({b}, &found);
+    boxes.insert(boxes.end(), found.begin(), found.end());
+  }
   if (boxes.empty() && n == 0) return;
   write_.close_direct();
   // Blobs are read after every fragment: those the erase touches go to a fragment first.

@@ -271,5 +271,58 @@ TEST(Sparse, ConsolidationDropsErasedCells) {
     }
 }
 
+// An erase over more tiles than can be listed (a dataset of more than 2^64 cells, or a
+// box over more than kMaxFillTiles tiles) erases where cells are defined, with the same
+// result as a per-tile erase: nothing defined afterwards, reads give the fill value,
+// cells outside the box untouched (issue 45).
+TEST(Sparse, EraseOverVeryManyTiles) {
+  testutil::TempDir dir("tessera_sparse");
+  std::unique_ptr<Container> cont;
+  ASSERT_TRUE(Container::create(dir.sub("c.tsr"), Container::CreateMode::kExclusive, &cont).ok());
+  struct Case {
+    Coords extent, tile;
+  };
+  // 2^124 cells in 2^104 tiles; 2^20 cells in 2^18 tiles (above the bound, still small).
+  const std::vector<Case> cases = {{{uint64_t{1} << 62, uint64_t{1} << 62}, {1024, 1024}}, {{1024, 1024}, {2, 2}}};
+  for (const Case& c : cases) {
+    Schema s;
+    s.extent = s.max_extent = c.extent;
+    s.tile_extent = c.tile;
+    s.elem_size = 8;
+    s.kind = ElementKind::kUInt;
+    s.fill = {7, 0, 0, 0, 0, 0, 0, 0};
+    uint64_t id;
+    ASSERT_TRUE(cont->create_array(s, &id).ok());
+    std::unique_ptr<Array> a;
+    ASSERT_TRUE(cont->open_array(id, true, ArrayOptions(), &a).ok());
+    const uint64_t X = c.extent[0] - 1, Y = c.extent[1] - 1;
+    // Cells at the corners and in the middle, a box flushed into a fragment and points
+    // left in the write buffer.
+    std::vector<uint64_t> box(9, 5), pts = {0, 0, X, Y, X / 2, Y / 3};
+    ASSERT_TRUE(a->write(Selection::from_box(Box({X / 2, Y / 2}, {X / 2 + 2, Y / 2 + 2})), box.data()).ok());
+    ASSERT_TRUE(a->flush().ok());
+    std::vector<uint64_t> pv = {1, 2, 3};
+    ASSERT_TRUE(a->write_points(pts.data(), 3, pv.data()).ok());
+    // Erase everything but row 0.
+    ASSERT_TRUE(a->erase({Box({1, 0}, {X, Y})}).ok());
+    std::vector<Box> out;
+    ASSERT_TRUE(a->defined({Box({0, 0}, {X, Y})}, &out).ok());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0], Box({0, 0}, {0, 0}));
+    uint64_t got[3];
+    std::vector<uint64_t> read_pts = {0, 0, X, Y, X / 2 + 1, Y / 2 + 1};
+    ASSERT_TRUE(a->read_points(read_pts.data(), 3, got).ok());
+    EXPECT_EQ(got[0], 1u);
+    EXPECT_EQ(got[1], 7u);
+    EXPECT_EQ(got[2], 7u);
+    ASSERT_TRUE(a->flush().ok());
+    ASSERT_TRUE(a->consolidate_all().ok());
+    ASSERT_TRUE(a->read_points(read_pts.data(), 3, got).ok());
+    EXPECT_EQ(got[0], 1u);
+    EXPECT_EQ(got[1], 7u);
+    EXPECT_EQ(got[2], 7u);
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/util/checked.h"
 #include "vol/base/error.h"
 #include "vol/base/h5_runtime.h"
 #include "vol/model/objects.h"
@@ -49,7 +50,7 @@ AttrObj* make_attr(Obj* loc, uint64_t owner, const std::string& owner_path, cons
   a->ftype = created_type ? *created_type : StoredType(r.type_enc, "attribute", name);
   a->space_enc = r.space_enc;
   const hssize_t n = created_npoints >= 0 ? created_npoints : space_npoints(r.space_enc);
-  if (n < 0) fail_arg("attribute '" + name + "' has an unreadable dataspace");
+  if (n < 0) fail_arg("attribute '" + name + "' has an unreadable dataspace, or one of 2^63 elements or more");
   a->npoints = static_cast<size_t>(n);
   a->cset = r.cset;
   return a.release();
@@ -247,6 +248,10 @@ void* attr_create(void* obj, const H5VL_loc_params_t* loc_params, const char* at
     r.type_enc = ftype.encoding();
     hssize_t created_npoints = -1;
     r.space_enc = encode_space(space_id, &created_npoints);  // throws for an invalid space
+    // As native ("dataspace is invalid"): an attribute's value is one record.
+    if (created_npoints < 0 || !tessera::checked_mul(static_cast<uint64_t>(created_npoints), ftype.file_size()))
+      fail_arg(std::string("attribute '") + attr_name + "': its dataspace has too many elements for an attribute ("
+               "2^63 or more, or a value of 2^64 bytes or more)");
     r.cset = acpl_cset(acpl_id);  // the default acpl's is ASCII, as native's (default_plists.h)
     const SharedFile::AttrOrder order = f.take_attr_corder(owner);  // the owner's record stays as it is
     r.corder = order.corder;

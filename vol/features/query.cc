@@ -216,6 +216,12 @@ void query(Obj* o, const H5VL_loc_params_t* lp, tessera_query_args_t& a) {
   check(tessera::run_query(
       a.expr, [&](const std::string& name, bool regex) { return ds.find(name, regex); }, a.what != TESSERA_QUERY_COUNT,
       &r));
+  // hssize_t and an array of hsize_t positions must hold the count (a dataset may have
+  // more than 2^64 elements: issue 45).
+  if (a.what == TESSERA_QUERY_COUNT && r.count > static_cast<uint64_t>(INT64_MAX))
+    fail_arg("the query matches " + std::to_string(r.count) + " elements, more than tessera_Fquery_count returns");
+  if (a.what == TESSERA_QUERY_POSITIONS && r.count > SIZE_MAX / sizeof(hsize_t))
+    fail_arg("the query matches " + std::to_string(r.count) + " elements, too many positions to return");
   a.count = r.count;
   if (a.what == TESSERA_QUERY_SPACE) {
     DatasetObj& d = ds.first();

@@ -29,7 +29,11 @@ tessera::Array& stored_array(DatasetObj& d, const char* what) {
 FileSelection file_selection(DatasetObj& d, hid_t file_space) {
   dataset_sync_space(d);
   if (file_space == H5S_BLOCK || file_space == H5S_PLIST) fail_arg("the file dataspace must be a dataspace or H5S_ALL");
-  return resolve_file_selection(file_space == H5S_ALL ? d.space : file_space, d.space);
+  const hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
+  // Everything, as boxes: not counted, so a dataset of 2^63 elements or more works too.
+  if (H5Sget_select_type(fspace) == H5S_SEL_ALL && d.space_class() == H5S_SIMPLE)
+    return whole_boxes(d.array->schema().extent);
+  return resolve_file_selection(fspace, d.space);
 }
 
 // Pending chunks of value-changing filters are older than what follows: write them first.

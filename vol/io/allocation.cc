@@ -7,12 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "engine/util/checked.h"
 #include "vol/model/records.h"
 #include "vol/model/objects.h"
 
 namespace tessera_vol {
 
 namespace {
+
+// Counts of elements, chunks and bytes saturate: a chunked dataset may have more than
+// 2^64 of each (h5tests/vol/test_huge_extents.c), and native reports such sizes wrapped.
+uint64_t sat_mul(uint64_t a, uint64_t b) { return tessera::checked_mul(a, b).value_or(UINT64_MAX); }
+uint64_t sat_add(uint64_t a, uint64_t b) { return tessera::checked_add(a, b).value_or(UINT64_MAX); }
 
 struct Facts {
   H5D_layout_t layout = H5D_CONTIGUOUS;
@@ -31,15 +37,14 @@ Facts facts(DatasetObj& d) {
   f.filtered = H5Pget_nfilters(d.dcpl) > 0;
   f.elem_bytes = d.ftype.file_size();
   const tessera::Schema& s = d.array->schema();
-  f.elements = 1;
-  for (uint64_t e : s.extent) f.elements *= e;
+  f.elements = tessera::checked_product(s.extent.data(), s.extent.size()).value_or(UINT64_MAX);
   if (H5Sget_simple_extent_type(d.space) == H5S_NULL) f.elements = 0;
   if (f.layout == H5D_CHUNKED) {
     f.chunk_bytes = f.elem_bytes;
     f.chunks = 1;
     for (size_t i = 0; i < s.extent.size(); ++i) {
-      f.chunk_bytes *= s.tile_extent[i];
-      f.chunks *= (s.extent[i] + s.tile_extent[i] - 1) / s.tile_extent[i];
+      f.chunk_bytes = sat_mul(f.chunk_bytes, s.tile_extent[i]);
+      f.chunks = sat_mul(f.chunks, s.extent[i] / s.tile_extent[i] + (s.extent[i] % s.tile_extent[i] != 0));
     }
   }
   return f;
@@ -76,24 +81,36 @@ uint64_t allocated_chunks(DatasetObj& d, const Facts& f) {
   uint64_t n = 1;
   for (size_t i = 0; i < s.extent.size(); ++i) {
     uint64_t e = std::min(s.extent[i], (*region)[i]);
-    n *= (e + s.tile_extent[i] - 1) / s.tile_extent[i];
+    n = sat_mul(n, e / s.tile_extent[i] + (e % s.tile_extent[i] != 0));
   }
   for (const auto& t : tiles) {
     bool inside = true;
     for (size_t i = 0; i < t.size(); ++i) inside &= t[i] * s.tile_extent[i] < std::min(s.extent[i], (*region)[i]);
-    n += !inside;
+    n = sat_add(n, !inside);
   }
   return n;
 }
+
+// The most chunks allocated_chunk_list lists (one coordinate vector each): an early- or
+// late-allocated dataset counts every chunk of its extent as allocated, which for a
+// huge extent is more than memory holds.
+constexpr uint64_t kMaxListedChunks = uint64_t{1} << 24;
 
 // Every chunk of the region [0, lim) (row-major), appended.
 void all_chunks(const tessera::Schema& s, const tessera::Coords& lim, std::vector<tessera::Coords>* out) {
   const size_t r = s.extent.size();
   tessera::Coords n(r), t(r, 0);
+  uint64_t total = 1;
   for (size_t i = 0; i < r; ++i) {
-    n[i] = (lim[i] + s.tile_extent[i] - 1) / s.tile_extent[i];
+    n[i] = lim[i] / s.tile_extent[i] + (lim[i] % s.tile_extent[i] != 0);
     if (n[i] == 0) return;
+    total = sat_mul(total, n[i]);
   }
+  if (total > kMaxListedChunks)
+    fail_unsupported("the dataset's allocation covers " + (total == UINT64_MAX ? std::string("2^64 or more")
+                                                                              : std::to_string(total)) +
+                     " chunks, more than tessera lists (" + std::to_string(kMaxListedChunks) +
+                     "); H5Dget_num_chunks counts them");
   for (;;) {
     out->push_back(t);
     size_t i = r;
@@ -130,12 +147,17 @@ hsize_t storage_size(DatasetObj& d) {
     // native's allocated chunks.
     const uint64_t held = d.array->storage_bytes() + d.array->buffered_cells() * uint64_t{d.array->schema().elem_size};
     if (f.filtered) return held;
-    const uint64_t chunks = allocated_chunks(d, f) * f.chunk_bytes;
+    const uint64_t chunks = sat_mul(allocated_chunks(d, f), f.chunk_bytes);
     if (f.alloc != H5D_ALLOC_TIME_INCR || d.array->schema().var) return chunks;
     return std::min<uint64_t>(held, chunks);
   }
-  if (f.layout == H5D_COMPACT || f.alloc == H5D_ALLOC_TIME_EARLY || written(d)) return f.elements * f.elem_bytes;
+  if (f.layout == H5D_COMPACT || f.alloc == H5D_ALLOC_TIME_EARLY || written(d)) return sat_mul(f.elements, f.elem_bytes);
   return 0;
+}
+
+uint64_t allocated_chunk_count(DatasetObj& d) {
+  Facts f = facts(d);
+  return f.layout == H5D_CHUNKED ? allocated_chunks(d, f) : 0;
 }
 
 std::vector<tessera::Coords> allocated_chunk_list(DatasetObj& d) {

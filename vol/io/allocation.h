@@ -46,6 +46,8 @@ hsize_t storage_size(DatasetObj& d);
 // Chunked datasets: the chunks native would have allocated (tile coordinates), in
 // row-major chunk order — what its chunk index lists (H5Dget_num_chunks, H5Dchunk_iter).
 std::vector<tessera::Coords> allocated_chunk_list(DatasetObj& d);
+// Their number, without listing them (saturates at 2^64-1).
+uint64_t allocated_chunk_count(DatasetObj& d);
 
 // Hooks for the LATE chunked record: before a write, and after an extent change.
 void allocation_before_write(DatasetObj& d);

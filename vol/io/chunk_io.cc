@@ -270,7 +270,7 @@ herr_t dataset_native_optional(DatasetObj& d, H5VL_optional_args_t* args) {
     }
     case H5VL_NATIVE_DATASET_GET_NUM_CHUNKS:
       require_chunked(d);
-      *a->get_num_chunks.nchunks = allocated_chunk_list(d).size();
+      *a->get_num_chunks.nchunks = allocated_chunk_count(d);
       return 0;
     case H5VL_NATIVE_DATASET_GET_CHUNK_INFO_BY_IDX: {
       require_chunked(d);

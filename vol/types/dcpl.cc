@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/util/checked.h"
 #include "tessera/layout_prop.h"
 #include "vol/base/error.h"
 #include "vol/types/stored_type.h"
@@ -53,6 +54,23 @@ std::optional<tessera::Filter> lossless_equivalent(H5Z_filter_t id) {
       return tessera::Filter{tessera::FilterType::kLz4, 0};
     default: return std::nullopt;
   }
+}
+
+// Native's limits for the layouts without chunks (H5Dcontig.c, H5Dcompact.c), which it
+// checks at create: a count of elements below 2^63 and a size below 2^64 bytes, and a
+// compact dataset's data in one object header message (65531 bytes at most, measured
+// with HDF5 1.14.5; h5tests/vol/test_huge_extents.c compares the boundary).
+constexpr uint64_t kMaxCompactBytes = 65531;
+
+void check_unchunked_size(const tessera::Coords& extent, hid_t type, H5D_layout_t layout) {
+  const std::optional<uint64_t> n = tessera::checked_product(extent.data(), extent.size());
+  if (!n || *n > static_cast<uint64_t>(INT64_MAX))
+    fail_arg("a contiguous or compact dataset cannot have 2^63 elements or more (as natively; chunked layout can)");
+  const std::optional<uint64_t> bytes = tessera::checked_mul(*n, file_type_size(type));
+  if (!bytes) fail_arg("size of dataset's storage overflowed (2^64 bytes or more; as natively)");
+  if (layout == H5D_COMPACT && *bytes > kMaxCompactBytes)
+    fail_arg("compact dataset size is bigger than header message maximum size (" + std::to_string(*bytes) +
+             " bytes; at most " + std::to_string(kMaxCompactBytes) + ", as natively)");
 }
 
 }  // namespace
@@ -285,6 +303,7 @@ tessera::Schema schema_from_dcpl(hid_t type, const SpaceExtent& space, hid_t dcp
     s.tile_extent = auto_tiles(s.extent, es);
   }
 
+  if (layout == H5D_CONTIGUOUS || layout == H5D_COMPACT) check_unchunked_size(s.extent, type, layout);
   s.elem_size = static_cast<uint32_t>(es);
   s.var = var;
   s.kind = ef.kind;

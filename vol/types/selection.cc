@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 
+#include "engine/util/checked.h"
 #include "vol/types/dcpl.h"
 #include "vol/base/error.h"
 
@@ -140,9 +142,16 @@ void read_irregular(tessera::Array& a, const FileSelection& fs, uint8_t* out) {
 
 
 FileSelection whole_selection(const tessera::Coords& dims) {
+  const std::optional<uint64_t> n = tessera::checked_product(dims.data(), dims.size());
+  if (!n || *n > static_cast<uint64_t>(INT64_MAX))
+    fail_arg("the selection has 2^63 elements or more (the whole of a dataset that large): too many to transfer "
+             "at once; select part of it");
+  return whole_boxes(dims);
+}
+
+FileSelection whole_boxes(const tessera::Coords& dims) {
   FileSelection fs;
-  fs.n = 1;
-  for (uint64_t e : dims) fs.n *= e;
+  fs.n = tessera::checked_product(dims.data(), dims.size()).value_or(UINT64_MAX);
   if (fs.n == 0) return fs;  // kNone
   tessera::Box dom(tessera::Coords(dims.size(), 0), dims);
   for (auto& h : dom.hi) h -= 1;
@@ -158,7 +167,8 @@ FileSelection resolve_file_selection(hid_t fspace, hid_t dspace) {
   if (frank != drank)
     fail_arg("file dataspace has rank " + std::to_string(frank) + ", the dataset has rank " + std::to_string(drank));
   hssize_t n = H5Sget_select_npoints(fspace);
-  if (n < 0) fail_arg("invalid file selection");
+  if (n < 0)  // HDF5 counts in hssize_t: negative for an invalid selection, or 2^63 elements and more
+    fail_arg("invalid file selection, or one of 2^63 elements or more (too many to transfer at once)");
   fs.n = static_cast<uint64_t>(n);
   if (fs.n == 0) return fs;  // kNone
   const tessera::Coords dims = engine_dims(dspace);

@@ -26,8 +26,10 @@ struct FileSelection {
 };
 
 // Every element of an extent of `dims` (engine coordinates): kSlab, or kNone when the
-// extent holds none.
+// extent holds none.  Throws when they are 2^63 or more (a transfer counts them).
 FileSelection whole_selection(const tessera::Coords& dims);
+// The same for operations on its boxes only (defined elements, erase): n saturates.
+FileSelection whole_boxes(const tessera::Coords& dims);
 
 // Resolves the file selection of `fspace` against the dataset's dataspace `dspace`.
 // Throws VolError if the ranks differ or the selection reaches beyond the extent.

@@ -1,10 +1,14 @@
 // stored_space.cc — see stored_space.h.
 #include "vol/types/stored_space.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "engine/util/checked.h"
 #include "vol/base/error.h"  // fail_arg
 
 namespace tessera_vol {
@@ -35,6 +39,16 @@ SpaceCache& cache() {
 
 constexpr size_t kMaxCached = 1024;
 
+// The extent's number of elements; -1 when it is 2^63 or more (HDF5 allows extents whose
+// count does not even fit in 64 bits: netCDF's tst_chunks2 has 2.6e27 elements), where
+// H5Sget_simple_extent_npoints wraps.
+hssize_t extent_points(const SpaceExtent& x) {
+  if (x.cls == H5S_NULL) return 0;
+  if (x.cls == H5S_SCALAR) return 1;
+  const std::optional<uint64_t> n = tessera::checked_product(x.dims, static_cast<size_t>(std::max(x.rank, 0)));
+  return n && *n <= static_cast<uint64_t>(INT64_MAX) ? static_cast<hssize_t>(*n) : -1;
+}
+
 // At library shutdown HDF5 may have closed the IDs already: skipped quietly.
 void close_all(std::map<std::string, Decoded, std::less<>>& m) {
   H5E_BEGIN_TRY {
@@ -54,11 +68,12 @@ const Decoded* find(SpaceCache& c, std::string_view enc) {
   if (enc.size() < 4) return nullptr;
   hid_t id = H5Sdecode(enc.data());
   if (id < 0) return nullptr;
-  hssize_t n = H5Sget_simple_extent_npoints(id);
-  if (n < 0) {
+  const SpaceExtent x = read_extent(id);
+  if (x.rank < 0) {
     H5Sclose(id);
     return nullptr;
   }
+  const hssize_t n = extent_points(x);
   if (c.decoded.size() >= kMaxCached) close_all(c.decoded);
   return &c.decoded.emplace(std::string(enc), Decoded{id, n}).first->second;
 }
@@ -96,11 +111,7 @@ SpaceExtent read_extent(hid_t space) {
 std::string encode_space(hid_t space, hssize_t* npoints) { return encode_space(space, read_extent(space), npoints); }
 
 std::string encode_space(hid_t space, const SpaceExtent& x, hssize_t* npoints) {
-  if (npoints && x.rank >= 0) {
-    hssize_t n = x.cls == H5S_NULL ? 0 : 1;
-    for (int i = 0; i < x.rank; ++i) n *= static_cast<hssize_t>(x.dims[i]);
-    *npoints = n;
-  }
+  if (npoints && x.rank >= 0) *npoints = extent_points(x);
   const bool cacheable = x.rank >= 0 && H5Sget_select_type(space) == H5S_SEL_ALL;
   SpaceCache& c = cache();
   if (cacheable) {

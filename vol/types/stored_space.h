@@ -29,14 +29,17 @@ SpaceExtent read_extent(hid_t space);
 // A new dataspace ID decoded from `enc`, owned by the caller; H5I_INVALID_HID if `enc`
 // does not decode.
 hid_t decode_space(std::string_view enc);
-// The number of elements of the dataspace `enc` encodes; -1 if it does not decode.
+// The number of elements of the dataspace `enc` encodes; -1 if it does not decode or
+// has 2^63 elements or more (a chunked dataset may: HDF5 allows extents whose count
+// overflows 64 bits; decode_space decodes those).
 hssize_t space_npoints(std::string_view enc);
 // H5Sencode2 of `space` (the records' form); throws VolError if it cannot be encoded.
 // Remembered per dataspace ID for IDs selecting everything, checked against the ID's
 // extent on every use: an application creating attributes with one scalar space encodes
 // it once (the encoding is a third of H5Acreate; IDs are never reused while the library
 // runs, and an extent changed since is encoded again).
-// npoints, when given: the extent's number of elements (no further call).
+// npoints, when given: the extent's number of elements (no further call); -1 for 2^63
+// or more.
 std::string encode_space(hid_t space, hssize_t* npoints = nullptr);
 // The same with `space`'s extent already read (read_extent).
 std::string encode_space(hid_t space, const SpaceExtent& x, hssize_t* npoints = nullptr);
