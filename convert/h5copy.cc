@@ -526,28 +526,7 @@ class Copier {
       std::vector<H5R_ref_t> in(n), out(n);
       read(H5T_STD_REF, in.data());
       std::memset(out.data(), 0, n * sizeof(H5R_ref_t));
-      std::vector<char> name(4096), attr(4096);
-      for (size_t i = 0; i < n; ++i) {
-        const H5R_type_t t = H5Rget_type(&in[i]);
-        if (t == H5R_BADTYPE) {
-          H5Eclear2(H5E_DEFAULT);
-          continue;  // never set
-        }
-        if (H5Rget_obj_name(&in[i], H5P_DEFAULT, name.data(), name.size()) < 0)
-          h5fail(what + ": a reference's object");
-        if (t == H5R_OBJECT2) {
-          ok_herr(H5Rcreate_object(df_, name.data(), H5P_DEFAULT, &out[i]), what + ": re-creating a reference");
-        } else if (t == H5R_DATASET_REGION2) {
-          Hid sel(ok(H5Ropen_region(&in[i], H5P_DEFAULT, H5P_DEFAULT), what + ": a region reference's selection"));
-          ok_herr(H5Rcreate_region(df_, name.data(), sel, H5P_DEFAULT, &out[i]), what + ": re-creating a reference");
-        } else if (t == H5R_ATTR) {
-          if (H5Rget_attr_name(&in[i], attr.data(), attr.size()) < 0) h5fail(what + ": a reference's attribute");
-          ok_herr(H5Rcreate_attr(df_, name.data(), attr.data(), H5P_DEFAULT, &out[i]),
-                  what + ": re-creating a reference");
-        } else {
-          fail(what + ": a reference of an unknown kind");
-        }
-      }
+      for (size_t i = 0; i < n; ++i) recreate_ref(&in[i], &out[i], what);
       write(H5T_STD_REF, out.data());
       for (size_t i = 0; i < n; ++i) {
         H5E_BEGIN_TRY {
@@ -608,9 +587,10 @@ class Copier {
 
   // References inside compound, array or variable-length types — dimension scales'
   // REFERENCE_LIST (a compound of an object reference and an index) and DIMENSION_LIST
-  // (variable-length sequences of object references), so every netCDF-4 file: the values
-  // are read into memory, each old-style object reference in them is re-pointed at the
-  // target's object, and they are written back.
+  // (variable-length sequences of object references), so every netCDF-4 file, old-style
+  // natively and new-style on tessera (HDF5's H5DSwith_new_ref): the values are read into
+  // memory, each reference in them is re-pointed at the target's object, and they are
+  // written back.
   template <class Read, class Write>
   void copy_nested_references(hid_t ftype, size_t n, Read read, Write write, const std::string& what) {
     Hid mtype(ok(H5Tget_native_type(ftype, H5T_DIR_ASCEND), what + ": a memory type"));
@@ -629,13 +609,48 @@ class Copier {
     H5Treclaim(mtype, space, H5P_DEFAULT, buf.data());
   }
 
-  // Re-points the old-style object references inside one value of (memory) type t at p.
+  // A new-style reference of the source re-created in the target, naming the same object
+  // (and selection, or attribute) by path; `out` stays zeroed for a reference never set.
+  void recreate_ref(H5R_ref_t* in, H5R_ref_t* out, const std::string& what) {
+    const H5R_type_t t = H5Rget_type(in);
+    if (t == H5R_BADTYPE) {
+      H5Eclear2(H5E_DEFAULT);
+      return;  // never set
+    }
+    std::vector<char> name(4096), attr(4096);
+    if (H5Rget_obj_name(in, H5P_DEFAULT, name.data(), name.size()) < 0) h5fail(what + ": a reference's object");
+    if (t == H5R_OBJECT2) {
+      ok_herr(H5Rcreate_object(df_, name.data(), H5P_DEFAULT, out), what + ": re-creating a reference");
+    } else if (t == H5R_DATASET_REGION2) {
+      Hid sel(ok(H5Ropen_region(in, H5P_DEFAULT, H5P_DEFAULT), what + ": a region reference's selection"));
+      ok_herr(H5Rcreate_region(df_, name.data(), sel, H5P_DEFAULT, out), what + ": re-creating a reference");
+    } else if (t == H5R_ATTR) {
+      if (H5Rget_attr_name(in, attr.data(), attr.size()) < 0) h5fail(what + ": a reference's attribute");
+      ok_herr(H5Rcreate_attr(df_, name.data(), attr.data(), H5P_DEFAULT, out), what + ": re-creating a reference");
+    } else {
+      fail(what + ": a reference of an unknown kind");
+    }
+  }
+
+  // Re-points the references inside one value of (memory) type t at p: old-style object
+  // references by address, new-style ones re-created in the target (the source's is
+  // released; H5Treclaim of the value releases the new one after the write).
   void repoint(hid_t t, unsigned char* p, const std::string& what) {
     switch (H5Tget_class(t)) {
       case H5T_REFERENCE: {
+        if (H5Tequal(t, H5T_STD_REF) > 0) {
+          H5R_ref_t in, out;
+          std::memcpy(&in, p, sizeof in);
+          std::memset(&out, 0, sizeof out);
+          recreate_ref(&in, &out, what);
+          H5E_BEGIN_TRY { H5Rdestroy(&in); }
+          H5E_END_TRY
+          std::memcpy(p, &out, sizeof out);
+          return;
+        }
         if (H5Tequal(t, H5T_STD_REF_OBJ) <= 0)
           fail(what + ": references inside compound, array or variable-length types can be copied only when "
-                      "they are object references (H5T_STD_REF_OBJ), not region or new-style references");
+                      "they are object references (old- or new-style), not old-style region references");
         uint64_t x;
         std::memcpy(&x, p, sizeof x);
         if (x) x = target_ref(old_ref_path(x, what), what);

@@ -306,30 +306,26 @@ herr_t attr_read(void* attr, hid_t mem_type_id, void* buf, hid_t dxpl_id, void**
     }
     bool vl = a->ftype.has_vlen();
     if (!vl && r.data.size() != fsize * n) fail_arg("stored value of '" + a->name + "' has the wrong size");
-    if (a->ftype.has_std_ref() || mt.std_ref) {  // reference.h
+    const std::string* value = &r.data;
+    std::string rebuilt;  // with the references nested in it rebuilt (reference.h)
+    if (a->ftype.has_std_ref() || mt.std_ref) {
       TypeId ftype(a->ftype);
-      bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_old = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0,
-           from_reg = H5Tequal(ftype, H5T_STD_REF_DSETREG) > 0;
-      if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || !(from_new || from_old || from_reg))
-        fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
-                         "converted to other types, are not supported by tessera containers yet");
-      const auto* stored = reinterpret_cast<const uint8_t*>(r.data.data());
-      if (from_new) stored_to_refs(a, stored, n, buf);
-      else if (from_old) objrefs_to_refs(a, stored, n, buf);
-      else dsetregs_to_refs(a, stored, n, buf);
-      return;
+      if (plain_ref_transfer(ftype, mem_type_id))
+        return read_plain_refs(a, ftype, mem_type_id, reinterpret_cast<const uint8_t*>(r.data.data()), n, buf);
+      rebuilt = nested_refs_read(a, ftype, mem_type_id, vl, r.data, n);
+      value = &rebuilt;
     }
     if (a->ftype.equal(mem_type_id)) {
-      if (vl) vlen_deserialize(TypeId(a->ftype), n, r.data, buf, vlen_allocator(dxpl_id));
-      else std::memcpy(buf, r.data.data(), fsize * n);
+      if (vl) vlen_deserialize(TypeId(a->ftype), n, *value, buf, vlen_allocator(dxpl_id));
+      else std::memcpy(buf, value->data(), fsize * n);
       return;
     }
     // Convert: stored form -> (temporary, malloc'd vlen parts) -> memory type.  The
     // background buffer holds the application's buffer (native: H5T_BKG_YES on read).
     TypeId ftype(a->ftype);
     std::vector<char> src(fsize * n), tconv(std::max(fsize, msize) * n), bkg(std::max(fsize, msize) * n);
-    if (vl) vlen_deserialize(ftype, n, r.data, src.data(), VlenAlloc{});
-    else std::memcpy(src.data(), r.data.data(), fsize * n);
+    if (vl) vlen_deserialize(ftype, n, *value, src.data(), VlenAlloc{});
+    else std::memcpy(src.data(), value->data(), fsize * n);
     std::memcpy(tconv.data(), src.data(), fsize * n);
     std::memcpy(bkg.data(), buf, msize * n);
     herr_t st = H5Tconvert(ftype, mem_type_id, n, tconv.data(), bkg.data(),
@@ -392,17 +388,20 @@ void write_attr(SharedFile& f, AttrObj* a, hid_t mem_type_id, const void* buf, h
   const size_t msize = mt.size, fsize = a->ftype.size();
   bool vl = a->ftype.has_vlen();
   hid_t dxpl = dxpl_id == H5P_DEFAULT ? H5P_DATASET_XFER_DEFAULT : dxpl_id;
-  if (a->ftype.has_std_ref() || mt.std_ref) {  // reference.h
+  const bool refs = a->ftype.has_std_ref() || mt.std_ref;  // reference.h
+  if (refs && plain_ref_transfer(TypeId(a->ftype), mem_type_id)) {
     if (H5Tequal(mem_type_id, H5T_STD_REF) <= 0 || H5Tequal(TypeId(a->ftype), H5T_STD_REF) <= 0)
-      fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or "
-                       "converted to other types, are not supported by tessera containers yet");
+      fail_unsupported("references (H5T_STD_REF) converted to or from other types are not supported by tessera "
+                       "containers");
     std::string stored(fsize * n, '\0');
     refs_to_stored(a->file, buf, n, reinterpret_cast<uint8_t*>(stored.data()));
     r.data = std::move(stored);
   } else if (a->ftype.equal(mem_type_id)) {
     // Equal types: the memory type describes the stored layout (no decoded copy needed).
     r.data = vl ? vlen_serialize(mem_type_id, n, buf) : std::string(static_cast<const char*>(buf), fsize * n);
+    if (refs) nested_refs_write(a->file, TypeId(a->ftype), mem_type_id, vl, &r.data, n);
   } else {
+    if (refs && vl) fail_unsupported("variable-length values holding references are written only with their own type");
     TypeId ftype(a->ftype);
     if (vl) {
       // Members the memory type lacks keep their stored values, as native's background
@@ -425,6 +424,7 @@ void write_attr(SharedFile& f, AttrObj* a, hid_t mem_type_id, const void* buf, h
     if (H5Tconvert(mem_type_id, ftype, n, tconv.data(), bkg.data(), dxpl) < 0)
       fail_arg("cannot convert the data to the datatype of attribute '" + a->name + "'");
     r.data.assign(tconv.data(), fsize * n);
+    if (refs) nested_refs_write(a->file, ftype, mem_type_id, false, &r.data, n);
   }
   store(r);
   f.remember_attr(a->oid, a->name, std::make_shared<const AttrRecord>(std::move(r)));

@@ -101,6 +101,24 @@ bool same_var_form(hid_t mtype, const StoredType& ftype) {
   return H5Tis_variable_str(mtype) > 0 && H5Tis_variable_str(TypeId(ftype)) > 0;
 }
 
+// References nested in compound, array and variable-length types (reference.h, issue 45)
+// are stored as records at their own offsets.  Variable-length values holding them move
+// only between equal types: a conversion copies each H5R_ref_t shallowly and then
+// releases the copy it converted from.
+[[noreturn]] void nested_refs_unconverted() {
+  fail_unsupported("variable-length data holding references (H5T_STD_REF) can be read and written only with "
+                   "the dataset's own datatype (H5Dget_type) in tessera containers, not converted");
+}
+
+// Whether a transfer is one of references themselves (read_refs/write_refs) rather than
+// of values with references inside.
+bool plain_refs(const DatasetObj& d, hid_t mtype) { return plain_ref_transfer(TypeId(d.ftype), mtype); }
+
+// The offsets of the references nested in n packed elements of the (fixed-size) stored type.
+std::vector<size_t> nested_refs(const DatasetObj& d, size_t n) {
+  return element_ref_offsets(fixed_ref_offsets(TypeId(d.ftype)), d.ftype.size(), n);
+}
+
 // Never-written cells (length 0: a written element, even a NULL string or an empty
 // sequence, serializes to at least its length word) read as the fill value.
 void substitute_fill(const std::string& fill, std::vector<uint64_t>* lengths, std::vector<uint8_t>* data) {
@@ -133,7 +151,9 @@ void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection
   else gather(m.space, mes, in, packed.data());
   std::vector<uint64_t> lengths(fs.n);
   std::string data;
+  const bool refs = d.ftype.has_std_ref();
   if (!same_var_form(mtype, d.ftype)) {
+    if (refs || mem_type_facts(mtype).std_ref) nested_refs_unconverted();
     TypeId ftype(d.ftype);
     auto stored = [&](std::vector<uint64_t>* l, std::vector<uint8_t>* bytes) {
       read_selection_var(*d.array, fs, l, bytes);
@@ -145,6 +165,10 @@ void write_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection
   }
   for (uint64_t i = 0; i < fs.n; ++i) {
     std::string e = vlen_serialize(mtype, 1, packed.data() + i * mes);
+    if (refs) {  // the references inside, as stored records (reference.h)
+      auto* p = reinterpret_cast<uint8_t*>(e.data());
+      refs_to_stored_at(d.file, p, stream_ref_offsets(mtype, 1, p, e.size()));
+    }
     lengths[i] = e.size();
     data += e;
   }
@@ -162,6 +186,7 @@ void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection&
   size_t off = 0;
   const bool contig = m.block || memory_contiguous(m.space, mes, fs.n, &off);
   if (!same_var_form(mtype, d.ftype)) {
+    if (d.ftype.has_std_ref() || mem_type_facts(mtype).std_ref) nested_refs_unconverted();
     std::vector<uint8_t> packed(mes * fs.n);  // the caller's values: the background
     if (contig) std::memcpy(packed.data(), out + off, packed.size());
     else gather(m.space, mes, out, packed.data());
@@ -170,6 +195,17 @@ void read_var(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection&
     if (contig) std::memcpy(out + off, packed.data(), packed.size());
     else scatter(m.space, mes, packed.data(), out);
     return;
+  }
+  if (d.ftype.has_std_ref()) {  // stored records back to references (reference.h)
+    std::vector<size_t> at;
+    size_t pos = 0;
+    for (uint64_t i = 0; i < fs.n; pos += lengths[i++]) {
+      if (lengths[i] > data.size() - pos) fail_arg("variable-length value out of range");
+      if (lengths[i] == 0) continue;
+      std::vector<size_t> cell = stream_ref_offsets(mtype, 1, data.data(), pos + lengths[i], pos);
+      at.insert(at.end(), cell.begin(), cell.end());
+    }
+    stored_to_refs_at(&d, data.data(), at);
   }
   // Never-written cells stay zero: NULL strings, empty sequences.
   std::vector<uint8_t> packed(mes * fs.n, 0);
@@ -203,23 +239,19 @@ Transfer plan_transfer(const DatasetObj& d, hid_t mtype, const MemSide& m, const
 }
 
 // 1.12-style references (reference.h): stored as records, rebuilt on read; old-style
-// object references read as H5T_STD_REF are converted.  Inside compounds or
-// variable-length types they are refused rather than stored as process-local bytes.
+// object references read as H5T_STD_REF are converted.  Nested in compound, array and
+// variable-length types (nested_* below) too, where both sides hold them.
 void refs_unsupported() {
-  fail_unsupported("references (H5T_STD_REF) inside compound, array or variable-length types, or converted "
-                   "to other types, are not supported by tessera containers yet");
+  fail_unsupported("references (H5T_STD_REF) converted to or from other types (but old-style ones read as "
+                   "H5T_STD_REF) are not supported by tessera containers");
 }
 
 void read_refs(DatasetObj& d, hid_t mtype, const MemSide& m, const FileSelection& fs, void* buf) {
   TypeId ftype(d.ftype);
-  const bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_obj = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0,
-             from_reg = H5Tequal(ftype, H5T_STD_REF_DSETREG) > 0;
-  if (H5Tequal(mtype, H5T_STD_REF) <= 0 || !(from_new || from_obj || from_reg)) refs_unsupported();
   std::vector<uint8_t> stored(d.ftype.size() * fs.n), refs(sizeof(H5R_ref_t) * fs.n);
+  if (H5Tequal(mtype, H5T_STD_REF) <= 0) refs_unsupported();
   read_selection(*d.array, fs, stored.data());
-  if (from_new) stored_to_refs(&d, stored.data(), fs.n, refs.data());
-  else if (from_obj) objrefs_to_refs(&d, stored.data(), fs.n, refs.data());
-  else dsetregs_to_refs(&d, stored.data(), fs.n, refs.data());
+  read_plain_refs(&d, ftype, mtype, stored.data(), fs.n, refs.data());
   size_t off = 0;
   if (m.block || memory_contiguous(m.space, sizeof(H5R_ref_t), fs.n, &off))
     std::memcpy(static_cast<uint8_t*>(buf) + off, refs.data(), refs.size());
@@ -246,7 +278,12 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL read buffer");
-  if (d.ftype.has_std_ref() || mem_type_facts(mtype).std_ref) return read_refs(d, mtype, m, fs, buf);
+  const bool mem_refs = mem_type_facts(mtype).std_ref;
+  if (d.ftype.has_std_ref() || mem_refs) {
+    if (plain_refs(d, mtype)) return read_refs(d, mtype, m, fs, buf);
+    // Old-style ones inside a compound read as new, or new ones as old: not converted.
+    if (!d.ftype.has_std_ref() || (!mem_refs && H5Tdetect_class(mtype, H5T_REFERENCE) > 0)) refs_unsupported();
+  }
   // A data transform (transform.h) works on the memory-typed values after conversion.
   const std::optional<DataTransform> xform = DataTransform::from_dxpl(dxpl);
   if (xform && d.array->schema().var) xform->apply(mtype, nullptr, 0);  // refuses vlen types
@@ -256,10 +293,12 @@ void read_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hid
   const hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
   if (eq && contig && !xform) {
     read_stored(d, fs, fspace, out + off);
+    if (mem_refs) stored_to_refs_at(&d, out + off, nested_refs(d, fs.n));
     return;
   }
   std::vector<uint8_t> tmp(std::max(fes, mes) * fs.n);
   read_stored(d, fs, fspace, tmp.data());
+  if (mem_refs) stored_to_refs_at(&d, tmp.data(), nested_refs(d, fs.n));  // converted as they are
   if (!eq) {
     TypeId ftype(d.ftype);
     std::vector<uint8_t> bkg;
@@ -282,7 +321,11 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   FileSelection fs = prepare(d, mem_space, file_space, &m);
   if (fs.n == 0) return;
   if (!buf) fail_arg("NULL write buffer");
-  if (d.ftype.has_std_ref() || mem_type_facts(mtype).std_ref) return write_refs(d, mtype, m, fs, buf);
+  const bool mem_refs = mem_type_facts(mtype).std_ref;
+  if (d.ftype.has_std_ref() || mem_refs) {
+    if (plain_refs(d, mtype)) return write_refs(d, mtype, m, fs, buf);
+    if (!d.ftype.has_std_ref() || (!mem_refs && H5Tdetect_class(mtype, H5T_REFERENCE) > 0)) refs_unsupported();
+  }
   allocation_before_write(d);
   if (!d.value_filters_checked) {
     d.value_filters_checked = true;
@@ -299,7 +342,12 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
   const auto [fes, mes, eq, contig, off] = plan_transfer(d, mtype, m, fs);
   const auto* in = static_cast<const uint8_t*>(buf);
   const hid_t fspace = file_space == H5S_ALL ? d.space : file_space;
-  if (eq && contig && !xform) {
+  // A memory type that leaves out some of the stored references would have the others'
+  // stored records read back as its own references.
+  if (mem_refs && !eq && fixed_ref_offsets(mtype).size() != fixed_ref_offsets(TypeId(d.ftype)).size())
+    fail_unsupported("a write whose memory type holds some but not all of the dataset's references is not "
+                     "supported by tessera containers");
+  if (eq && contig && !xform && !mem_refs) {
     write_stored(d, fs, fspace, in + off);
     if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
     return;
@@ -317,6 +365,7 @@ void write_one(DatasetObj& d, hid_t mtype, hid_t mem_space, hid_t file_space, hi
     }
     convert(mtype, ftype, fs.n, tmp.data(), bkg.empty() ? nullptr : bkg.data(), dxpl);
   }
+  if (mem_refs) refs_to_stored_at(d.file, tmp.data(), nested_refs(d, fs.n));
   write_stored(d, fs, fspace, tmp.data());
   if (d.value_filters) d.value_filters->note_written(d.array->schema(), fspace);
 }

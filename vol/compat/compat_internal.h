@@ -34,6 +34,9 @@
   X(H5Iget_type) X(H5Tcommitted) X(H5VLobject_is_native) X(H5Eclear2) X(H5Epush2)              \
   X(H5Eget_auto2) X(H5VLget_connector_name) X(H5Rget_region) X(H5VLfind_opt_operation)            \
   X(H5VLobject_optional_op) X(H5Sencode2) X(H5Sdecode)                                          \
+  /* dimension scales: the reference style an object's DIMENSION_LIST/REFERENCE_LIST hold */   \
+  X(H5Aexists) X(H5Aopen) X(H5Aget_type) X(H5Aclose) X(H5Tclose) X(H5Tget_class) X(H5Tget_size)  \
+  X(H5Tget_super) X(H5Tget_nmembers) X(H5Tget_member_type)                                       \
   /* H5Fopen of a native HDF5 file while tessera is the default connector */                   \
   X(H5Fopen) X(H5open) X(H5Pget_vol_id) X(H5VLget_connector_id_by_name) X(H5VLcmp_connector_cls) \
   X(H5VLclose) X(H5Pcopy) X(H5Pclose) X(H5Pset_vol)

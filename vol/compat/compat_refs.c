@@ -160,12 +160,54 @@ ssize_t H5Rget_name(hid_t loc_id, H5R_type_t ref_type, const void *ref, char *na
 
 /* ------------------------------------------------------------------ dimension scales */
 
+/* Whether type t holds a 1.12-style reference (an H5R_ref_t-sized reference type) in a
+ * sequence or compound, as HDF5's dimension scales store them on other connectors. */
+static int holds_new_ref(hid_t t, int depth) {
+  if (t < 0 || depth > 8) return 0;
+  int found = 0;
+  switch (api.H5Tget_class(t)) {
+    case H5T_REFERENCE: return api.H5Tget_size(t) == sizeof(H5R_ref_t);
+    case H5T_VLEN: {
+      hid_t b = api.H5Tget_super(t);
+      found = holds_new_ref(b, depth + 1);
+      if (b >= 0) api.H5Tclose(b);
+      return found;
+    }
+    case H5T_COMPOUND:
+      for (int i = 0, n = api.H5Tget_nmembers(t); i < n && !found; i++) {
+        hid_t m = api.H5Tget_member_type(t, (unsigned)i);
+        found = holds_new_ref(m, depth + 1);
+        if (m >= 0) api.H5Tclose(m);
+      }
+      return found;
+    default: return 0;
+  }
+}
+
+/* The object's dimension-scale attributes already hold new-style references: a program
+ * without this library wrote them (HDF5's own choice on a non-native connector). */
+static int scales_use_new_refs(hid_t obj) {
+  static const char *const names[] = {"DIMENSION_LIST", "REFERENCE_LIST"};
+  int found = 0;
+  for (int i = 0; i < 2 && !found; i++) {
+    if (api.H5Aexists(obj, names[i]) <= 0) continue;
+    hid_t a = api.H5Aopen(obj, names[i], H5P_DEFAULT);
+    hid_t t = a >= 0 ? api.H5Aget_type(a) : -1;
+    found = holds_new_ref(t, 0);
+    if (t >= 0) api.H5Tclose(t);
+    if (a >= 0) api.H5Aclose(a);
+  }
+  return found;
+}
+
 /* HDF5's HL library stores dimension scales (DIMENSION_LIST, REFERENCE_LIST) with
  * 1.12-style references for any non-native connector and with old-style object
  * references (hobj_ref_t) in native files.  Readers of netCDF-4 and h5py's dims API
  * understand the old-style ones (h5py has no type for the new ones in attributes), and
  * tessera serves them through this library, so a tessera container gets what a native
- * file gets.  Other connectors keep HDF5's answer. */
+ * file gets — unless the object's scales were written with new-style references (by a
+ * program without this library; tessera stores those too), which H5DS then keeps
+ * reading and writing as they are.  Other connectors keep HDF5's answer. */
 herr_t H5DSwith_new_ref(hid_t obj_id, hbool_t *with_new_ref) {
   if (!with_new_ref || !api_ready()) return -1;
   hbool_t native = 1;
@@ -180,6 +222,6 @@ herr_t H5DSwith_new_ref(hid_t obj_id, hbool_t *with_new_ref) {
     char name[16] = "";
     tessera = api.H5VLget_connector_name(obj_id, name, sizeof name) > 0 && strcmp(name, "tessera") == 0;
   }
-  *with_new_ref = config_flag || (!native && !tessera);
+  *with_new_ref = config_flag || (!native && (!tessera || scales_use_new_refs(obj_id)));
   return 0;
 }

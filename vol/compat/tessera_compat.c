@@ -29,7 +29,8 @@
  *   H5Rget_name (H5R_OBJECT only)         -> H5Oopen_by_token + H5Iget_name
  *   H5Rdereference1, H5Rget_obj_type1     -> as their "2" versions (1.6/1.8-era C programs)
  *   H5DSwith_new_ref (HL library)         -> false for tessera objects: dimension scales use the
- *                                            old-style object references native files use
+ *                                            old-style object references native files use (true
+ *                                            where they already hold new-style ones)
  *
  * Addresses: v1 structures carry a haddr_t where v2 carries an H5O_token_t (16 bytes).
  * tessera's token holds the 64-bit object id in its first 8 bytes (host order, rest zero;

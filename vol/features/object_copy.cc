@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -19,7 +20,9 @@
 #include "vol/model/objects.h"
 #include "vol/model/parallel.h"
 #include "vol/model/reference.h"
+#include "vol/types/stored_space.h"
 #include "vol/types/stored_type.h"
+#include "vol/types/vlen.h"
 
 namespace tessera_vol {
 
@@ -107,30 +110,46 @@ struct Copier {
 
   // References in copied values, as native: attributes always (null without the expand
   // flag), dataset values only across files (the same file keeps them).
-  void fix_refs(const std::string& type_enc, uint8_t* data, size_t bytes) {
+  // n: the number of elements (a vlen.h stream's; fixed-size values have bytes / size).
+  void fix_refs(const std::string& type_enc, uint8_t* data, size_t bytes, size_t n) {
     StoredType st(type_enc, "copied value");
     TypeId t(st);
     const size_t es = H5Tget_size(t);
     if (es == 0 || bytes == 0) return;
-    if (flags & H5O_COPY_EXPAND_REFERENCE_FLAG)
-      copy_stored_refs(src, dst, b, t, data, bytes / es, [this](uint64_t oid) { return by_ref(oid); });
+    const bool expand = flags & H5O_COPY_EXPAND_REFERENCE_FLAG;
+    auto target = [this](uint64_t oid) { return by_ref(oid); };
+    if (H5Tget_class(t) == H5T_REFERENCE) {
+      if (expand) copy_stored_refs(src, dst, b, t, data, bytes / es, target);
+      else std::memset(data, 0, bytes);
+      return;
+    }
+    // Nested in compound, array or variable-length values (reference.h): the records
+    // alone are re-pointed, or nulled.
+    const std::vector<size_t> at = st.has_vlen() ? stream_ref_offsets(t, n, data, bytes)
+                                                 : element_ref_offsets(fixed_ref_offsets(t), es, bytes / es);
+    if (expand) copy_stored_refs_at(src, dst, b, data, at, target);
     else
-      std::memset(data, 0, bytes);
+      for (size_t o : at) std::memset(data + o, 0, H5R_REF_BUF_SIZE);
   }
 
-  static bool is_reference(const std::string& type_enc) {
+  // A reference type, or one holding new-style references.  (Old-style references nested
+  // in other types are not re-pointed yet: a copy into another file keeps their ids.)
+  static bool holds_refs(const std::string& type_enc) {
     StoredType st(type_enc, "copied value");
     TypeId t(st);
-    return H5Tget_class(t) == H5T_REFERENCE;
+    return H5Tget_class(t) == H5T_REFERENCE || st.has_std_ref();
   }
 
   void fix_dataset_refs(const ObjectRecord& n) {
     auto a = dst.array(n.array_id);
     if (a->storage_bytes() == 0 && a->buffered_cells() == 0) return;  // never written: nothing to fix
+    if (a->schema().var)
+      fail_unsupported("copying a variable-length dataset holding references into another file is not supported "
+                       "by tessera containers");
     const tessera::Selection all = tessera::Selection::from_box(a->schema().domain());
     std::vector<uint8_t> cells(all.cells() * a->schema().elem_size);
     check(a->read(all, cells.data()));
-    fix_refs(n.type_enc, cells.data(), cells.size());
+    fix_refs(n.type_enc, cells.data(), cells.size(), all.cells());
     check(a->write(all, cells.data()));
   }
 
@@ -150,16 +169,18 @@ struct Copier {
     dst.put_object(b, to, n);
     // References are fixed once the whole tree is copied (finish()), so that a reference
     // to an object of the tree points at its copy there, as native's post-copy does.
-    if (r.type == ObjType::kDataset && &src != &dst && is_reference(r.type_enc))
+    if (r.type == ObjType::kDataset && &src != &dst && holds_refs(r.type_enc))
       pending.push_back([this, n] { fix_dataset_refs(n); });
     if (!(flags & H5O_COPY_WITHOUT_ATTR_FLAG))
       for (auto& [name, a] : src.attrs(from)) {
         AttrRecord na = a;
         share_committed_type(&na.committed_type);
         dst.put_attr(b, to, name, na);
-        if (is_reference(na.type_enc))
+        if (holds_refs(na.type_enc))
           pending.push_back([this, to, name = name, na]() mutable {
-            fix_refs(na.type_enc, reinterpret_cast<uint8_t*>(na.data.data()), na.data.size());
+            const hssize_t n = space_npoints(na.space_enc);
+            fix_refs(na.type_enc, reinterpret_cast<uint8_t*>(na.data.data()), na.data.size(),
+                     static_cast<size_t>(std::max<hssize_t>(n, 0)));
             dst.put_attr(b, to, name, na);
           });
       }

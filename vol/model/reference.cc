@@ -10,6 +10,8 @@
 #include "vol/model/objects.h"
 #include "vol/model/region_store.h"
 #include "vol/base/tessera_vol.h"
+#include "vol/types/stored_type.h"
+#include "vol/types/vlen.h"
 
 namespace tessera_vol {
 
@@ -252,6 +254,125 @@ void objrefs_to_refs(Obj* at, const uint8_t* objrefs, size_t n, void* refs) {
   stored_to_refs(at, stored.data(), n, refs);
 }
 
+void refs_to_stored_at(const std::shared_ptr<SharedFile>& f, uint8_t* buf, const std::vector<size_t>& at) {
+  if (at.empty()) return;
+  std::vector<uint8_t> refs(at.size() * kStored), stored(at.size() * kStored);
+  for (size_t i = 0; i < at.size(); ++i) std::memcpy(&refs[i * kStored], buf + at[i], kStored);
+  refs_to_stored(f, refs.data(), at.size(), stored.data());
+  for (size_t i = 0; i < at.size(); ++i) std::memcpy(buf + at[i], &stored[i * kStored], kStored);
+}
+
+void stored_to_refs_at(Obj* obj, uint8_t* buf, const std::vector<size_t>& at) {
+  if (at.empty()) return;
+  std::vector<uint8_t> stored(at.size() * kStored), refs(at.size() * kStored);
+  for (size_t i = 0; i < at.size(); ++i) std::memcpy(&stored[i * kStored], buf + at[i], kStored);
+  stored_to_refs(obj, stored.data(), at.size(), refs.data());
+  for (size_t i = 0; i < at.size(); ++i) std::memcpy(buf + at[i], &refs[i * kStored], kStored);
+}
+
+std::vector<size_t> element_ref_offsets(const std::vector<size_t>& offsets, size_t elem, size_t n) {
+  std::vector<size_t> at;
+  if (offsets.empty()) return at;
+  at.reserve(offsets.size() * n);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t o : offsets) at.push_back(i * elem + o);
+  return at;
+}
+
+bool plain_ref_transfer(hid_t ftype, hid_t mtype) {
+  return H5Tget_class(ftype) == H5T_REFERENCE || H5Tget_class(mtype) == H5T_REFERENCE;
+}
+
+void read_plain_refs(Obj* at, hid_t ftype, hid_t mtype, const uint8_t* stored, size_t n, void* refs) {
+  const bool from_new = H5Tequal(ftype, H5T_STD_REF) > 0, from_obj = H5Tequal(ftype, H5T_STD_REF_OBJ) > 0,
+             from_reg = H5Tequal(ftype, H5T_STD_REF_DSETREG) > 0;
+  if (H5Tequal(mtype, H5T_STD_REF) <= 0 || !(from_new || from_obj || from_reg))
+    fail_unsupported("references (H5T_STD_REF) converted to or from other types (but old-style ones read as "
+                     "H5T_STD_REF) are not supported by tessera containers");
+  if (from_new) stored_to_refs(at, stored, n, refs);
+  else if (from_obj) objrefs_to_refs(at, stored, n, refs);
+  else dsetregs_to_refs(at, stored, n, refs);
+}
+
+namespace {
+
+[[noreturn]] void nested_unsupported(const char* why) {
+  fail_unsupported(std::string("references (H5T_STD_REF) inside compound, array or variable-length values: ") + why);
+}
+
+// The memory type holds references, none of them new-style ones.
+bool other_refs(hid_t mtype) { return H5Tdetect_class(mtype, H5T_REFERENCE) > 0 && !holds_std_ref(mtype); }
+
+std::vector<size_t> nested_offsets(hid_t type, bool vlen, const std::string& value, size_t n) {
+  if (vlen) return stream_ref_offsets(type, n, reinterpret_cast<const uint8_t*>(value.data()), value.size());
+  return element_ref_offsets(fixed_ref_offsets(type), H5Tget_size(type), n);
+}
+
+}  // namespace
+
+std::string nested_refs_read(Obj* at, hid_t ftype, hid_t mtype, bool vlen, const std::string& stored, size_t n) {
+  std::string out = stored;
+  if (!holds_std_ref(ftype)) nested_unsupported("old-style ones cannot be read as H5T_STD_REF there");
+  if (other_refs(mtype)) nested_unsupported("they are stored as H5T_STD_REF and read only as such");
+  if (!holds_std_ref(mtype)) return out;  // dropped by the conversion (a member subset)
+  if (vlen && H5Tequal(ftype, mtype) <= 0)
+    nested_unsupported("variable-length values holding them are read only with their own datatype");
+  stored_to_refs_at(at, reinterpret_cast<uint8_t*>(out.data()), nested_offsets(ftype, vlen, out, n));
+  return out;
+}
+
+void nested_refs_write(const std::shared_ptr<SharedFile>& f, hid_t ftype, hid_t mtype, bool vlen, std::string* value,
+                       size_t n) {
+  if (!holds_std_ref(ftype)) nested_unsupported("they cannot be written to old-style references or other types");
+  if (vlen && H5Tequal(ftype, mtype) <= 0)
+    nested_unsupported("variable-length values holding them are written only with their own datatype");
+  if (other_refs(mtype)) nested_unsupported("they are stored as H5T_STD_REF and written only as such");
+  if (!holds_std_ref(mtype)) return;  // a member subset: the background kept the stored records
+  // A memory type holding only some of them would have the others' stored records
+  // (the conversion's background) taken for its own references.
+  if (!vlen && fixed_ref_offsets(mtype).size() != fixed_ref_offsets(ftype).size())
+    nested_unsupported("the memory type must hold all of the stored type's references");
+  refs_to_stored_at(f, reinterpret_cast<uint8_t*>(value->data()), nested_offsets(ftype, vlen, *value, n));
+}
+
+namespace {
+
+// One stored record copied from `src` into `dst` (copy_stored_refs).
+void copy_one_ref(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b, uint8_t* r,
+                  const std::function<uint64_t(uint64_t)>& target) {
+  if (r[0] != kMagic) return;  // never set: stays null
+  uint64_t oid = 0, rx = 0;
+  std::memcpy(&oid, r + 8, sizeof oid);
+  std::memcpy(&rx, r + 24, sizeof rx);
+  Extra extra;
+  if (rx) {
+    auto v = src.container().catalog().get(extra_key(rx));
+    if (!v) fail_arg("a reference's record rx/" + hex16(rx) + " is missing");
+    extra = Extra::deserialize(*v);
+  }
+  if (extra.file.empty()) {  // a target in the source file
+    uint64_t to = target(oid);
+    if (!to) {
+      std::memset(r, 0, kStored);
+      return;
+    }
+    std::memset(r + 8, 0, 16);
+    std::memcpy(r + 8, &to, sizeof to);
+  }
+  if (rx && &src != &dst) {  // the copy owns its own record
+    uint64_t id = dst.allocate_oid(b);
+    b.put(extra_key(id), extra.serialize());
+    std::memcpy(r + 24, &id, sizeof id);
+  }
+}
+
+}  // namespace
+
+void copy_stored_refs_at(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b, uint8_t* data,
+                         const std::vector<size_t>& at, const std::function<uint64_t(uint64_t)>& target) {
+  for (size_t o : at) copy_one_ref(src, dst, b, data + o, target);
+}
+
 void copy_stored_refs(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b, hid_t ftype, uint8_t* data,
                       size_t n, const std::function<uint64_t(uint64_t)>& target) {
   if (H5Tequal(ftype, H5T_STD_REF_OBJ) > 0) {  // old-style: the object id (docs/compat.md)
@@ -265,33 +386,7 @@ void copy_stored_refs(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b
   }
   if (H5Tequal(ftype, H5T_STD_REF) <= 0)
     fail_unsupported("copying old-style region references is not supported by tessera containers");
-  for (size_t i = 0; i < n; ++i) {
-    uint8_t* r = data + i * kStored;
-    if (r[0] != kMagic) continue;  // never set: stays null
-    uint64_t oid = 0, rx = 0;
-    std::memcpy(&oid, r + 8, sizeof oid);
-    std::memcpy(&rx, r + 24, sizeof rx);
-    Extra extra;
-    if (rx) {
-      auto v = src.container().catalog().get(extra_key(rx));
-      if (!v) fail_arg("a reference's record rx/" + hex16(rx) + " is missing");
-      extra = Extra::deserialize(*v);
-    }
-    if (extra.file.empty()) {  // a target in the source file
-      uint64_t to = target(oid);
-      if (!to) {
-        std::memset(r, 0, kStored);
-        continue;
-      }
-      std::memset(r + 8, 0, 16);
-      std::memcpy(r + 8, &to, sizeof to);
-    }
-    if (rx && &src != &dst) {  // the copy owns its own record
-      uint64_t id = dst.allocate_oid(b);
-      b.put(extra_key(id), extra.serialize());
-      std::memcpy(r + 24, &id, sizeof id);
-    }
-  }
+  for (size_t i = 0; i < n; ++i) copy_one_ref(src, dst, b, data + i * kStored, target);
 }
 
 }  // namespace tessera_vol

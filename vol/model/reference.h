@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/catalog/catalog.h"
 
@@ -46,6 +48,37 @@ void dsetregs_to_refs(Obj* at, const uint8_t* regrefs, size_t n, void* refs);
 // n old-style object references (hobj_ref_t) -> n H5R_ref_t.
 void objrefs_to_refs(Obj* at, const uint8_t* objrefs, size_t n, void* refs);
 
+// References inside compound, array and variable-length types (issue 45: HDF5's
+// dimension scales store new-style references in vlen and compound attributes whenever
+// the connector is not native): each one at byte offset at[i] of `buf`, replaced in
+// place by the 64-byte record above (the two have the same size, so a compound's or a
+// stream's layout is unchanged), and back.  Rebuilt references belong to the caller
+// (H5Rdestroy, or H5Treclaim of the whole buffer).
+void refs_to_stored_at(const std::shared_ptr<SharedFile>& f, uint8_t* buf, const std::vector<size_t>& at);
+void stored_to_refs_at(Obj* obj, uint8_t* buf, const std::vector<size_t>& at);
+// n elements of a type without variable-length parts, of `elem` bytes each, whose
+// references sit at offsets `offsets` of each element: the positions of all of them.
+std::vector<size_t> element_ref_offsets(const std::vector<size_t>& offsets, size_t elem, size_t n);
+
+// A transfer of references themselves (either type a reference type), as opposed to
+// values with references inside.
+bool plain_ref_transfer(hid_t ftype, hid_t mtype);
+// Reads n stored references of file type `ftype` into n H5R_ref_t (`mtype` must be
+// H5T_STD_REF): 1.12-style records, old-style object references (hobj_ref_t) and
+// old-style region references, as native converts them.  Anything else is refused.
+void read_plain_refs(Obj* at, hid_t ftype, hid_t mtype, const uint8_t* stored, size_t n, void* refs);
+
+// An attribute's or a value's stored bytes (n elements of `ftype`; a vlen.h stream when
+// the type has variable-length parts) with the references nested in it rebuilt, for a
+// read into `mtype` (which must hold references where ftype does, or none: then the
+// records are left for the conversion to drop).  Variable-length values convert only
+// to an equal type.
+std::string nested_refs_read(Obj* at, hid_t ftype, hid_t mtype, bool vlen, const std::string& stored, size_t n);
+// The value the application wrote (n elements of `ftype`'s form, already converted from
+// `mtype`) with its nested references stored as records; `mtype` must hold all of them.
+void nested_refs_write(const std::shared_ptr<SharedFile>& f, hid_t ftype, hid_t mtype, bool vlen, std::string* value,
+                       size_t n);
+
 // H5Ocopy of stored reference values (n elements of the file type `ftype`: H5T_STD_REF
 // records or old-style H5T_STD_REF_OBJ) copied from `src` into `dst`: each target in the
 // source file becomes `target(oid)` (0: a null reference); external references keep their
@@ -54,5 +87,9 @@ void objrefs_to_refs(Obj* at, const uint8_t* objrefs, size_t n, void* refs);
 // refused with an error.
 void copy_stored_refs(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b, hid_t ftype, uint8_t* data,
                       size_t n, const std::function<uint64_t(uint64_t)>& target);
+// The same for stored records at byte offsets `at` of `data` (references nested in
+// compound, array and variable-length values).
+void copy_stored_refs_at(SharedFile& src, SharedFile& dst, tessera::CatalogBatch& b, uint8_t* data,
+                         const std::vector<size_t>& at, const std::function<uint64_t(uint64_t)>& target);
 
 }  // namespace tessera_vol

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "vol/base/error.h"
@@ -23,6 +24,9 @@ struct Node {
   std::unique_ptr<Node> base;               // kVSeq, kArray
   size_t count = 0;                         // kArray: elements
   std::vector<std::pair<size_t, Node>> members;  // kCompound: (offset, member)
+  // Byte offsets of the H5T_STD_REF values (H5R_ref_t) in this node's fixed bytes — all
+  // of it for kFixed, the fixed copy kCompound writes first — for reference.h (issue 45).
+  std::vector<size_t> refs;
 };
 
 // Closes an hid on scope exit.
@@ -42,6 +46,9 @@ Node build(hid_t t, int depth) {
     case H5T_STRING:
       if (H5Tis_variable_str(t) > 0) n.kind = Node::kVStr;
       break;
+    case H5T_REFERENCE:
+      if (H5Tequal(t, H5T_STD_REF) > 0) n.refs.push_back(0);
+      break;
     case H5T_VLEN: {
       Tid super{H5Tget_super(t)};
       if (super.id < 0) fail_arg("vlen type without base type");
@@ -53,9 +60,14 @@ Node build(hid_t t, int depth) {
       Tid super{H5Tget_super(t)};
       if (super.id < 0) fail_arg("array type without base type");
       Node b = build(super.id, depth + 1);
-      if (b.kind == Node::kFixed) break;
+      const size_t count = b.size ? n.size / b.size : 0;
+      if (b.kind == Node::kFixed) {
+        for (size_t i = 0; i < count; ++i)
+          for (size_t r : b.refs) n.refs.push_back(i * b.size + r);
+        break;
+      }
       n.kind = Node::kArray;
-      n.count = b.size ? n.size / b.size : 0;
+      n.count = count;
       n.base = std::make_unique<Node>(std::move(b));
       break;
     }
@@ -67,7 +79,10 @@ Node build(hid_t t, int depth) {
         if (mt.id < 0) fail_arg("compound member type unreadable");
         Node m = build(mt.id, depth + 1);
         any = any || m.kind != Node::kFixed;
-        n.members.emplace_back(H5Tget_member_offset(t, static_cast<unsigned>(i)), std::move(m));
+        const size_t off = H5Tget_member_offset(t, static_cast<unsigned>(i));
+        if (m.kind == Node::kFixed)
+          for (size_t r : m.refs) n.refs.push_back(off + r);
+        n.members.emplace_back(off, std::move(m));
       }
       if (any) n.kind = Node::kCompound;
       else n.members.clear();
@@ -122,21 +137,22 @@ void ser(const Node& n, const char* p, std::string& out) {
 }
 
 struct Reader {
-  const std::string& s;
+  const char* data;
+  size_t size;
   size_t pos = 0;
   void need(size_t k) {
-    if (k > s.size() - pos) fail_arg("stored variable-length data is truncated (corrupt catalog record)");
+    if (k > size - pos) fail_arg("stored variable-length data is truncated (corrupt catalog record)");
   }
   uint64_t u64() {
     need(8);
     uint64_t v;
-    std::memcpy(&v, s.data() + pos, 8);
+    std::memcpy(&v, data + pos, 8);
     pos += 8;
     return v;
   }
   const char* take(size_t k) {
     need(k);
-    const char* p = s.data() + pos;
+    const char* p = data + pos;
     pos += k;
     return p;
   }
@@ -162,7 +178,7 @@ void deser(const Node& n, Reader& r, char* p, const VlenAlloc& alloc) {
     }
     case Node::kVSeq: {
       uint64_t len = r.u64();
-      if (len > r.s.size()) fail_arg("stored variable-length sequence has an implausible length");
+      if (len > r.size) fail_arg("stored variable-length sequence has an implausible length");
       hvl_t v{len, nullptr};
       if (len) {
         v.p = alloc(len * n.base->size);
@@ -182,6 +198,44 @@ void deser(const Node& n, Reader& r, char* p, const VlenAlloc& alloc) {
         if (m.kind != Node::kFixed) deser(m, r, p + off, alloc);
       return;
   }
+}
+
+// Appends where the H5T_STD_REF values of one element of `n` sit in the stream `r` reads.
+void ref_positions(const Node& n, Reader& r, std::vector<size_t>& out) {
+  switch (n.kind) {
+    case Node::kFixed:
+    case Node::kCompound: {
+      const size_t at = r.pos;
+      r.take(n.size);
+      for (size_t o : n.refs) out.push_back(at + o);
+      for (auto& [off, m] : n.members)
+        if (m.kind != Node::kFixed) ref_positions(m, r, out);
+      return;
+    }
+    case Node::kVStr: {
+      uint64_t len = r.u64();
+      if (len != kNull) r.take(len);
+      return;
+    }
+    case Node::kVSeq: {
+      uint64_t len = r.u64();
+      if (len > r.size) fail_arg("stored variable-length sequence has an implausible length");
+      for (uint64_t i = 0; i < len; ++i) ref_positions(*n.base, r, out);
+      return;
+    }
+    case Node::kArray:
+      for (size_t i = 0; i < n.count; ++i) ref_positions(*n.base, r, out);
+      return;
+  }
+}
+
+// Whether the node holds references anywhere.
+bool has_refs(const Node& n) {
+  if (!n.refs.empty()) return true;
+  if (n.base && has_refs(*n.base)) return true;
+  for (auto& [off, m] : n.members)
+    if (has_refs(m)) return true;
+  return false;
 }
 
 size_t file_size(hid_t t, int depth) {
@@ -242,7 +296,7 @@ std::string vlen_serialize(hid_t type, size_t n, const void* buf) {
 
 void vlen_deserialize(hid_t type, size_t n, const std::string& bytes, void* buf, const VlenAlloc& alloc) {
   Node root = build(type, 0);
-  Reader r{bytes};
+  Reader r{bytes.data(), bytes.size()};
   char* p = static_cast<char*>(buf);
   std::memset(p, 0, n * root.size);
   for (size_t i = 0; i < n; ++i) deser(root, r, p + i * root.size, alloc);
@@ -250,5 +304,21 @@ void vlen_deserialize(hid_t type, size_t n, const std::string& bytes, void* buf,
 }
 
 size_t file_type_size(hid_t type) { return file_size(type, 0); }
+
+std::vector<size_t> fixed_ref_offsets(hid_t type) {
+  Node root = build(type, 0);
+  if (root.kind != Node::kFixed) fail_arg("fixed_ref_offsets: the type has variable-length parts");
+  return root.refs;
+}
+
+std::vector<size_t> stream_ref_offsets(hid_t type, size_t n, const uint8_t* stream, size_t size, size_t from) {
+  Node root = build(type, 0);
+  std::vector<size_t> out;
+  if (!has_refs(root)) return out;
+  if (from > size) fail_arg("stored variable-length data is truncated (corrupt catalog record)");
+  Reader r{reinterpret_cast<const char*>(stream), size, from};
+  for (size_t i = 0; i < n; ++i) ref_positions(root, r, out);
+  return out;
+}
 
 }  // namespace tessera_vol

@@ -13,7 +13,9 @@
 #include <hdf5.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera_vol {
 
@@ -37,5 +39,13 @@ void vlen_deserialize(hid_t type, size_t n, const std::string& bytes, void* buf,
 // Size per element HDF5 reports for the type once stored in a file (H5Aget_info's
 // data_size): a vlen or vlen string takes 16 bytes there (length + global heap id).
 size_t file_type_size(hid_t type);
+
+// Where the 1.12-style references (H5T_STD_REF, 64 bytes each) inside compound, array
+// and variable-length types sit, so reference.h can store and rebuild them (issue 45):
+// byte offsets within one element of a type without variable-length parts,
+std::vector<size_t> fixed_ref_offsets(hid_t type);
+// and byte offsets in a stream vlen_serialize wrote for n elements, starting at `from`
+// (empty when the type holds no reference).
+std::vector<size_t> stream_ref_offsets(hid_t type, size_t n, const uint8_t* stream, size_t size, size_t from = 0);
 
 }  // namespace tessera_vol
