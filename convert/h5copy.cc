@@ -612,10 +612,13 @@ class Copier {
   // A new-style reference of the source re-created in the target, naming the same object
   // (and selection, or attribute) by path; `out` stays zeroed for a reference never set.
   void recreate_ref(H5R_ref_t* in, H5R_ref_t* out, const std::string& what) {
+    static const H5R_ref_t zero{};
     const H5R_type_t t = H5Rget_type(in);
-    if (t == H5R_BADTYPE) {
+    // Never set: an invalid reference, or the zeros a never-written element reads as
+    // (which H5Rget_type calls H5R_OBJECT1).
+    if (t == H5R_BADTYPE || std::memcmp(in, &zero, sizeof zero) == 0) {
       H5Eclear2(H5E_DEFAULT);
-      return;  // never set
+      return;
     }
     std::vector<char> name(4096), attr(4096);
     if (H5Rget_obj_name(in, H5P_DEFAULT, name.data(), name.size()) < 0) h5fail(what + ": a reference's object");

@@ -232,7 +232,26 @@ static void values(const char *path, hid_t fapl)
     H5Gclose(g);
     H5Fclose(f);
 
-    /* Read back in a new file handle. */
+    H5Tclose(vt);
+    H5Tclose(at);
+    H5Tclose(pt);
+    H5Sclose(s2);
+    H5Sclose(s3);
+    H5Sclose(s4);
+    H5Sclose(s10);
+    H5Sclose(sc);
+}
+
+/* Part 2, reading: every value with the same and with other memory types, described by
+ * what its references name. */
+static void read_values(const char *path, hid_t fapl)
+{
+    hsize_t   three = 3, four = 4, ntwo = 2;
+    hid_t     s3 = H5Screate_simple(1, &three, NULL), s4 = H5Screate_simple(1, &four, NULL);
+    hid_t     s2 = H5Screate_simple(1, &ntwo, NULL);
+    hid_t     pt = pair_type(), at = H5Tarray_create2(H5T_STD_REF, 1, &three), vt = H5Tvlen_create(H5T_STD_REF);
+    hid_t     f, dc, dch, ac, aa, va, vd;
+    H5R_ref_t arr[3];
     f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     pair_t r[4];
     char   what[64];
@@ -334,8 +353,6 @@ static void values(const char *path, hid_t fapl)
     H5Sclose(s2);
     H5Sclose(s3);
     H5Sclose(s4);
-    H5Sclose(s10);
-    H5Sclose(sc);
 }
 
 /* Part 3: H5Ocopy into another file, with and without expanding references.  Native
@@ -453,6 +470,7 @@ static void run(const char *path, hid_t fapl, log_t *L)
     snprintf(p3, sizeof p3, "%.*s_copy.h5", (int)(strlen(path) - 3), path);
     dimension_scales(path, fapl);
     values(p2, fapl);
+    read_values(p2, fapl);
     copies(p2, p3, fapl);
 }
 
@@ -505,8 +523,57 @@ static void dims_again(const char *path, hid_t fapl, log_t *L)
     H5Fclose(f);
 }
 
+/* `tessera export` of the tessera run's values and `tessera import` of the native run's
+ * (vol_nested_refs_tool): the exported native file and the imported container must read
+ * as the native original does (convert/h5copy.cc re-creates the references). */
+static int export_import(const char *dir, const char *tool)
+{
+    hid_t native, tess, vol;
+    if (make_fapls(&native, &tess, &vol) < 0)
+        return 1;
+    char cmd[26000], exported[4200], imported[4200], original[4200];
+    snprintf(original, sizeof original, "%s/test_nested_refs_native_values.h5", dir);
+    snprintf(exported, sizeof exported, "%s/nested_refs_exported.h5", dir);
+    snprintf(imported, sizeof imported, "%s/nested_refs_imported.h5", dir);
+    snprintf(cmd, sizeof cmd, "'%s' export --force '%s/test_nested_refs_tessera_values.h5' '%s' && '%s' import --force '%s' '%s'",
+             tool, dir, exported, tool, original, imported);
+    if (system(cmd) != 0) {
+        printf("FAIL: %s\n", cmd);
+        return 1;
+    }
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    log_t lo = {0}, le = {0}, li = {0};
+    g_log = &lo;
+    read_values(original, native);
+    g_log = &le;
+    read_values(exported, native);
+    g_log = &li;
+    read_values(imported, tess);
+    hid_t f = H5Fopen(imported, H5F_ACC_RDONLY, tess);
+    char  cname[64] = "";
+    H5VLget_connector_name(f, cname, sizeof cname);
+    H5Fclose(f);
+    check(strcmp(cname, "tessera") == 0, "the imported file is a tessera container", "tessera");
+    int lines = 0, diffs = 0;
+    printf("exported (native file) vs the native original:\n");
+    diffs += compare_logs(&lo, &le, "TESSERA_TEST_VERBOSE", &lines);
+    printf("imported (tessera container) vs the native original:\n");
+    diffs += compare_logs(&lo, &li, "TESSERA_TEST_VERBOSE", &lines);
+    check(lines >= 30, "enough observations were compared", "compare");
+    printf(diffs || g_failed ? "[FAIL] export/import differ\n" : "[PASS] export and import read as the original\n");
+    free(lo.buf);
+    free(le.buf);
+    free(li.buf);
+    H5Pclose(native);
+    H5Pclose(tess);
+    H5VLclose(vol);
+    return diffs || g_failed;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 3 && strcmp(argv[2], "--export-import") == 0)
+        return export_import(argv[1], argv[3]);
     if (argc > 2 && strcmp(argv[2], "--dims-again") == 0)
         return run_compared(argv[1], "test_nested_refs", dims_again, 15, NULL);
     return run_compared(argc > 1 ? argv[1] : ".", "test_nested_refs", run, 70, tessera_only);
