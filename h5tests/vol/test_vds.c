@@ -2,7 +2,12 @@
  * (vol_test_log.h): limited, strided and same-file mappings; an unlimited mapping
  * following a growing source under both views; printf-style source names with a gap;
  * the mappings reported back (H5Pget_virtual_*); reads with fill values; writes through
- * the virtual dataset and writes to unmapped elements; H5Dset_extent; storage queries.
+ * the virtual dataset and writes to unmapped elements; H5Dset_extent; storage queries;
+ * source files that do not exist (issue 45): HDF5's h5ex_vds-eiger (printf names, an
+ * unlimited mapping, no source at all: natively the extent is 0 x 10 x 10 from creation
+ * on and H5Dread of H5S_ALL leaves the buffer untouched — read here into a sentinel —
+ * while a selection of the created 5 x 10 x 10 reads the fill value) and missing sources
+ * behind fixed and unlimited mappings (fill value, extent kept).
  * Each file is opened afresh per view (native shares one open dataset between opens of
  * one file, whatever the second open's dapl says).
  *
@@ -55,6 +60,27 @@ static void log_read(hid_t d, const char *what)
     LOG("%s: dims %llu x %llu read %s hash %016llx first %d last %d", what, (unsigned long long)dims[0],
         (unsigned long long)(r > 1 ? dims[1] : 1), RC(rc), fnv(v, n * sizeof(int)), n ? v[0] : 0,
         n ? v[n - 1] : 0);
+    free(v);
+    H5Sclose(s);
+}
+
+/* Reads everything (H5S_ALL) into a buffer 16 elements longer than the extent, filled
+ * with a sentinel first: what a read leaves untouched shows in the hash (h5ex_vds-eiger
+ * prints its buffer whatever the read did to it). */
+static void log_read_sentinel(hid_t d, const char *what)
+{
+    hid_t   s = H5Dget_space(d);
+    hsize_t dims[3] = {0, 0, 0};
+    int     r = H5Sget_simple_extent_dims(s, dims, NULL);
+    size_t  n = 1;
+    for (int i = 0; i < r; i++)
+        n *= (size_t)dims[i];
+    int *v = malloc((n + 16) * sizeof(int));
+    memset(v, 0x55, (n + 16) * sizeof(int));
+    herr_t rc = H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+    LOG("%s: rank %d dims %llu x %llu x %llu read %s hash %016llx first %d last %d", what, r,
+        (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2], RC(rc),
+        fnv(v, (n + 16) * sizeof(int)), v[0], n ? v[n - 1] : 0);
     free(v);
     H5Sclose(s);
 }
@@ -241,12 +267,62 @@ static void run(const char *path, hid_t fapl, log_t *L)
         H5Sclose(src);
         H5Sclose(vspace);
     }
+    /* 4. h5ex_vds-eiger (HDF5's example): printf source names, an unlimited mapping, and
+     *    no source file at all. */
+    {
+        hsize_t vd[3] = {5, 10, 10}, vmax[3] = {H5S_UNLIMITED, 10, 10}, sd[3] = {5, 10, 10};
+        hid_t   vspace = H5Screate_simple(3, vd, vmax);
+        hid_t   src    = H5Screate_simple(3, sd, NULL);
+        hid_t   dcpl   = H5Pcreate(H5P_DATASET_CREATE);
+        hsize_t start[3] = {0, 0, 0}, stride[3] = {5, 1, 1}, count[3] = {H5S_UNLIMITED, 1, 1},
+                block[3] = {5, 10, 10};
+        H5Sselect_hyperslab(vspace, H5S_SELECT_SET, start, stride, count, block);
+        LOG("set_virtual eiger: %s", RC(H5Pset_virtual(dcpl, vspace, src_path("e-%b.h5"), "/A", src)));
+        hid_t d = H5Dcreate2(f, "eiger", H5T_STD_I32LE, vspace, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        LOG("create eiger: %s", RC(d));
+        log_read_sentinel(d, "eiger as created");
+        H5Dclose(d);
+        H5Pset_fill_value(dcpl, H5T_NATIVE_INT, &fill);
+        d = H5Dcreate2(f, "eiger_fill", H5T_STD_I32LE, vspace, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        log_read_sentinel(d, "eiger with a fill value as created");
+        H5Dclose(d);
+        H5Pclose(dcpl);
+        H5Sclose(src);
+        H5Sclose(vspace);
+    }
+    /* 5. Source files that do not exist behind a fixed and an unlimited (not printf)
+     *    mapping, and elements no mapping covers: all read as the fill value. */
+    {
+        hsize_t vd[2] = {4, 3}, vmax[2] = {H5S_UNLIMITED, 3}, sd = 4, smax = H5S_UNLIMITED;
+        hid_t   vspace = H5Screate_simple(2, vd, vmax);
+        hid_t   dcpl   = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_fill_value(dcpl, H5T_NATIVE_INT, &fill);
+        hid_t   fixed = H5Screate_simple(1, &sd, NULL), growing = H5Screate_simple(1, &sd, &smax);
+        hsize_t start[2] = {0, 0}, count[2] = {4, 1};
+        H5Sselect_hyperslab(vspace, H5S_SELECT_SET, start, NULL, count, NULL);
+        LOG("set_virtual missing fixed: %s",
+            RC(H5Pset_virtual(dcpl, vspace, src_path("missing_fixed.h5"), "/data", fixed)));
+        hsize_t ustart[2] = {0, 1}, ucount[2] = {H5S_UNLIMITED, 1}, zero = 0, unl = H5S_UNLIMITED;
+        H5Sselect_hyperslab(vspace, H5S_SELECT_SET, ustart, NULL, ucount, NULL);
+        H5Sselect_hyperslab(growing, H5S_SELECT_SET, &zero, NULL, &unl, NULL);
+        LOG("set_virtual missing unlimited: %s",
+            RC(H5Pset_virtual(dcpl, vspace, src_path("missing_unlim.h5"), "/g", growing)));
+        H5Sselect_all(vspace);
+        hid_t d = H5Dcreate2(f, "missing", H5T_STD_I32LE, vspace, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        LOG("create missing: %s", RC(d));
+        log_read_sentinel(d, "missing as created");
+        H5Dclose(d);
+        H5Sclose(fixed);
+        H5Sclose(growing);
+        H5Pclose(dcpl);
+        H5Sclose(vspace);
+    }
     H5Fclose(f);
 
     /* Reopened: mappings, and every view. */
     hid_t rf = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    const char *names[] = {"vds", "unlim", "printf"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[] = {"vds", "unlim", "printf", "eiger", "eiger_fill", "missing"};
+    for (int i = 0; i < 6; i++) {
         hid_t d = H5Dopen2(rf, names[i], H5P_DEFAULT);
         LOG("== %s", names[i]);
         log_mappings(d);
@@ -282,6 +358,36 @@ static void run(const char *path, hid_t fapl, log_t *L)
                     H5Dclose(d);
                     H5Fclose(file);
                 }
+        for (int view = 0; view < 2; view++)
+            for (hsize_t gap = 0; gap < 2; gap++)
+                for (int i = 3; i < 6; i++) {
+                    hid_t file;
+                    hid_t d = open_view(path, fapl, names[i], view ? H5D_VDS_FIRST_MISSING : H5D_VDS_LAST_AVAILABLE,
+                                        gap, &file);
+                    char what[96];
+                    snprintf(what, sizeof what, "phase %d %s view %d gap %llu", phase, names[i], view,
+                             (unsigned long long)gap);
+                    log_read_sentinel(d, what);
+                    H5Dclose(d);
+                    H5Fclose(file);
+                }
+    }
+    /* The eiger dataset read through the extent it was created with (5 x 10 x 10): past
+     * the extent it has after reopening, so refused. */
+    {
+        hid_t   file;
+        hid_t   d = open_view(path, fapl, "eiger_fill", H5D_VDS_LAST_AVAILABLE, 0, &file);
+        hsize_t dims[3] = {5, 10, 10};
+        hid_t   ms = H5Screate_simple(3, dims, NULL), fs = H5Screate_simple(3, dims, NULL);
+        int    *v  = malloc(500 * sizeof(int));
+        memset(v, 0x55, 500 * sizeof(int));
+        herr_t rc = H5Dread(d, H5T_NATIVE_INT, ms, fs, H5P_DEFAULT, v);
+        LOG("eiger_fill read as 5x10x10: %s first %d", RC(rc), v[0]);
+        free(v);
+        H5Sclose(ms);
+        H5Sclose(fs);
+        H5Dclose(d);
+        H5Fclose(file);
     }
 }
 

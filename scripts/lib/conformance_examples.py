@@ -13,7 +13,8 @@ passes when, under tessera,
   - `h5dump` of every HDF5 file it created or changed prints the same text (object
     addresses inside old-style references are tessera's tokens, so the numbers after
     GROUP/DATASET/DATATYPE in reference values are replaced by a placeholder; nothing
-    else is normalized).
+    else is normalized) — but for the lines of a program that prints memory no HDF5
+    call wrote (UNINITIALIZED_AFTER), whose numbers are masked on both sides.
 
 The tessera run must produce tessera containers (directories): a plain HDF5 file
 appearing there means HDF5 fell back to its native connector, which fails the program.
@@ -53,10 +54,33 @@ EXCLUDED = {
     "h5ex_g_compact": "prints H5Fget_filesize: a tessera container's bytes differ from an HDF5 file's by design",
     "h5_drivers": "deletes the split driver's member files with remove(), which cannot delete a container "
                   "(a directory); tessera keeps a split file as one container under the metadata member's name",
-    "h5ex_vds-eiger": "no source file exists, so the virtual dataset's extent is 0 (natively too: h5dump shows "
-                      "( 0, 10, 10 )) and H5Dread reads nothing; the program then prints its uninitialized stack "
-                      "buffer, whatever that held (python_tests/test_h5py_vds.py covers printf mappings with sources)",
 }
+
+# Programs that print memory no HDF5 call wrote, with the line after which they do and
+# why: the numbers on the lines after it are masked on both sides (their layout is still
+# compared), everything else — the other lines, the exit status, h5dump of the files —
+# is compared as usual.  h5ex_vds-eiger maps printf-named source files that do not
+# exist: natively the virtual dataset's extent is 0 x 10 x 10 as soon as it is created
+# (h5dump: "( 0, 10, 10 ) / ( H5S_UNLIMITED, 10, 10 )"), so H5Dread with H5S_ALL reads no
+# element and the program prints its uninitialized stack buffer.  h5tests/vol/test_vds.c
+# reads the same mapping into a sentinel-filled buffer: native and tessera leave it
+# untouched alike, and read the fill value where a selection names elements (issue 45).
+UNINITIALIZED_AFTER = {
+    "h5ex_vds-eiger": " VDS Data:",
+}
+NUMBER = re.compile(r" *-?\d+")  # with the padding of its printf width
+
+
+def mask_uninitialized(name: str, out: str) -> str:
+    """`out` with the numbers after the program's UNINITIALIZED_AFTER line masked."""
+    marker = UNINITIALIZED_AFTER.get(name.removesuffix("-v110"))
+    if marker is None:
+        return out
+    lines = out.split("\n")
+    for i, line in enumerate(lines):
+        if line == marker:
+            return "\n".join(lines[:i + 1] + [NUMBER.sub(" #", x) for x in lines[i + 1:]])
+    return out
 
 REF_ADDR = re.compile(r"\b(GROUP|DATASET|DATATYPE|UNKNOWN) \d+ ")
 
@@ -233,6 +257,7 @@ def run_examples(prefix: Path, build: Path, native_env, tessera_env, timeout=60)
         problems = []
         if rc_t != 0:
             problems.append(f"tessera: {_exit_text(rc_t)}")
+        out_n, out_t = mask_uninitialized(name, out_n), mask_uninitialized(name, out_t)
         if out_n != out_t:
             problems.append("stdout differs, " + _first_diff(out_n, out_t))
         plain = [p.name for p in dirs["tessera"].glob("*.h5")
@@ -293,7 +318,9 @@ def markdown(results):
     lines = ["### HDF5's example programs", "",
              "HDF5Examples/C from HDF5 1.14.5's source, each program run natively and on tessera;",
              "it passes when its exit status, its output and `h5dump` of the files it wrote are",
-             "the same (`scripts/conformance --examples`).", "",
+             "the same (`scripts/conformance --examples`); a program printing memory no HDF5 call",
+             "wrote has the numbers after that point masked on both sides ("
+             + ", ".join(f"`{n}` after `{m.strip()}`" for n, m in UNINITIALIZED_AFTER.items()) + ").", "",
              "| folder | passed | failed | fail natively | excluded |", "| --- | --- | --- | --- | --- |"]
     for folder, c in counts.items():
         lines.append(f"| {folder} | {c['passed']} | {c['failed']} | {c['native-fails']} | {c['excluded']} |")
