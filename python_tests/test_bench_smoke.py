@@ -119,6 +119,38 @@ def test_parallel_benchmark_sides_match_the_model(np_, tessera_env, tmp_path):
     assert not any((tmp_path / "data").glob("*")), "the benchmark left files behind"
 
 
+# ------------------------------------------------------------------ issue 46's HPC kernels
+KERNEL_WORKLOADS = 13  # vpic x4, strided-write, read x4, array2d x2, array3d x2
+
+
+@pytest.mark.parametrize("np_", [1, 2])
+def test_kernels_benchmark_sides_match_the_model(np_, tessera_env, tmp_path):
+    """bench_h5_kernels --quick under mpirun: every kernel ran on both sides with a time,
+    and every data check (each write read back, each timed read's buffer) says that both
+    sides returned exactly the model's values (the CHECK line's last field)."""
+    exe = _build_dir(tessera_env) / "scripts" / "bench" / "bench_h5_kernels"
+    assert exe.is_file(), f"{exe} was not built"
+    env = {k: v for k, v in os.environ.items() if k not in ("HDF5_VOL_CONNECTOR", "LD_PRELOAD")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # fadvise: the cold reads evict the benchmark's own files, not the machine's page cache.
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", str(np_), str(exe), "--quick", "--repeat", "1",
+           "--cache-drop", "fadvise", "--dir", str(tmp_path / "data")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"exit {proc.returncode}:\n{out}"
+    results, checks = _parse(proc.stdout)
+    assert len(results) == KERNEL_WORKLOADS, out
+    for workload, native, tessera, unit, ratio, _note in results:
+        assert float(native) > 0 and float(tessera) > 0 and unit == "s", f"{workload}: {native} / {tessera}\n{out}"
+        assert float(ratio) > 0, out
+    # One check per workload: a write's read-back or a read's data.
+    assert len(checks) == KERNEL_WORKLOADS, out
+    for name, native_hash, tessera_hash, verdict, model in checks:
+        assert native_hash == model and tessera_hash == model and verdict == "ok", (
+            f"{name}: native {native_hash}, tessera {tessera_hash}, model {model}\n{out}")
+    assert not any((tmp_path / "data").glob("*")), "the benchmark left files behind"
+
+
 def test_bench_clients_smoke(tessera_env, tmp_path):
     """scripts/bench/bench_clients.py at a tiny size: every workload ran on both sides and
     read back the same values (its exit status says so; timings are not asserted)."""
